@@ -1,0 +1,263 @@
+"""The embedded cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK and
+the GPU Operator simulator on free loopback ports, with state under one directory."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import ssl
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from gpushare import pki
+from gpushare.binaries import binary_dir
+from gpushare.fleet import Fleet
+from gpushare.processes import Component, ComponentError, alive, start, stop_all, wait_ready
+
+# Start order; `down` stops in reverse.
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "gpu-operator-sim")
+# Client identities: file stem -> (user, group). Distinct users keep the audit log readable.
+IDENTITIES = {
+    "admin": ("gpushare-admin", "system:masters"),
+    "kube-controller-manager": ("system:kube-controller-manager", None),
+    "kube-scheduler": ("system:kube-scheduler", None),
+    "kwok": ("system:kwok", "system:masters"),
+    "gpu-operator-sim": ("system:gpushare-gpu-operator-sim", "system:masters"),
+}
+AUDIT_POLICY = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived"],
+    "rules": [
+        {"level": "Metadata", "verbs": ["create", "update", "patch", "delete", "deletecollection"]},
+        {"level": "None"},
+    ],
+}
+
+
+@dataclass(frozen=True)
+class StateDir:
+    root: Path
+
+    @property
+    def pki(self) -> Path:
+        return self.root / "pki"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.root / "kubeconfig"
+
+    @property
+    def audit_log(self) -> Path:
+        return self.root / "audit.log"
+
+    @property
+    def info(self) -> Path:
+        return self.root / "cluster.json"
+
+    def component_kubeconfig(self, name: str) -> Path:
+        return self.root / "kubeconfigs" / f"{name}.yaml"
+
+    def pid_file(self, name: str) -> Path:
+        return self.root / "pids" / f"{name}.pid"
+
+    def log(self, name: str) -> Path:
+        return self.root / "logs" / f"{name}.log"
+
+    def pid_files(self) -> list[Path]:
+        return [self.pid_file(name) for name in COMPONENTS]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def port_busy(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def write_kubeconfig(path: Path, server: str, ca: Path, client: pki.KeyPair, user: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "gpushare", "cluster": {"server": server, "certificate-authority": str(ca)}}],
+        "users": [{"name": user, "user": {"client-certificate": str(client.cert), "client-key": str(client.key)}}],
+        "contexts": [{"name": "gpushare", "context": {"cluster": "gpushare", "user": user}}],
+        "current-context": "gpushare",
+    }
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    path.chmod(0o600)
+
+
+def _https_ok(url: str, context: ssl.SSLContext) -> bool:
+    try:
+        with urllib.request.urlopen(url, context=context, timeout=2) as response:  # noqa: S310 - loopback URL we built
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _client_context(state: StateDir) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=str(state.pki / "ca.crt"))
+    context.load_cert_chain(str(state.pki / "admin.crt"), str(state.pki / "admin.key"))
+    return context
+
+
+def _insecure_context() -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+def running(state: StateDir) -> bool:
+    return state.info.exists() and all(alive(p) for p in state.pid_files())
+
+
+class Launcher:
+    """Brings the components up one by one; on any failure stops what it started."""
+
+    def __init__(self, state: StateDir, fleet: Fleet, operator_namespace: str, apiserver_port: int | None):
+        self.state = state
+        self.fleet = fleet
+        self.operator_namespace = operator_namespace
+        self.apiserver_port = apiserver_port
+        self.started: list[Path] = []
+        self.ports: dict[str, int] = {}
+
+    def progress(self, message: str) -> None:
+        print(f"  {message}", file=sys.stderr, flush=True)
+
+    def run(self, name: str, argv: list[str], probe, timeout_s: float = 60.0) -> None:
+        component = Component(name, tuple(argv), self.state.log(name), self.state.pid_file(name))
+        began = time.monotonic()
+        start(component)
+        self.started.append(component.pid_file)
+        wait_ready(component, probe, timeout_s)
+        self.progress(f"{name} ready ({time.monotonic() - began:.1f}s)")
+
+    def up(self) -> dict:
+        try:
+            return self._up()
+        except BaseException:
+            stop_all(self.started)
+            raise
+
+    def _prepare(self) -> dict[str, pki.KeyPair]:
+        ca = pki.ensure_ca(self.state.pki)
+        pki.ensure_serving_cert(self.state.pki, ca)
+        pki.ensure_service_account_key(self.state.pki)
+        clients = {
+            name: pki.ensure_client_cert(self.state.pki, ca, name, user, group)
+            for name, (user, group) in IDENTITIES.items()
+        }
+        (self.state.root / "audit-policy.yaml").write_text(yaml.safe_dump(AUDIT_POLICY))
+        stages = resources.files("gpushare") / "data" / "kwok-stages.yaml"
+        (self.state.root / "kwok-stages.yaml").write_text(stages.read_text())
+        return clients
+
+    def _ports(self) -> None:
+        if self.apiserver_port is not None and port_busy(self.apiserver_port):
+            raise ComponentError(
+                f"port {self.apiserver_port} on 127.0.0.1 is already in use; "
+                "pick another with --apiserver-port or leave it out to use a free port"
+            )
+        self.ports = {
+            "etcd-client": free_port(),
+            "etcd-peer": free_port(),
+            "kube-apiserver": self.apiserver_port or free_port(),
+            "kube-controller-manager": free_port(),
+            "kube-scheduler": free_port(),
+            "kwok": free_port(),
+        }
+
+    def _up(self) -> dict:
+        bins = binary_dir()
+        clients = self._prepare()
+        self._ports()
+        state, ports, pki_dir = self.state, self.ports, self.state.pki
+        server = f"https://127.0.0.1:{ports['kube-apiserver']}"
+        for name, pair in clients.items():
+            target = state.kubeconfig if name == "admin" else state.component_kubeconfig(name)
+            write_kubeconfig(target, server, pki_dir / "ca.crt", pair, IDENTITIES[name][0])
+        etcd_url = f"http://127.0.0.1:{ports['etcd-client']}"
+        peer_url = f"http://127.0.0.1:{ports['etcd-peer']}"
+        self.run("etcd", [
+            str(bins / "etcd"), "--name=default", f"--data-dir={state.root / 'etcd-data'}",
+            f"--listen-client-urls={etcd_url}", f"--advertise-client-urls={etcd_url}",
+            f"--listen-peer-urls={peer_url}", f"--initial-advertise-peer-urls={peer_url}",
+            f"--initial-cluster=default={peer_url}", "--unsafe-no-fsync", "--log-level=warn",
+        ], lambda: _http_ok(f"{etcd_url}/health"))
+        client_context = _client_context(state)
+        self.run("kube-apiserver", [
+            str(bins / "kube-apiserver"), f"--etcd-servers={etcd_url}",
+            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+            f"--secure-port={ports['kube-apiserver']}",
+            f"--tls-cert-file={pki_dir / 'apiserver.crt'}", f"--tls-private-key-file={pki_dir / 'apiserver.key'}",
+            f"--client-ca-file={pki_dir / 'ca.crt'}", "--authorization-mode=RBAC",
+            "--service-cluster-ip-range=10.96.0.0/16",
+            "--service-account-issuer=https://kubernetes.default.svc",
+            f"--service-account-key-file={pki_dir / 'service-account.pub'}",
+            f"--service-account-signing-key-file={pki_dir / 'service-account.key'}",
+            f"--audit-policy-file={state.root / 'audit-policy.yaml'}", f"--audit-log-path={state.audit_log}",
+            "--audit-log-maxsize=200", "--profiling=false", "--allow-privileged=true",
+        ], lambda: _https_ok(f"{server}/readyz", client_context), timeout_s=90)
+        for name in ("kube-controller-manager", "kube-scheduler"):
+            kubeconfig = state.component_kubeconfig(name)
+            extra = (
+                [f"--service-account-private-key-file={pki_dir / 'service-account.key'}",
+                 f"--root-ca-file={pki_dir / 'ca.crt'}", "--use-service-account-credentials=true",
+                 "--node-monitor-grace-period=60s"]
+                if name == "kube-controller-manager" else []
+            )
+            port = ports[name]
+            self.run(name, [
+                str(bins / name), f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
+                f"--authorization-kubeconfig={kubeconfig}", "--bind-address=127.0.0.1",
+                f"--secure-port={port}", "--leader-elect=false", *extra,
+            ], lambda port=port: _https_ok(f"https://127.0.0.1:{port}/healthz", _insecure_context()))
+        from gpushare import cluster_bootstrap  # needs the API server; kept out of import time
+
+        cluster_bootstrap.register_nodes(state.kubeconfig, self.fleet)
+        self.run("kwok", [
+            str(bins / "kwok"), f"--kubeconfig={state.component_kubeconfig('kwok')}",
+            "--manage-all-nodes=true", f"--config={state.root / 'kwok-stages.yaml'}",
+            f"--server-address=127.0.0.1:{ports['kwok']}", "--node-ip=10.0.0.1", "--cidr=10.244.0.0/16",
+        ], lambda: _http_ok(f"http://127.0.0.1:{ports['kwok']}/healthz"))
+        self.run("gpu-operator-sim", [
+            sys.executable, "-m", "gpushare", "sim", "gpu-operator",
+            f"--kubeconfig={state.component_kubeconfig('gpu-operator-sim')}",
+            f"--operator-namespace={self.operator_namespace}",
+            f"--ready-file={state.root / 'gpu-operator-sim.ready'}",
+        ], lambda: (state.root / "gpu-operator-sim.ready").exists())
+        cluster_bootstrap.wait_until_ready(state.kubeconfig, self.fleet, self.operator_namespace)
+        info = {"server": server, "ports": ports, "bin_dir": str(bins), "operator_namespace": self.operator_namespace}
+        state.info.write_text(json.dumps(info, indent=2))
+        return info
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - loopback URL we built
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def down(state: StateDir) -> list[str]:
+    stopped = stop_all(state.pid_files())
+    if state.root.exists():
+        shutil.rmtree(state.root)
+    return stopped

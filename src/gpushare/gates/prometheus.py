@@ -1,0 +1,162 @@
+"""Gate observations from Prometheus instant queries (standard library HTTP only).
+
+The trial is `(trial_end - window, trial_end]`; the baseline is the `baseline_window` right
+before it. P99 and queue time are read once per latency window over the trial, and once over
+the whole baseline. Baseline counts are scaled to the trial's length so both sides compare.
+A query that fails or returns no series leaves a gap that makes its gate hold.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, replace
+from urllib.error import HTTPError, URLError
+from urllib.parse import urlencode
+from urllib.request import Request, urlopen
+
+from gpushare.gates.inputs import COUNT_KEYS, CONTEXT_KEYS, WINDOW_KEYS
+from gpushare.gates.model import GateInputError, Observations, Side, Thresholds
+from gpushare.gates.queries import render
+from gpushare.gates.timespec import format_duration, format_time
+
+
+class QueryError(Exception):
+    """A query that produced no usable value; the message is the gate's hold reason."""
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    url: str
+    trial_end: float
+    window_s: int
+    baseline_window_s: int
+    nodes: tuple[str, ...] = ()
+    timeout_s: float = 10.0
+
+    @property
+    def trial_start(self) -> float:
+        return self.trial_end - self.window_s
+
+
+class PrometheusClient:
+    """Instant queries against /api/v1/query; after one connection failure it stops trying."""
+
+    def __init__(self, url: str, timeout_s: float) -> None:
+        self.url = url.rstrip("/")
+        self.timeout_s = timeout_s
+        self._down: str | None = None
+
+    def value(self, query: str, at: float) -> float | None:
+        """The single value of `query` at unix time `at`; None when it returns no series or NaN."""
+        if self._down:
+            raise QueryError(self._down)
+        form = urlencode({"query": query, "time": f"{at:.3f}"}).encode()
+        try:
+            with urlopen(Request(f"{self.url}/api/v1/query", data=form), timeout=self.timeout_s) as response:
+                body = json.load(response)
+        except HTTPError as err:
+            raise QueryError(f"Prometheus answered HTTP {err.code}: {_error_text(err)}") from None
+        except (URLError, OSError) as err:
+            self._down = f"Prometheus at {self.url} did not answer ({getattr(err, 'reason', err)})"
+            raise QueryError(self._down) from None
+        except json.JSONDecodeError:
+            raise QueryError(f"{self.url} did not answer with Prometheus JSON; check the URL") from None
+        return _single_value(body)
+
+
+def collect(plan: QueryPlan, thresholds: Thresholds, client: PrometheusClient | None = None) -> Observations:
+    client = client or PrometheusClient(plan.url, plan.timeout_s)
+    latency_windows = plan.window_s // thresholds.latency_window_s
+    if latency_windows < 1:
+        raise GateInputError(
+            f"--window {format_duration(plan.window_s)} is shorter than latency_window "
+            f"{format_duration(thresholds.latency_window_s)}; lengthen the window or shorten latency_window"
+        )
+    reader = _Reader(client, thresholds.queries, list(plan.nodes))
+    trial_ends = [plan.trial_start + (k + 1) * thresholds.latency_window_s for k in range(latency_windows)]
+    trial = reader.side(plan.trial_end, plan.window_s, trial_ends, thresholds.latency_window_s, trial=True)
+    baseline = reader.side(plan.trial_start, plan.baseline_window_s, [plan.trial_start], plan.baseline_window_s)
+    baseline = _scale_counts(baseline, plan.window_s / plan.baseline_window_s)
+    start, end = plan.trial_start, plan.trial_end
+    source: dict[str, object] = {
+        "prometheus": client.url,
+        "trial": f"{format_time(start)}/{format_time(end)}",
+        "baseline": f"{format_time(start - plan.baseline_window_s)}/{format_time(start)}",
+    }
+    if plan.nodes:
+        source["nodes"] = list(plan.nodes)
+    return Observations(baseline=baseline, trial=trial, source=source)
+
+
+class _Reader:
+    def __init__(self, client: PrometheusClient, queries: dict[str, str], nodes: list[str]) -> None:
+        self.client, self.queries, self.nodes = client, queries, nodes
+
+    def side(self, at: float, window_s: int, window_ends: list[float], latency_s: int, trial: bool = False) -> Side:
+        gaps: dict[str, str] = {}
+        scalars = ["throughput_per_gpu", *COUNT_KEYS, *CONTEXT_KEYS] + (["correlated_failures"] if trial else [])
+        values = {key: self._scalar(key, at, window_s, gaps) for key in scalars}
+        windows = {key: self._windows(key, window_ends, latency_s, gaps) for key in WINDOW_KEYS}
+        return Side(
+            **{key: values[key] for key in scalars if key not in CONTEXT_KEYS},
+            **windows,
+            context={key: values[key] for key in CONTEXT_KEYS if values[key] is not None},
+            gaps={key: reason for key, reason in gaps.items() if key not in CONTEXT_KEYS},
+        )
+
+    def _scalar(self, key: str, at: float, window_s: int, gaps: dict[str, str]) -> float | None:
+        try:
+            value = self.client.value(render(self.queries[key], format_duration(window_s), self.nodes), at)
+        except QueryError as err:
+            gaps[key] = f"queries.{key}: {err}"
+            return None
+        if value is None:
+            gaps[key] = f"queries.{key} returned no series for {format_duration(window_s)} up to {format_time(at)}"
+        return value
+
+    def _windows(self, key: str, ends: list[float], window_s: int, gaps: dict[str, str]) -> tuple[float, ...]:
+        query = render(self.queries[key], format_duration(window_s), self.nodes)
+        values = []
+        try:
+            for end in ends:
+                value = self.client.value(query, end)
+                if value is not None:
+                    values.append(value)
+        except QueryError as err:
+            gaps[key] = f"queries.{key}: {err}"
+            return ()
+        if not values:
+            gaps[key] = f"queries.{key} returned no series in any of {len(ends)} window(s) up to {format_time(ends[-1])}"
+        return tuple(values)
+
+
+def _scale_counts(side: Side, factor: float) -> Side:
+    scaled = {key: None if (v := getattr(side, key)) is None else v * factor for key in COUNT_KEYS}
+    return replace(side, **scaled)
+
+
+def _single_value(body: object) -> float | None:
+    if not isinstance(body, dict) or body.get("status") != "success":
+        error = body.get("error", body) if isinstance(body, dict) else body
+        raise QueryError(f"Prometheus reported an error: {error}")
+    data = body["data"]
+    if data["resultType"] == "scalar":
+        sample = data["result"]
+    elif data["resultType"] == "vector":
+        if len(data["result"]) > 1:
+            raise QueryError(f"returned {len(data['result'])} series; aggregate it to one with sum(), avg() or max()")
+        if not data["result"]:
+            return None
+        sample = data["result"][0]["value"]
+    else:
+        raise QueryError(f"returned a {data['resultType']}; write an instant (vector or scalar) query")
+    value = float(sample[1])
+    return None if math.isnan(value) else value
+
+
+def _error_text(err: HTTPError) -> str:
+    try:
+        return str(json.load(err).get("error", err.reason))
+    except (json.JSONDecodeError, AttributeError, OSError):
+        return str(err.reason)

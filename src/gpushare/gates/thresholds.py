@@ -1,0 +1,89 @@
+"""The thresholds file (YAML): the operator's SLOs, validated strictly before any gate runs."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from string import Template
+
+import yaml
+
+from gpushare.gates.model import GateInputError, Thresholds
+from gpushare.gates.queries import DEFAULT_QUERIES, PLACEHOLDERS
+from gpushare.gates.timespec import parse_duration
+
+# key -> (kind, lower bound, upper bound or None, help); required keys have no default in Thresholds.
+_FIELDS: dict[str, tuple[type, float, float | None, str]] = {
+    "throughput_min_gain": (float, 0, None, "a fraction such as 0.10 for +10%"),
+    "p99_slo_ms": (float, 0, None, "milliseconds, above 0"),
+    "p99_breach_windows": (int, 1, None, "a whole number of windows, at least 1"),
+    "max_new_xid": (int, 0, None, "a whole number, 0 or more"),
+    "max_extra_oom_kills": (float, 0, None, "a count, 0 or more"),
+    "max_extra_restarts": (float, 0, None, "a count, 0 or more"),
+    "max_correlated_failures": (int, 0, None, "a whole number, 0 or more"),
+    "queue_time_min_drop": (float, 0, 1, "a fraction between 0 and 1"),
+    "queue_max_p99_increase": (float, 0, None, "a fraction such as 0.10 for +10%"),
+}
+REQUIRED = ("throughput_min_gain", "p99_slo_ms", "p99_breach_windows")
+
+
+def load_thresholds(path: Path) -> Thresholds:
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise GateInputError(f"cannot read the thresholds file {path}: {err.strerror}; check the path") from None
+    except (UnicodeDecodeError, yaml.YAMLError) as err:
+        raise GateInputError(f"thresholds file {path} is not YAML ({err}); fix its syntax") from None
+    return parse_thresholds(document)
+
+
+def parse_thresholds(document: object) -> Thresholds:
+    if not isinstance(document, dict):
+        raise GateInputError("thresholds: expected a mapping of keys such as p99_slo_ms: 500")
+    known = {*_FIELDS, "latency_window", "queries"}
+    unknown = sorted(str(key) for key in set(document) - known)
+    if unknown:
+        raise GateInputError(f"thresholds: unknown key(s) {', '.join(unknown)}; expected {', '.join(sorted(known))}")
+    missing = [key for key in REQUIRED if key not in document]
+    if missing:
+        raise GateInputError(f"thresholds: missing key(s) {', '.join(missing)}; set the operator's SLO for each")
+    values: dict[str, object] = {key: _value(key, document[key]) for key in _FIELDS if key in document}
+    if "latency_window" in document:
+        values["latency_window_s"] = parse_duration(document["latency_window"], "thresholds: latency_window")
+    return Thresholds(**values, queries=_queries(document.get("queries", {})))
+
+
+def _value(key: str, value: object) -> float | int:
+    kind, low, high, expected = _FIELDS[key]
+    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not numeric or (kind is int and not isinstance(value, int)) or not math.isfinite(value):
+        raise GateInputError(f"thresholds: {key} is {value!r}; expected {expected}")
+    if value < low or (high is not None and value > high) or (key == "p99_slo_ms" and value == 0):
+        raise GateInputError(f"thresholds: {key} is {value}; expected {expected}")
+    return kind(value)
+
+
+def _queries(overrides: object) -> dict[str, str]:
+    if not isinstance(overrides, dict):
+        raise GateInputError("thresholds: queries must map metric keys to PromQL strings")
+    unknown = sorted(str(key) for key in set(overrides) - set(DEFAULT_QUERIES))
+    if unknown:
+        raise GateInputError(
+            f"thresholds: unknown query key(s) {', '.join(unknown)}; expected {', '.join(DEFAULT_QUERIES)}"
+        )
+    for name, text in overrides.items():
+        if not isinstance(text, str) or not text.strip():
+            raise GateInputError(f"thresholds: queries.{name} must be a non-empty PromQL string")
+        _check_placeholders(name, text)
+    return {**DEFAULT_QUERIES, **overrides}
+
+
+def _check_placeholders(name: str, text: str) -> None:
+    """Reject an override that uses an unknown placeholder, before any query is sent."""
+    try:
+        Template(text).substitute({key: "" for key in PLACEHOLDERS})
+    except (KeyError, ValueError) as err:
+        raise GateInputError(
+            f"thresholds: queries.{name} uses an unknown placeholder ({err}); "
+            f"available: {', '.join('$' + p for p in PLACEHOLDERS)} (write $$ for a literal $)"
+        ) from None

@@ -1,0 +1,86 @@
+"""`gpushare gate`: evaluate the release gates from a metrics file or from Prometheus."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from pathlib import Path
+
+from gpushare.gates.evaluate import evaluate
+from gpushare.gates.inputs import load_metrics
+from gpushare.gates.model import EXIT_BAD_INPUT, GateInputError, Observations, Thresholds
+from gpushare.gates.prometheus import QueryPlan, collect
+from gpushare.gates.report import to_json, to_table
+from gpushare.gates.thresholds import load_thresholds
+from gpushare.gates.timespec import format_duration, format_time, parse_duration, parse_time
+
+_NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+EPILOG = "exit status: 0 continue, 3 rollback, 4 hold (not enough data), 2 bad input"
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    gate = commands.add_parser(
+        "gate", help="evaluate the release gates: continue, hold or rollback", description=__doc__, epilog=EPILOG
+    )
+    source = gate.add_mutually_exclusive_group(required=True)
+    source.add_argument("--metrics", type=Path, metavar="FILE", help='JSON {"baseline": {...}, "trial": {...}}')
+    source.add_argument("--prometheus", metavar="URL", help="Prometheus base URL, e.g. http://prometheus:9090")
+    gate.add_argument("--thresholds", type=Path, required=True, metavar="FILE", help="thresholds YAML")
+    gate.add_argument("--window", metavar="DURATION", help="trial length, e.g. 1h (with --prometheus)")
+    gate.add_argument(
+        "--baseline-window", metavar="DURATION", help="whole-card baseline right before the trial (default 7d)"
+    )
+    gate.add_argument(
+        "--trial-end", metavar="TIME", help="end of the trial: RFC 3339 or unix seconds (default: now)"
+    )
+    gate.add_argument(
+        "--node", action="append", default=[], metavar="NODE", help="only these nodes (repeatable; default all)"
+    )
+    gate.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="per query (default 10)")
+    gate.add_argument("--format", choices=("table", "json"), default="table")
+    gate.set_defaults(handler=cmd_gate)
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    try:
+        thresholds = load_thresholds(args.thresholds)
+        observations = _observe(args, thresholds)
+    except GateInputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    report = evaluate(observations, thresholds)
+    print(to_json(report) if args.format == "json" else to_table(report))
+    return report.exit_code
+
+
+def _observe(args: argparse.Namespace, thresholds: Thresholds) -> Observations:
+    prometheus_only = {"--window": args.window, "--baseline-window": args.baseline_window,
+                       "--trial-end": args.trial_end, "--node": args.node}
+    if args.metrics:
+        given = [flag for flag, value in prometheus_only.items() if value]
+        if given:
+            raise GateInputError(f"{', '.join(given)} only apply with --prometheus; drop them or use --prometheus")
+        return load_metrics(args.metrics)
+    if not args.window:
+        raise GateInputError("--prometheus needs --window, the trial's length (e.g. --window 1h)")
+    bad_nodes = [node for node in args.node if not _NODE_NAME.fullmatch(node)]
+    if bad_nodes:
+        raise GateInputError(f"--node {', '.join(bad_nodes)}: not a Kubernetes node name")
+    if args.timeout <= 0:
+        raise GateInputError(f"--timeout {args.timeout}: give a positive number of seconds")
+    plan = QueryPlan(
+        url=args.prometheus,
+        trial_end=parse_time(args.trial_end, "--trial-end") if args.trial_end else time.time(),
+        window_s=parse_duration(args.window, "--window"),
+        baseline_window_s=parse_duration(args.baseline_window or "7d", "--baseline-window"),
+        nodes=tuple(args.node),
+        timeout_s=args.timeout,
+    )
+    print(
+        f"querying {plan.url}: trial {format_duration(plan.window_s)} to {format_time(plan.trial_end)}, "
+        f"baseline {format_duration(plan.baseline_window_s)} before it",
+        file=sys.stderr,
+    )
+    return collect(plan, thresholds)

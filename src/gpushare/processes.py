@@ -1,0 +1,134 @@
+"""Starting, tracking and stopping the embedded cluster's processes through pid files."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class ComponentError(RuntimeError):
+    """A component failed to start; the message carries the tail of its log."""
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    argv: tuple[str, ...]
+    log: Path
+    pid_file: Path
+
+
+def log_tail(path: Path, lines: int = 20) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no log written)"
+    return "\n".join(text[-lines:]) or "(log is empty)"
+
+
+def start(component: Component, env: dict[str, str] | None = None) -> int:
+    component.log.parent.mkdir(parents=True, exist_ok=True)
+    component.pid_file.parent.mkdir(parents=True, exist_ok=True)
+    executable = Path(component.argv[0])
+    if executable.is_absolute() and not executable.exists():
+        raise ComponentError(f"{component.name}: binary {executable} does not exist; run `make binaries`")
+    with component.log.open("ab") as log:
+        process = subprocess.Popen(  # noqa: S603 - argv is built by us, never by a shell
+            component.argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            env={**os.environ, **(env or {})},
+        )
+    record = {"pid": process.pid, "started": _start_time(process.pid), "argv0": component.argv[0]}
+    component.pid_file.write_text(json.dumps(record))
+    return process.pid
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """Fields of /proc/PID/stat after the command name: [state, ppid, ...]."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def _start_time(pid: int) -> str | None:
+    fields = _stat_fields(pid)
+    return fields[19] if fields else None  # field 22 of stat: start time, fixed at fork
+
+
+def recorded_pid(pid_file: Path) -> int | None:
+    """The pid from a pid file, if that process is still the one we started (same start time)."""
+    try:
+        record = json.loads(pid_file.read_text())
+    except (OSError, ValueError):
+        return None
+    pid = record.get("pid")
+    if not isinstance(pid, int) or _start_time(pid) != record.get("started"):
+        return None
+    return pid
+
+
+def alive(pid_file: Path) -> bool:
+    pid = recorded_pid(pid_file)
+    fields = _stat_fields(pid) if pid is not None else None
+    return bool(fields) and fields[0] != "Z"
+
+
+def stop(pid_file: Path, grace_s: float = 10.0) -> bool:
+    """Stop the process a pid file records (only if it is still ours); True if one was stopped."""
+    pid = recorded_pid(pid_file)
+    pid_file.unlink(missing_ok=True)
+    if pid is None:
+        return False
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            return True
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+            fields = _stat_fields(pid)
+            if not fields or fields[0] == "Z":
+                return True
+            time.sleep(0.05)
+    return True
+
+
+def wait_ready(component: Component, probe: Callable[[], bool], timeout_s: float) -> None:
+    """Poll `probe` until it answers True; fail with the log tail if the process dies or time runs out."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.05
+    while time.monotonic() < deadline:
+        if not alive(component.pid_file):
+            raise ComponentError(
+                f"{component.name} exited during start-up. Last lines of {component.log}:\n{log_tail(component.log)}"
+            )
+        if probe():
+            return
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
+    raise ComponentError(
+        f"{component.name} was not ready after {timeout_s:.0f}s. Last lines of {component.log}:\n{log_tail(component.log)}"
+    )
+
+
+def stop_all(pid_files: Sequence[Path]) -> list[str]:
+    """Stop components in reverse start order; returns the names stopped."""
+    stopped = []
+    for pid_file in reversed(pid_files):
+        if stop(pid_file):
+            stopped.append(pid_file.stem)
+    return stopped

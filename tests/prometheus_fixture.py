@@ -1,0 +1,249 @@
+"""A real Prometheus over a generated TSDB: one node per gate case, a week of whole-card baseline.
+
+Each case is a node `gpu-<case>` with two GPUs. The baseline week runs two whole-card pods (one
+per GPU, 10 requests/s each); the trial hour runs four time-sliced pods. Series follow the real
+exporters: DCGM per GPU, kube-state-metrics per pod/container, and the workload's own request
+counter, latency histogram and queue-wait summary. Cases differ only in the trial, so each one
+trips exactly the gate it is named for. Queries select a case with `--node gpu-<case>` and
+`--trial-end TRIAL_END`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
+PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+
+TRIAL_END = 1704672000  # 2024-01-08T00:00:00Z
+TRIAL_START = TRIAL_END - 3600
+BASELINE_START = TRIAL_START - 7 * 86400
+BASELINE_STEP, TRIAL_STEP = 1800, 60  # a scrape every 30 min over the week, every minute in the trial
+NAMESPACE = "ml"
+BUCKETS = ("0.2", "0.3", "0.4", "0.5", "0.6", "+Inf")
+# Latency modes: every request of a minute falls in one bucket, so the P99 is known exactly:
+# fast 0.2-0.3 s -> 299 ms, base 0.3-0.4 s -> 399 ms, mid 0.4-0.5 s -> 499 ms, slow 0.5-0.6 s -> 599 ms.
+MODES = {"fast": 1, "base": 2, "mid": 3, "slow": 4}
+LATENCY_WINDOWS = 12  # 5-minute windows in the trial hour
+
+# The thresholds every case is evaluated with: SLO 500 ms, so fast/base/mid are within, slow above.
+THRESHOLDS = {
+    "throughput_min_gain": 0.10,
+    "p99_slo_ms": 500,
+    "p99_breach_windows": 3,
+    "max_new_xid": 0,
+    "queue_max_p99_increase": 0.10,
+    "latency_window": "5m",
+}
+
+
+@dataclass(frozen=True)
+class GateCase:
+    """What happens during one trial hour; the defaults pass every gate."""
+
+    trial_rate: float = 6.0  # requests/s per shared pod: 4 pods on 2 GPUs = 12/GPU, +20% over 10
+    latency: tuple[str, ...] = ("fast",) * LATENCY_WINDOWS  # one mode per 5-minute window
+    latency_metrics: bool = True  # False: the trial pods export no latency histogram
+    queue_wait_s: float = 10.0  # baseline 30 s
+    oom_pods: tuple[int, ...] = ()  # trial pods OOMKilled at minute 30
+    crash_pods: tuple[int, ...] = ()  # trial pods that restart (reason Error) at minute 30
+    xid: int = 0  # Xid code raised on GPU 1 at minute 20
+
+
+CASES: dict[str, GateCase] = {
+    "continue": GateCase(),
+    "no-gain": GateCase(trial_rate=5.0),
+    "small-gain": GateCase(trial_rate=5.25),
+    "p99-breach": GateCase(latency=("fast",) * 9 + ("slow",) * 3),
+    "p99-blip": GateCase(latency=("fast",) * 10 + ("slow",) * 2),
+    "oom": GateCase(oom_pods=(1,)),
+    "restart": GateCase(crash_pods=(2,)),
+    "correlated": GateCase(crash_pods=(0, 3)),
+    "xid": GateCase(xid=79),
+    "queue-flat": GateCase(queue_wait_s=35.0),
+    "jitter": GateCase(latency=("mid",) * LATENCY_WINDOWS),
+    "no-latency": GateCase(latency_metrics=False),
+}
+
+
+def node(case: str) -> str:
+    return f"gpu-{case}"
+
+
+@dataclass
+class _Families:
+    """OpenMetrics lines grouped by metric family, as the format requires."""
+
+    types: dict[str, str] = field(default_factory=dict)
+    lines: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+
+    def add(self, family: str, kind: str, sample: str, labels: dict[str, str], points: list[tuple[int, float]]) -> None:
+        self.types[family] = kind
+        text = ",".join(f'{key}="{value}"' for key, value in labels.items())
+        self.lines[family].extend(f"{sample}{{{text}}} {value!r} {ts}" for ts, value in points)
+
+    def render(self) -> str:
+        out = []
+        for family, kind in self.types.items():
+            out.append(f"# TYPE {family} {kind}")
+            out.extend(self.lines[family])
+        out.append("# EOF")
+        return "\n".join(out) + "\n"
+
+
+def openmetrics() -> str:
+    families = _Families()
+    for name, case in CASES.items():
+        _add_case(families, node(name), case)
+    return families.render()
+
+
+def _add_case(om: _Families, host: str, case: GateCase) -> None:
+    baseline = list(range(BASELINE_START, TRIAL_START, BASELINE_STEP))
+    trial = list(range(TRIAL_START + TRIAL_STEP, TRIAL_END + 1, TRIAL_STEP))
+    everything = baseline + [TRIAL_START] + trial
+    for gpu in (0, 1):
+        labels = {"gpu": str(gpu), "UUID": f"GPU-{host}-{gpu}", "device": f"nvidia{gpu}",
+                  "modelName": "NVIDIA A100-SXM4-80GB", "Hostname": host}
+        util = [(t, 55.0 if t <= TRIAL_START else 85.0) for t in everything]
+        fb_used = [(t, 30000.0 if t <= TRIAL_START else 61000.0) for t in everything]
+        om.add("DCGM_FI_DEV_GPU_UTIL", "gauge", "DCGM_FI_DEV_GPU_UTIL", labels, util)
+        om.add("DCGM_FI_DEV_FB_USED", "gauge", "DCGM_FI_DEV_FB_USED", labels, fb_used)
+        om.add("DCGM_FI_DEV_XID_ERRORS", "gauge", "DCGM_FI_DEV_XID_ERRORS", labels,
+               [(t, _xid(gpu, t, case.xid)) for t in everything])
+    # Whole-card week: one restart (day 2) and one OOM kill (day 4), Xid 13 on GPU 0 (day 3).
+    for index in (0, 1):
+        failure = (BASELINE_START + (2 + 2 * index) * 86400, "Error" if index == 0 else "OOMKilled")
+        _add_pod(om, host, f"{host}-base-{index}", baseline, 10.0, lambda t: "base", 30.0, failure, True)
+    for index in range(4):
+        failure = None
+        if index in case.oom_pods or index in case.crash_pods:
+            failure = (TRIAL_START + 30 * 60, "OOMKilled" if index in case.oom_pods else "Error")
+        _add_pod(om, host, f"{host}-trial-{index}", trial, case.trial_rate, partial(_trial_mode, case),
+                 case.queue_wait_s, failure, case.latency_metrics)
+
+
+def _trial_mode(case: GateCase, t: int) -> str:
+    """The mode of requests served in the minute before sample t: its 5-minute window's."""
+    return case.latency[(t - TRIAL_START - 1) // 300]
+
+
+def _xid(gpu: int, t: int, trial_code: int) -> float:
+    if gpu == 0 and t >= BASELINE_START + 3 * 86400:
+        return 13.0  # a week-old Xid stays in the gauge; it is not new in the trial
+    return float(trial_code) if gpu == 1 and trial_code and t >= TRIAL_START + 20 * 60 else 0.0
+
+
+def _add_pod(
+    om: _Families, host: str, pod: str, times: list[int], rate: float, mode_at: Callable[[int], str],
+    queue_wait_s: float, failure: tuple[int, str] | None, latency_metrics: bool,
+) -> None:
+    pod_labels = {"namespace": NAMESPACE, "pod": pod}
+    om.add("kube_pod_info", "gauge", "kube_pod_info", {**pod_labels, "node": host}, [(t, 1.0) for t in times])
+    container = {**pod_labels, "container": "worker"}
+    restarts = [(t, 1.0 if failure and t >= failure[0] else 0.0) for t in times]
+    om.add("kube_pod_container_status_restarts", "counter", "kube_pod_container_status_restarts_total",
+           container, restarts)
+    if failure:
+        om.add("kube_pod_container_status_last_terminated_reason", "gauge",
+               "kube_pod_container_status_last_terminated_reason", {**container, "reason": failure[1]},
+               [(t, 1.0) for t in times if t >= failure[0]])
+    requests, buckets = [], defaultdict(list)
+    total = latency_sum = 1_000_000.0  # counters that started long ago
+    bucket_counts = dict.fromkeys(BUCKETS, total)
+    step = times[1] - times[0]
+    for i, t in enumerate(times):
+        if i:
+            served = rate * step
+            mode = MODES[mode_at(t)]
+            for upper in BUCKETS[mode:]:
+                bucket_counts[upper] += served
+            total += served
+            latency_sum += served * (0.1 * mode + 0.15)
+        requests.append((t, total))
+        for upper in BUCKETS:
+            buckets[upper].append((t, bucket_counts[upper]))
+    om.add("workload_requests", "counter", "workload_requests_total", pod_labels, requests)
+    om.add("workload_queue_wait_seconds", "summary", "workload_queue_wait_seconds_sum", pod_labels,
+           [(t, value * queue_wait_s) for t, value in requests])
+    om.add("workload_queue_wait_seconds", "summary", "workload_queue_wait_seconds_count", pod_labels, requests)
+    if not latency_metrics:
+        return
+    family = "workload_request_duration_seconds"
+    for upper in BUCKETS:
+        om.add(family, "histogram", f"{family}_bucket", {**pod_labels, "le": upper}, buckets[upper])
+    om.add(family, "histogram", f"{family}_sum", pod_labels, [(t, latency_sum) for t, _ in requests])
+    om.add(family, "histogram", f"{family}_count", pod_labels, requests)
+
+
+def build_tsdb(directory: Path) -> Path:
+    """Blocks for every case under directory/tsdb, built once per directory."""
+    tsdb = directory / "tsdb"
+    if tsdb.is_dir():
+        return tsdb
+    source = directory / "gates.om"
+    source.write_text(openmetrics(), encoding="utf-8")
+    partial = directory / "tsdb.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    subprocess.run([PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", "--quiet", str(source), str(partial)],
+                   check=True, capture_output=True, text=True, timeout=120)
+    partial.rename(tsdb)
+    return tsdb
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def prometheus_server(tsdb: Path, workdir: Path, ready_timeout_s: float = 60.0) -> Iterator[str]:
+    """Serve `tsdb` on a free loopback port; yields the base URL, stops the server afterwards."""
+    config = workdir / "prometheus.yml"
+    config.write_text("global:\n  scrape_interval: 1m\n", encoding="utf-8")
+    url = f"http://127.0.0.1:{free_port()}"
+    log = workdir / "prometheus.log"
+    command = [
+        PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={tsdb}",
+        "--storage.tsdb.retention.time=3650d", f"--web.listen-address={url.removeprefix('http://')}",
+        "--log.level=warn",
+    ]
+    with log.open("w") as log_file:
+        process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
+    try:
+        _wait_ready(url, process, log, ready_timeout_s)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    last_error = "no answer yet"
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"prometheus exited with {process.returncode}:\n{log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError as err:
+            last_error = str(err)
+        time.sleep(0.1)
+    raise TimeoutError(f"prometheus at {url} not ready after {timeout_s:.0f}s ({last_error}); log: {log}")
