@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+import pytest
+
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 
@@ -205,6 +207,18 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextmanager
+def serve_gate_cases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The gate-case TSDB (built once per session) behind a fresh server; skips without Prometheus."""
+    missing = [path for path in (PROMETHEUS, PROMTOOL) if not Path(path).is_file()]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed: run scripts/install-prometheus.sh (or make setup)")
+    directory = tmp_path_factory.getbasetemp() / "gates-prometheus"
+    directory.mkdir(exist_ok=True)
+    with prometheus_server(build_tsdb(directory), tmp_path_factory.mktemp("prometheus")) as url:
+        yield url
 
 
 @contextmanager

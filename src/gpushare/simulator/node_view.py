@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from gpushare.gpu_catalog import GpuProduct
 from gpushare.simulator.mig import devices
-from gpushare.simulator.plugin_config import ConfigError, PluginConfig
+from gpushare.device_plugin_config import ConfigError, PluginConfig
 
 GPU = "nvidia.com/gpu"
 SHARED = "nvidia.com/gpu.shared"

@@ -23,7 +23,7 @@ from gpushare.simulator import clusterpolicy as cp
 from gpushare.simulator.informer import Informer
 from gpushare.simulator.mig import DISABLED, MigConfigError, layout
 from gpushare.simulator.node_view import GPU, SHARED, compute
-from gpushare.simulator.plugin_config import NO_SHARING, ConfigError, PluginConfig, parse
+from gpushare.device_plugin_config import NO_SHARING, ConfigError, PluginConfig, parse
 from gpushare.simulator.workqueue import WorkQueue
 
 log = logging.getLogger("gpushare.simulator")

@@ -1,0 +1,55 @@
+"""Session fixtures: the cluster under test and a clean slate per scenario.
+
+By default the embedded cluster is started once per session (state in .gpushare-test/). To run the
+same tests and features against another cluster (kind with the simulator, or staging with real
+GPUs), pass `--kubeconfig FILE --inventory DIR` (or set GPUSHARE_TEST_KUBECONFIG and
+GPUSHARE_TEST_INVENTORY)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.cluster import REPO, Cluster, embedded_cluster, reset_embedded
+
+pytest_plugins = ["tests.steps"]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("gpushare")
+    group.addoption("--kubeconfig", default=os.environ.get("GPUSHARE_TEST_KUBECONFIG"),
+                    help="run against this cluster instead of the embedded one")
+    group.addoption("--inventory", default=os.environ.get("GPUSHARE_TEST_INVENTORY"),
+                    help="Ansible inventory of that cluster's GPU nodes")
+    group.addoption("--operator-namespace", default=os.environ.get("GPUSHARE_TEST_OPERATOR_NAMESPACE", "gpu-operator"))
+    group.addoption("--keep-cluster", action="store_true", help="leave the embedded cluster running afterwards")
+
+
+@pytest.fixture(scope="session")
+def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    kubeconfig = request.config.getoption("--kubeconfig")
+    if kubeconfig:
+        inventory = request.config.getoption("--inventory")
+        if not inventory:
+            pytest.fail("--kubeconfig needs --inventory: the Ansible inventory listing that cluster's GPU nodes")
+        yield Cluster(Path(kubeconfig), Path(inventory), request.config.getoption("--operator-namespace"))
+        return
+    state_dir = Path(os.environ.get("GPUSHARE_TEST_STATE_DIR", REPO / ".gpushare-test")).resolve()
+    started = embedded_cluster(state_dir)
+    yield started
+    if not request.config.getoption("--keep-cluster"):
+        subprocess.run(["gpushare", "sim", "down", "--state-dir", str(state_dir)], check=False)
+
+
+@pytest.fixture
+def clean_cluster(cluster: Cluster) -> Iterator[Cluster]:
+    """The cluster as freshly started; put back afterwards so scenarios do not leak."""
+    if cluster.embedded:
+        reset_embedded(cluster)
+    yield cluster
+    if cluster.embedded:
+        reset_embedded(cluster)

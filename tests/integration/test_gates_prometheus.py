@@ -1,0 +1,114 @@
+"""The release gates against a real Prometheus: one node per gate case, queried through the CLI."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpushare.cli import main
+from tests.prometheus_fixture import CASES, THRESHOLDS, TRIAL_END, node, serve_gate_cases
+
+pytestmark = pytest.mark.prometheus
+
+GATES = ("throughput_per_gpu", "p99_ms", "oom_kills", "restarts", "correlated_failures", "xid_errors", "queue_time_s")
+# case -> (gates that do not continue, verdict); every other gate must continue.
+EXPECTED: dict[str, tuple[dict[str, str], str]] = {
+    "continue": ({}, "continue"),
+    "no-gain": ({"throughput_per_gpu": "rollback"}, "rollback"),
+    "small-gain": ({"throughput_per_gpu": "hold"}, "hold"),
+    "p99-breach": ({"p99_ms": "rollback"}, "rollback"),
+    "p99-blip": ({"p99_ms": "hold"}, "hold"),
+    "oom": ({"oom_kills": "rollback", "restarts": "rollback"}, "rollback"),
+    "restart": ({"restarts": "rollback"}, "rollback"),
+    "correlated": ({"restarts": "rollback", "correlated_failures": "rollback"}, "rollback"),
+    "xid": ({"xid_errors": "rollback"}, "rollback"),
+    "queue-flat": ({"queue_time_s": "rollback"}, "rollback"),
+    "jitter": ({"queue_time_s": "rollback"}, "rollback"),
+    "no-latency": ({"p99_ms": "hold", "queue_time_s": "hold"}, "hold"),
+}
+EXIT_CODES = {"continue": 0, "rollback": 3, "hold": 4}
+
+
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with serve_gate_cases(tmp_path_factory) as url:
+        yield url
+
+
+def thresholds_file(directory: Path, **extra: object) -> str:
+    path = directory / "thresholds.yaml"
+    path.write_text(yaml.safe_dump({**THRESHOLDS, **extra}))
+    return str(path)
+
+
+def run_gate(capsys: pytest.CaptureFixture[str], url: str, thresholds: str, *args: str) -> tuple[int, dict]:
+    code = main(["gate", "--prometheus", url, "--window", "1h", "--trial-end", str(TRIAL_END),
+                 "--thresholds", thresholds, "--format", "json", *args])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def statuses(report: dict) -> dict[str, str]:
+    return {result["name"]: result["status"] for result in report["gates"]}
+
+
+def gate(report: dict, name: str) -> dict:
+    return next(result for result in report["gates"] if result["name"] == name)
+
+
+def test_every_case_is_tested() -> None:
+    assert set(EXPECTED) == set(CASES)
+
+
+@pytest.mark.parametrize("case", EXPECTED)
+def test_gate_case(prometheus, tmp_path, capsys, case) -> None:
+    failing, verdict = EXPECTED[case]
+    code, report = run_gate(capsys, prometheus, thresholds_file(tmp_path), "--node", node(case))
+    assert statuses(report) == {name: failing.get(name, "continue") for name in GATES}
+    assert (report["verdict"], code) == (verdict, EXIT_CODES[verdict])
+
+
+def test_values_come_from_the_queries(prometheus, tmp_path, capsys) -> None:
+    _, report = run_gate(capsys, prometheus, thresholds_file(tmp_path), "--node", node("continue"))
+    throughput = gate(report, "throughput_per_gpu")["observed"]
+    assert (throughput["baseline"], throughput["trial"]) == (pytest.approx(10.0), pytest.approx(12.0))
+    assert gate(report, "p99_ms")["observed"]["trial_windows"] == [pytest.approx(299.0)] * 12
+    queue = gate(report, "queue_time_s")["observed"]
+    assert (queue["baseline"], queue["trial"], queue["baseline_p99_ms"]) == pytest.approx((30.0, 10.0, 399.0))
+    # One restart, one OOM kill and one Xid in the baseline week, scaled to the trial hour; the
+    # week-old Xid code still held by the gauge is not new in the trial.
+    for name in ("restarts", "oom_kills", "xid_errors"):
+        observed = gate(report, name)["observed"]
+        assert (observed["baseline"], observed["trial"]) == (pytest.approx(1 / 168, rel=0.05), 0.0)
+    assert report["source"]["trial"] == "2024-01-07T23:00:00Z/2024-01-08T00:00:00Z"
+
+
+def test_several_nodes_are_evaluated_together(prometheus, tmp_path, capsys) -> None:
+    code, report = run_gate(capsys, prometheus, thresholds_file(tmp_path),
+                            "--node", node("continue"), "--node", node("xid"))
+    assert (code, gate(report, "xid_errors")["observed"]["trial"]) == (3, 1.0)
+    assert gate(report, "throughput_per_gpu")["observed"]["trial"] == pytest.approx(12.0)  # 48 req/s on 4 GPUs
+
+
+def test_no_data_in_the_window_holds_every_gate(prometheus, tmp_path, capsys) -> None:
+    code, report = run_gate(capsys, prometheus, thresholds_file(tmp_path), "--node", node("continue"),
+                            "--trial-end", "2020-01-01T00:00:00Z")
+    assert (code, set(statuses(report).values())) == (4, {"hold"})
+    assert "queries.restarts returned no series" in gate(report, "restarts")["reason"]
+
+
+def test_queries_are_overridable(prometheus, tmp_path, capsys) -> None:
+    queries = {
+        "throughput_per_gpu": "sum(rate(workload_requests_total[$window]) $on_nodes) / 4",
+        "p99_ms": "histogram_quantile(0.99, rate(workload_request_duration_seconds_bucket[$window]) $on_nodes)",
+        "restarts": "sum(rate(",
+    }
+    code, report = run_gate(capsys, prometheus, thresholds_file(tmp_path, queries=queries),
+                            "--node", node("continue"))
+    assert gate(report, "throughput_per_gpu")["observed"]["trial"] == pytest.approx(6.0)
+    assert "returned 4 series; aggregate it to one" in gate(report, "p99_ms")["reason"]
+    assert "queries.restarts: Prometheus answered HTTP 400" in gate(report, "restarts")["reason"]
+    assert (code, statuses(report)["p99_ms"], statuses(report)["restarts"]) == (4, "hold", "hold")

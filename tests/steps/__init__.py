@@ -1,0 +1,3 @@
+"""The shared Gherkin step library: small steps in the operator's words, one module per topic."""
+
+pytest_plugins = ["tests.steps.cluster_steps", "tests.steps.runbook_steps"]

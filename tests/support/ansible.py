@@ -1,0 +1,82 @@
+"""Driving the playbooks from tests through ansible-runner, as an operator would run them."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ansible_runner
+
+from tests.support.cluster import REPO, Cluster
+
+
+@dataclass
+class PlaybookRun:
+    status: str
+    rc: int
+    stats: dict[str, Any]
+    stdout: str
+    events: list[dict[str, Any]]
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "successful" and self.rc == 0
+
+    @property
+    def changed(self) -> dict[str, int]:
+        return dict(self.stats.get("changed") or {})
+
+    def changed_tasks(self) -> list[str]:
+        return [
+            f"{e['event_data'].get('host')}: {e['event_data'].get('task')}"
+            for e in self.events
+            if e.get("event") == "runner_on_ok" and e["event_data"].get("res", {}).get("changed")
+        ]
+
+    def failure_messages(self) -> list[str]:
+        messages = []
+        for event in self.events:
+            if event.get("event") in ("runner_on_failed", "runner_on_unreachable") and not event["event_data"].get("ignore_errors"):
+                res = event["event_data"].get("res", {})
+                messages.append(str(res.get("msg") or res.get("message") or res))
+        return messages
+
+    def describe(self) -> str:
+        return f"status={self.status} rc={self.rc} failures={self.failure_messages()}\n{self.stdout[-4000:]}"
+
+
+def run_playbook(
+    cluster: Cluster,
+    playbook: str,
+    workdir: Path,
+    *,
+    limit: str | None = None,
+    extravars: dict[str, Any] | None = None,
+    check: bool = False,
+    diff: bool = False,
+) -> PlaybookRun:
+    workdir.mkdir(parents=True, exist_ok=True)
+    cmdline = " ".join(flag for flag, on in (("--check", check), ("--diff", diff)) if on)
+    envvars = {
+        **cluster.env(),
+        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+        "ANSIBLE_ROLES_PATH": str(REPO / "roles"),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "ANSIBLE_NOCOLOR": "1",
+    }
+    runner = ansible_runner.run(
+        private_data_dir=str(workdir),
+        playbook=str(REPO / "playbooks" / playbook),
+        inventory=str(cluster.inventory),
+        limit=limit,
+        extravars={"gpushare_kubeconfig": str(cluster.kubeconfig), **(extravars or {})},
+        cmdline=cmdline or None,
+        envvars=envvars,
+        quiet=True,
+        timeout=600,
+    )
+    stdout = runner.stdout.read() if runner.stdout else ""
+    return PlaybookRun(runner.status, runner.rc, runner.stats or {}, stdout, list(runner.events))

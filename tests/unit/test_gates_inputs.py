@@ -1,0 +1,165 @@
+"""Strict validation of the metrics file and the thresholds file, with messages that say what to fix."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from gpushare.gates.evaluate import evaluate
+from gpushare.gates.inputs import load_metrics, parse_metrics
+from gpushare.gates.model import GateInputError
+from gpushare.gates.queries import DEFAULT_QUERIES
+from gpushare.gates.thresholds import load_thresholds, parse_thresholds
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "gates"
+SIDE = {"throughput_per_gpu": 10, "p99_ms": [300, 320], "oom_kills": 0, "restarts": 1, "xid_errors": 0,
+        "queue_time_s": 12.5}
+METRICS = {"baseline": SIDE, "trial": {**SIDE, "correlated_failures": 0}}
+REQUIRED_THRESHOLDS = {"throughput_min_gain": 0.1, "p99_slo_ms": 500, "p99_breach_windows": 3}
+
+
+def metrics_with(path: str, value: object) -> dict:
+    """METRICS with `side.key` set to value (or removed when value is ...)."""
+    document = copy.deepcopy(METRICS)
+    side, _, key = path.partition(".")
+    target = document if not key else document[side]
+    if value is ...:
+        del target[key or side]
+    else:
+        target[key or side] = value
+    return document
+
+
+@pytest.mark.parametrize("verdict", ["continue", "rollback", "hold"])
+def test_example_metrics_give_the_verdict_they_are_named_for(verdict) -> None:
+    path = EXAMPLES / f"metrics-{verdict}.json"
+    observations = load_metrics(path)
+    assert observations.source == {"metrics": str(path)}
+    assert evaluate(observations, load_thresholds(EXAMPLES / "thresholds.yaml")).verdict == verdict
+
+
+def test_numbers_and_lists_become_windows() -> None:
+    observations = parse_metrics(METRICS, source={})
+    assert observations.baseline.p99_ms == (300.0, 320.0)
+    assert observations.baseline.queue_time_s == (12.5,)
+    assert observations.trial.correlated_failures == 0.0
+    assert observations.baseline.correlated_failures is None
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "gap"),
+    [("trial.p99_ms", None, "null in the metrics file"), ("trial.queue_time_s", [], "empty list in the metrics file"),
+     ("baseline.throughput_per_gpu", None, "null in the metrics file")],
+)
+def test_null_or_empty_records_a_gap(path, value, gap) -> None:
+    observations = parse_metrics(metrics_with(path, value), source={})
+    side, key = path.split(".")
+    assert getattr(observations, side).gaps == {key: gap}
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        pytest.param("trial.restarts", ..., "missing key(s) trial.restarts; add them (use null", id="missing-key"),
+        pytest.param("baseline", ..., "missing key baseline", id="missing-side"),
+        pytest.param("trial", [1, 2], "trial must be an object", id="side-not-object"),
+        pytest.param("extra", {}, "unknown top-level key(s) extra", id="unknown-top-level"),
+        pytest.param("trial.p99", 300, "unknown key(s) trial.p99", id="unknown-key"),
+        pytest.param("baseline.correlated_failures", 0, "unknown key(s) baseline.correlated_failures",
+                     id="trial-only-key-in-baseline"),
+        pytest.param("trial.oom_kills", -1, "trial.oom_kills is -1; it cannot be negative", id="negative-count"),
+        pytest.param("baseline.xid_errors", -0.5, "cannot be negative", id="negative-fraction"),
+        pytest.param("trial.restarts", "3", 'trial.restarts is "3"; expected a finite number (a count)',
+                     id="string-number"),
+        pytest.param("trial.restarts", True, "trial.restarts is true; expected a finite number", id="bool"),
+        pytest.param("trial.throughput_per_gpu", float("nan"), "is NaN; expected a finite number", id="nan"),
+        pytest.param("trial.throughput_per_gpu", {"v": 1}, "expected a finite number (work per second",
+                     id="object"),
+        pytest.param("trial.p99_ms", [300, "slow"], 'trial.p99_ms[1] is "slow"', id="bad-list-item"),
+        pytest.param("trial.queue_time_s", [5, -1], "trial.queue_time_s[1] is -1; it cannot be negative",
+                     id="negative-window"),
+    ],
+)
+def test_bad_metrics(path, value, message) -> None:
+    with pytest.raises(GateInputError) as err:
+        parse_metrics(metrics_with(path, value), source={})
+    assert message in str(err.value)
+
+
+def test_metrics_not_an_object() -> None:
+    with pytest.raises(GateInputError, match="expected an object"):
+        parse_metrics([METRICS], source={})
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(None, "cannot read the metrics file"), ("{not json", "is not JSON"), ("", "is not JSON")],
+)
+def test_unreadable_metrics_file(tmp_path, content, message) -> None:
+    path = tmp_path / "m.json"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(GateInputError, match=message):
+        load_metrics(path)
+
+
+def test_example_thresholds_load() -> None:
+    thresholds = load_thresholds(EXAMPLES / "thresholds.yaml")
+    assert (thresholds.throughput_min_gain, thresholds.p99_slo_ms, thresholds.p99_breach_windows) == (0.1, 500, 3)
+    assert (thresholds.max_new_xid, thresholds.latency_window_s) == (0, 300)
+    assert thresholds.queries == DEFAULT_QUERIES
+
+
+def test_defaults_and_query_override() -> None:
+    thresholds = parse_thresholds(
+        {**REQUIRED_THRESHOLDS, "latency_window": "10m", "queries": {"p99_ms": "max(my_p99[$window]) * 1000"}}
+    )
+    assert (thresholds.max_extra_oom_kills, thresholds.queue_max_p99_increase) == (0, 0.10)
+    assert thresholds.latency_window_s == 600
+    assert thresholds.queries["p99_ms"] == "max(my_p99[$window]) * 1000"
+    assert thresholds.queries["restarts"] == DEFAULT_QUERIES["restarts"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        pytest.param({"p99_slo_ms": ...}, "missing key(s) p99_slo_ms", id="missing-required"),
+        pytest.param({"p99_slo": 500}, "unknown key(s) p99_slo", id="unknown-key"),
+        pytest.param({"p99_slo_ms": "500ms"}, "p99_slo_ms is '500ms'; expected milliseconds", id="string"),
+        pytest.param({"p99_slo_ms": 0}, "p99_slo_ms is 0; expected milliseconds, above 0", id="zero-slo"),
+        pytest.param({"throughput_min_gain": -0.1}, "throughput_min_gain is -0.1", id="negative-margin"),
+        pytest.param({"p99_breach_windows": 2.5}, "p99_breach_windows is 2.5; expected a whole number", id="float-int"),
+        pytest.param({"p99_breach_windows": 0}, "at least 1", id="zero-windows"),
+        pytest.param({"max_new_xid": True}, "max_new_xid is True", id="bool"),
+        pytest.param({"max_extra_restarts": -1}, "max_extra_restarts is -1; expected a count", id="negative-count"),
+        pytest.param({"queue_time_min_drop": 1.5}, "between 0 and 1", id="fraction-above-1"),
+        pytest.param({"throughput_min_gain": float("inf")}, "throughput_min_gain is inf", id="infinite"),
+        pytest.param({"latency_window": "5 minutes"}, "latency_window: '5 minutes' is not a duration", id="duration"),
+        pytest.param({"queries": ["x"]}, "queries must map metric keys", id="queries-not-mapping"),
+        pytest.param({"queries": {"p95_ms": "x"}}, "unknown query key(s) p95_ms", id="unknown-query"),
+        pytest.param({"queries": {"p99_ms": ""}}, "queries.p99_ms must be a non-empty PromQL string", id="empty-query"),
+        pytest.param({"queries": {"restarts": "sum(x[$range])"}}, "queries.restarts uses an unknown placeholder",
+                     id="unknown-placeholder"),
+    ],
+)
+def test_bad_thresholds(change, message) -> None:
+    document = {**REQUIRED_THRESHOLDS, **change}
+    document = {key: value for key, value in document.items() if value is not ...}
+    with pytest.raises(GateInputError) as err:
+        parse_thresholds(document)
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(None, "cannot read the thresholds file"), ("p99_slo_ms: [", "is not YAML"), ("- 1\n", "expected a mapping"),
+     ("", "expected a mapping")],
+)
+def test_unreadable_thresholds_file(tmp_path, content, message) -> None:
+    path = tmp_path / "t.yaml"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(GateInputError, match=message):
+        load_thresholds(path)

@@ -1,0 +1,164 @@
+"""Query rendering, Prometheus answers and the collector's time plan, without a server."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from gpushare.gates.model import GateInputError, Thresholds
+from gpushare.gates.prometheus import PrometheusClient, QueryError, QueryPlan, _single_value, collect
+from gpushare.gates.queries import DEFAULT_QUERIES, render
+from gpushare.gates.timespec import format_duration, parse_duration, parse_time
+
+THRESHOLDS = Thresholds(throughput_min_gain=0.1, p99_slo_ms=500, p99_breach_windows=3)
+END = 1704672000.0
+
+
+class RecordingClient:
+    """Answers every query with `answer(query, at)` and records what was asked."""
+
+    url = "http://prometheus.test"
+
+    def __init__(self, answer) -> None:
+        self.answer = answer
+        self.calls: list[tuple[str, float]] = []
+
+    def value(self, query: str, at: float) -> float | None:
+        self.calls.append((query, at))
+        return self.answer(query, at)
+
+
+def test_render_without_nodes_selects_everything() -> None:
+    query = render(DEFAULT_QUERIES["xid_errors"], "1h", [])
+    assert 'Hostname=~".*"' in query and "[1h]" in query and "$" not in query
+
+
+def test_render_with_nodes_joins_pods_on_those_nodes() -> None:
+    query = render(DEFAULT_QUERIES["restarts"], "5m", ["gpu-a", "gpu.b"])
+    assert query == (
+        "sum(increase(kube_pod_container_status_restarts_total[5m]) * on (namespace, pod) group_left () "
+        'max by (namespace, pod) (max_over_time(kube_pod_info{node=~"gpu-a|gpu\\\\.b"}[5m])))'
+    )
+
+
+@pytest.mark.parametrize("name", sorted(DEFAULT_QUERIES))
+def test_every_default_query_renders_completely(name) -> None:
+    assert "$" not in render(DEFAULT_QUERIES[name], "7d", ["gpu-a"])
+
+
+@pytest.mark.parametrize(
+    ("body", "value"),
+    [
+        ({"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1, "12.5"]}]}}, 12.5),
+        ({"status": "success", "data": {"resultType": "vector", "result": []}}, None),
+        ({"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1, "NaN"]}]}}, None),
+        ({"status": "success", "data": {"resultType": "scalar", "result": [1, "3"]}}, 3.0),
+    ],
+    ids=["one-series", "no-series", "nan", "scalar"],
+)
+def test_single_value(body, value) -> None:
+    assert _single_value(body) == value
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"status": "success", "data": {"resultType": "vector", "result": [{"value": [1, "1"]}] * 2}},
+         "returned 2 series; aggregate it to one"),
+        ({"status": "success", "data": {"resultType": "matrix", "result": []}}, "returned a matrix"),
+        ({"status": "error", "error": "parse error"}, "Prometheus reported an error: parse error"),
+    ],
+    ids=["two-series", "range-vector", "error"],
+)
+def test_single_value_errors(body, message) -> None:
+    with pytest.raises(QueryError, match=message):
+        _single_value(body)
+
+
+def test_collect_plans_trial_windows_and_baseline() -> None:
+    client = RecordingClient(lambda query, at: 7.0)
+    plan = QueryPlan(url=client.url, trial_end=END, window_s=3600, baseline_window_s=7 * 86400, nodes=("gpu-a",))
+    observations = collect(plan, THRESHOLDS, client)
+    trial_start = END - 3600
+    p99_times = [at for query, at in client.calls if "histogram_quantile" in query]
+    assert p99_times == [trial_start + 300 * k for k in range(1, 13)] + [trial_start]
+    assert observations.trial.p99_ms == (7.0,) * 12 and observations.baseline.p99_ms == (7.0,)
+    # Baseline counts are scaled to the trial's length; everything else is not.
+    assert observations.baseline.restarts == pytest.approx(7.0 / 168)
+    assert observations.baseline.throughput_per_gpu == 7.0
+    assert observations.trial.correlated_failures == 7.0 and observations.baseline.correlated_failures is None
+    assert observations.trial.context == {"gpu_util_pct": 7.0, "fb_used_mib": 7.0}
+    assert observations.source == {
+        "prometheus": client.url, "trial": "2024-01-07T23:00:00Z/2024-01-08T00:00:00Z",
+        "baseline": "2023-12-31T23:00:00Z/2024-01-07T23:00:00Z", "nodes": ["gpu-a"],
+    }
+
+
+def test_collect_records_why_values_are_missing() -> None:
+    def answer(query: str, at: float) -> float | None:
+        if "histogram_quantile" in query:
+            raise QueryError("Prometheus answered HTTP 400: parse error")
+        return None if "DCGM_FI_DEV_XID_ERRORS" in query else 1.0
+
+    plan = QueryPlan(url="http://p", trial_end=END, window_s=3600, baseline_window_s=86400)
+    observations = collect(plan, THRESHOLDS, RecordingClient(answer))
+    assert observations.trial.p99_ms == ()
+    assert observations.trial.gaps == {
+        "p99_ms": "queries.p99_ms: Prometheus answered HTTP 400: parse error",
+        "xid_errors": "queries.xid_errors returned no series for 1h up to 2024-01-08T00:00:00Z",
+    }
+
+
+def test_collect_skips_windows_without_data() -> None:
+    answers = iter([600.0, None, 700.0] + [None] * 20)
+    plan = QueryPlan(url="http://p", trial_end=END, window_s=900, baseline_window_s=86400)
+    client = RecordingClient(lambda query, at: next(answers) if "histogram_quantile" in query else 1.0)
+    assert collect(plan, THRESHOLDS, client).trial.p99_ms == (600.0, 700.0)
+
+
+def test_window_shorter_than_latency_window_is_bad_input() -> None:
+    plan = QueryPlan(url="http://p", trial_end=END, window_s=120, baseline_window_s=86400)
+    with pytest.raises(GateInputError, match="--window 2m is shorter than latency_window 5m"):
+        collect(plan, THRESHOLDS, RecordingClient(lambda query, at: 1.0))
+
+
+@pytest.fixture
+def unused_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_unreachable_prometheus_is_remembered(unused_port) -> None:
+    client = PrometheusClient(f"http://127.0.0.1:{unused_port}", timeout_s=2)
+    with pytest.raises(QueryError, match="did not answer") as first:
+        client.value("up", END)
+    with pytest.raises(QueryError) as second:
+        client.value("up", END)
+    assert str(second.value) == str(first.value)
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("30s", 30), ("5m", 300), ("1h30m", 5400), ("7d", 604800), ("1w", 604800)])
+def test_durations(text, seconds) -> None:
+    assert parse_duration(text, "--window") == seconds
+    assert parse_duration(format_duration(seconds), "--window") == seconds
+
+
+@pytest.mark.parametrize("text", ["", "5", "1.5h", "0m", "5 m", "-1h", "1y"])
+def test_bad_durations(text) -> None:
+    with pytest.raises(GateInputError, match="--window"):
+        parse_duration(text, "--window")
+
+
+@pytest.mark.parametrize(
+    ("text", "unix"), [("1704672000", END), ("2024-01-08T00:00:00Z", END), ("2024-01-08T01:00:00+01:00", END)]
+)
+def test_times(text, unix) -> None:
+    assert parse_time(text, "--trial-end") == unix
+
+
+@pytest.mark.parametrize("text", ["yesterday", "2024-01-08T00:00:00", "nan", "inf"])
+def test_bad_times(text) -> None:
+    with pytest.raises(GateInputError, match="--trial-end"):
+        parse_time(text, "--trial-end")
