@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,7 +43,7 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     started = embedded_cluster(state_dir)
     yield started
     if not request.config.getoption("--keep-cluster"):
-        subprocess.run(["gpushare", "sim", "down", "--state-dir", str(state_dir)], check=False)
+        subprocess.run([sys.executable, "-m", "gpushare", "sim", "down", "--state-dir", str(state_dir)], check=False)
 
 
 @pytest.fixture

@@ -126,13 +126,14 @@ def _add_case(om: _Families, host: str, case: GateCase) -> None:
     # Whole-card week: one restart (day 2) and one OOM kill (day 4), Xid 13 on GPU 0 (day 3).
     for index in (0, 1):
         failure = (BASELINE_START + (2 + 2 * index) * 86400, "Error" if index == 0 else "OOMKilled")
-        _add_pod(om, host, f"{host}-base-{index}", baseline, 10.0, lambda t: "base", 30.0, failure, True)
+        _add_pod(om, host, f"{host}-base-{index}", baseline, rate=10.0, mode_at=lambda t: "base",
+                 queue_wait_s=30.0, failure=failure, latency_metrics=True)
     for index in range(4):
         failure = None
         if index in case.oom_pods or index in case.crash_pods:
             failure = (TRIAL_START + 30 * 60, "OOMKilled" if index in case.oom_pods else "Error")
-        _add_pod(om, host, f"{host}-trial-{index}", trial, case.trial_rate, partial(_trial_mode, case),
-                 case.queue_wait_s, failure, case.latency_metrics)
+        _add_pod(om, host, f"{host}-trial-{index}", trial, rate=case.trial_rate, mode_at=partial(_trial_mode, case),
+                 queue_wait_s=case.queue_wait_s, failure=failure, latency_metrics=case.latency_metrics)
 
 
 def _trial_mode(case: GateCase, t: int) -> str:
@@ -147,9 +148,11 @@ def _xid(gpu: int, t: int, trial_code: int) -> float:
 
 
 def _add_pod(
-    om: _Families, host: str, pod: str, times: list[int], rate: float, mode_at: Callable[[int], str],
+    om: _Families, host: str, pod: str, times: list[int], *, rate: float, mode_at: Callable[[int], str],
     queue_wait_s: float, failure: tuple[int, str] | None, latency_metrics: bool,
 ) -> None:
+    """One pod's series: `rate` requests/s, each minute's latency in mode_at(t)'s bucket, a failure
+    (time, reason) that restarts its container."""
     pod_labels = {"namespace": NAMESPACE, "pod": pod}
     om.add("kube_pod_info", "gauge", "kube_pod_info", {**pod_labels, "node": host}, [(t, 1.0) for t in times])
     container = {**pod_labels, "container": "worker"}
@@ -171,7 +174,7 @@ def _add_pod(
             for upper in BUCKETS[mode:]:
                 bucket_counts[upper] += served
             total += served
-            latency_sum += served * (0.1 * mode + 0.15)
+            latency_sum += served * (0.1 * mode + 0.15)  # the middle of the mode's bucket
         requests.append((t, total))
         for upper in BUCKETS:
             buckets[upper].append((t, bucket_counts[upper]))

@@ -78,11 +78,11 @@ def test_values_come_from_the_queries(prometheus, tmp_path, capsys) -> None:
     assert gate(report, "p99_ms")["observed"]["trial_windows"] == [pytest.approx(299.0)] * 12
     queue = gate(report, "queue_time_s")["observed"]
     assert (queue["baseline"], queue["trial"], queue["baseline_p99_ms"]) == pytest.approx((30.0, 10.0, 399.0))
-    # One restart, one OOM kill and one Xid in the baseline week, scaled to the trial hour; the
-    # week-old Xid code still held by the gauge is not new in the trial.
-    for name in ("restarts", "oom_kills", "xid_errors"):
+    # The baseline week's crash and OOM kill (two restarts) and one Xid, scaled to the trial hour;
+    # the week-old Xid code still held by the gauge is not new in the trial.
+    for name, week in (("restarts", 2), ("oom_kills", 1), ("xid_errors", 1)):
         observed = gate(report, name)["observed"]
-        assert (observed["baseline"], observed["trial"]) == (pytest.approx(1 / 168, rel=0.05), 0.0)
+        assert (observed["baseline"], observed["trial"]) == (pytest.approx(week / 168, rel=0.05), 0.0)
     assert report["source"]["trial"] == "2024-01-07T23:00:00Z/2024-01-08T00:00:00Z"
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,7 +102,7 @@ class Cluster:
 def embedded_cluster(state_dir: Path) -> Cluster:
     """Start (or reuse) the embedded cluster in `state_dir`."""
     env = {**os.environ, "GPUSHARE_STATE_DIR": str(state_dir)}
-    subprocess.run(["gpushare", "sim", "up"], check=True, env=env, timeout=900)
+    subprocess.run([sys.executable, "-m", "gpushare", "sim", "up"], check=True, env=env, timeout=900)
     info = json.loads((state_dir / "cluster.json").read_text())
     return Cluster(
         kubeconfig=state_dir / "kubeconfig",

@@ -83,7 +83,9 @@ def test_p99_gate(windows, needed, status, reason) -> None:
     assert result.observed["trial_windows"] == list(windows)
 
 
-@pytest.mark.parametrize(("name", "allowance"), [("oom_kills", "max_extra_oom_kills"), ("restarts", "max_extra_restarts")])
+@pytest.mark.parametrize(
+    ("name", "allowance"), [("oom_kills", "max_extra_oom_kills"), ("restarts", "max_extra_restarts")]
+)
 @pytest.mark.parametrize(
     ("baseline", "trial", "allowed", "status"),
     [

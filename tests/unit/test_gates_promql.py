@@ -29,6 +29,11 @@ class RecordingClient:
         return self.answer(query, at)
 
 
+def _vector(*samples: list) -> dict:
+    result = [{"metric": {}, "value": sample} for sample in samples]
+    return {"status": "success", "data": {"resultType": "vector", "result": result}}
+
+
 def test_render_without_nodes_selects_everything() -> None:
     query = render(DEFAULT_QUERIES["xid_errors"], "1h", [])
     assert 'Hostname=~".*"' in query and "[1h]" in query and "$" not in query
@@ -50,9 +55,9 @@ def test_every_default_query_renders_completely(name) -> None:
 @pytest.mark.parametrize(
     ("body", "value"),
     [
-        ({"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1, "12.5"]}]}}, 12.5),
-        ({"status": "success", "data": {"resultType": "vector", "result": []}}, None),
-        ({"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1, "NaN"]}]}}, None),
+        (_vector([1, "12.5"]), 12.5),
+        (_vector(), None),
+        (_vector([1, "NaN"]), None),
         ({"status": "success", "data": {"resultType": "scalar", "result": [1, "3"]}}, 3.0),
     ],
     ids=["one-series", "no-series", "nan", "scalar"],
@@ -64,8 +69,7 @@ def test_single_value(body, value) -> None:
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        ({"status": "success", "data": {"resultType": "vector", "result": [{"value": [1, "1"]}] * 2}},
-         "returned 2 series; aggregate it to one"),
+        (_vector([1, "1"], [1, "2"]), "returned 2 series; aggregate it to one"),
         ({"status": "success", "data": {"resultType": "matrix", "result": []}}, "returned a matrix"),
         ({"status": "error", "error": "parse error"}, "Prometheus reported an error: parse error"),
     ],
@@ -139,7 +143,9 @@ def test_unreachable_prometheus_is_remembered(unused_port) -> None:
     assert str(second.value) == str(first.value)
 
 
-@pytest.mark.parametrize(("text", "seconds"), [("30s", 30), ("5m", 300), ("1h30m", 5400), ("7d", 604800), ("1w", 604800)])
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("30s", 30), ("5m", 300), ("1h30m", 5400), ("7d", 604800), ("1w", 604800)]
+)
 def test_durations(text, seconds) -> None:
     assert parse_duration(text, "--window") == seconds
     assert parse_duration(format_duration(seconds), "--window") == seconds

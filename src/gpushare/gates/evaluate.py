@@ -36,14 +36,15 @@ def throughput_gate(baseline: Side, trial: Side, thresholds: Thresholds) -> Gate
     if base is None or now is None:
         return GateResult(name, "hold", observed, threshold, _no_data(baseline, trial, name))
     if base == 0:
-        return GateResult(name, "hold", observed, threshold, "baseline throughput is 0: no whole-card baseline to compare with")
+        reason = "baseline throughput is 0: no whole-card baseline to compare with"
+        return GateResult(name, "hold", observed, threshold, reason)
     gain = now / base - 1
     observed["gain"] = round(gain, 6)
     change = f"{_num(now)} vs whole-card {_num(base)} per GPU ({gain:+.1%})"
-    if gain < 0 and not _close(gain, 0):
-        return GateResult(name, "rollback", observed, threshold, f"lower: {change}")
     if _close(gain, 0):
         return GateResult(name, "rollback", observed, threshold, f"no gain: {change}")
+    if gain < 0:
+        return GateResult(name, "rollback", observed, threshold, f"lower: {change}")
     if gain > margin or _close(gain, margin):
         return GateResult(name, "continue", observed, threshold, f"gain meets the {margin:.0%} margin: {change}")
     return GateResult(name, "hold", observed, threshold, f"gain below the {margin:.0%} margin yet: {change}")
@@ -60,7 +61,8 @@ def p99_gate(trial: Side, thresholds: Thresholds) -> GateResult:
     run = longest_run(breaches)
     observed |= {"max": max(windows), "consecutive_above": run}
     if run >= needed:
-        return GateResult(name, "rollback", observed, threshold, f"above the {_num(slo)} ms SLO for {run} consecutive windows")
+        reason = f"above the {_num(slo)} ms SLO for {run} consecutive windows"
+        return GateResult(name, "rollback", observed, threshold, reason)
     if run:
         return GateResult(
             name, "hold", observed, threshold,
@@ -100,7 +102,8 @@ def xid_gate(baseline: Side, trial: Side, thresholds: Thresholds) -> GateResult:
     if now is None:
         return GateResult(name, "hold", observed, threshold, _no_data(None, trial, name))
     if now > allowed:
-        return GateResult(name, "rollback", observed, threshold, f"{_num(now)} new Xid error(s) during the trial: check the GPU (nvidia-smi -q, kernel log)")
+        reason = f"{_num(now)} new Xid error(s) during the trial: check the GPU (nvidia-smi -q, kernel log)"
+        return GateResult(name, "rollback", observed, threshold, reason)
     return GateResult(name, "continue", observed, threshold, f"{_num(now)} new Xid errors")
 
 
@@ -119,7 +122,8 @@ def queue_gate(baseline: Side, trial: Side, thresholds: Thresholds) -> GateResul
     if not baseline.p99_ms or not trial.p99_ms:
         return GateResult(
             name, "hold", observed, threshold,
-            f"queue time falling ({change}) but no P99 on both sides to rule out run-time jitter",
+            f"queue time falling ({change}) but no P99 on both sides to rule out run-time jitter "
+            f"({_no_data(baseline, trial, 'p99_ms')})",
         )
     base_p99, now_p99 = fmean(baseline.p99_ms), fmean(trial.p99_ms)
     observed |= {"baseline_p99_ms": base_p99, "trial_p99_ms": now_p99}

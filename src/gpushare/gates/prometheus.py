@@ -75,8 +75,15 @@ def collect(plan: QueryPlan, thresholds: Thresholds, client: PrometheusClient | 
         )
     reader = _Reader(client, thresholds.queries, list(plan.nodes))
     trial_ends = [plan.trial_start + (k + 1) * thresholds.latency_window_s for k in range(latency_windows)]
-    trial = reader.side(plan.trial_end, plan.window_s, trial_ends, thresholds.latency_window_s, trial=True)
-    baseline = reader.side(plan.trial_start, plan.baseline_window_s, [plan.trial_start], plan.baseline_window_s)
+    trial = reader.side(
+        at=plan.trial_end, window_s=plan.window_s, window_ends=trial_ends,
+        latency_s=thresholds.latency_window_s, trial=True,
+    )
+    # The baseline's P99 and queue time are one value each, over the whole baseline window.
+    baseline = reader.side(
+        at=plan.trial_start, window_s=plan.baseline_window_s, window_ends=[plan.trial_start],
+        latency_s=plan.baseline_window_s,
+    )
     baseline = _scale_counts(baseline, plan.window_s / plan.baseline_window_s)
     start, end = plan.trial_start, plan.trial_end
     source: dict[str, object] = {
@@ -127,7 +134,9 @@ class _Reader:
             gaps[key] = f"queries.{key}: {err}"
             return ()
         if not values:
-            gaps[key] = f"queries.{key} returned no series in any of {len(ends)} window(s) up to {format_time(ends[-1])}"
+            gaps[key] = (
+                f"queries.{key} returned no series in any of {len(ends)} window(s) up to {format_time(ends[-1])}"
+            )
         return tuple(values)
 
 

@@ -20,7 +20,7 @@ def to_table(report: Report) -> str:
     rows = [
         (gate.name, gate.status, _observed(gate.observed), gate.threshold, gate.reason) for gate in report.gates
     ]
-    source = ", ".join(f"{key} {value}" for key, value in report.source.items())
+    source = ", ".join(f"{key} {_short(value)}" for key, value in report.source.items())
     table = render_table(("GATE", "STATUS", "OBSERVED", "THRESHOLD", "REASON"), rows)
     return f"{table}\n\nverdict: {report.verdict}  ({source})"
 

@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Benchmarks of the embedded cluster, the simulator and the runbooks; writes BENCHMARKS.md.
+
+Each figure is measured here, in one run, side by side where a ratio is reported."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from gpushare.kube import api_client, wait_for  # noqa: E402
+from kubernetes import client  # noqa: E402
+
+STATE = REPO / ".gpushare-bench"
+SEED_CONFIGMAP = """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: time-slicing-config
+  namespace: gpu-operator
+data:
+  default: |-
+    version: v1
+  shared: |-
+    version: v1
+    flags:
+      migStrategy: none
+    sharing:
+      timeSlicing:
+        renameByDefault: true
+        failRequestsGreaterThanOne: true
+        resources:
+          - name: nvidia.com/gpu
+            replicas: 4
+"""
+
+
+def sh(*argv: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, capture_output=True, text=True, check=check, env={**os.environ, **(env or {})})
+
+
+def timed(action: Callable[[], object]) -> float:
+    began = time.perf_counter()
+    action()
+    return time.perf_counter() - began
+
+
+def du(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+def sim(*args: str, state: Path = STATE) -> subprocess.CompletedProcess:
+    return sh(sys.executable, "-m", "gpushare", "sim", *args, "--state-dir", str(state))
+
+
+def cluster_memory_mib(state: Path) -> tuple[float, float]:
+    """(current RSS, peak RSS) summed over the embedded cluster's processes, in MiB."""
+    current = peak = 0
+    for pid_file in (state / "pids").glob("*.pid"):
+        pid = json.loads(pid_file.read_text())["pid"]
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                current += int(line.split()[1])
+            elif line.startswith("VmHWM:"):
+                peak += int(line.split()[1])
+    return current / 1024, peak / 1024
+
+
+def bench_cold_build() -> dict[str, float]:
+    """Build every binary into an empty cache with an empty Go build cache (modules already downloaded)."""
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as gocache:
+        env = {"GPUSHARE_CACHE": cache, "GOCACHE": gocache}
+        seconds = timed(lambda: sh(str(REPO / "scripts" / "build-binaries.sh"), env=env))
+        size = du(Path(cache))
+    return {"cold_build_s": seconds, "cache_mib": size / 2**20}
+
+
+def bench_sim_up(fleet: Path | None, runs: int) -> dict[str, float]:
+    samples = []
+    memory = (0.0, 0.0)
+    for _ in range(runs):
+        sim("down")
+        args = ["up"] + (["--fleet", str(fleet)] if fleet else [])
+        samples.append(timed(lambda: sim(*args)))
+        memory = cluster_memory_mib(STATE)
+    return {"up_median_s": statistics.median(samples), "up_min_s": min(samples), "up_max_s": max(samples),
+            "rss_mib": memory[0], "peak_rss_mib": memory[1]}
+
+
+def reaction(core: client.CoreV1Api, nodes: list[str], shared: bool) -> float:
+    """Label `nodes` for the shared config (or remove the label); seconds until all are updated."""
+    value = "shared" if shared else None
+    began = time.perf_counter()
+    for name in nodes:
+        core.patch_node(name, {"metadata": {"labels": {"nvidia.com/device-plugin.config": value}}})
+
+    def done() -> bool:
+        for name in nodes:
+            allocatable = core.read_node(name).status.allocatable or {}
+            if ("nvidia.com/gpu.shared" in allocatable and allocatable["nvidia.com/gpu.shared"] != "0") != shared:
+                return False
+        return True
+
+    wait_for(done, 120, "the simulator to publish the new config", interval_s=0.01)
+    return time.perf_counter() - began
+
+
+def point_policy_at_configmap(kubeconfig: Path, bin_dir: Path) -> None:
+    kubectl = [str(bin_dir / "kubectl"), f"--kubeconfig={kubeconfig}"]
+    subprocess.run([*kubectl, "apply", "-f", "-"], input=SEED_CONFIGMAP, text=True, check=True, capture_output=True)
+    sh(*kubectl, "patch", "clusterpolicies.nvidia.com/cluster-policy", "--type", "merge", "-p",
+       '{"spec":{"devicePlugin":{"config":{"name":"time-slicing-config","default":"default"}}}}')
+    sh(*kubectl, "rollout", "status", "-n", "gpu-operator", "daemonset/nvidia-device-plugin-daemonset", "--timeout=900s")
+
+
+def bench_reaction(samples: int, burst: int) -> dict[str, float]:
+    info = json.loads((STATE / "cluster.json").read_text())
+    kubeconfig = STATE / "kubeconfig"
+    point_policy_at_configmap(kubeconfig, Path(info["bin_dir"]))
+    core = client.CoreV1Api(api_client(kubeconfig))
+    single = []
+    for _ in range(samples):
+        single.append(reaction(core, ["gpu-node"], shared=True))
+        single.append(reaction(core, ["gpu-node"], shared=False))
+    single.sort()
+    result = {"reaction_median_s": statistics.median(single), "reaction_p95_s": single[int(len(single) * 0.95) - 1],
+              "reaction_max_s": single[-1]}
+    if burst:
+        gpu_nodes = sorted(n.metadata.name for n in core.list_node(label_selector="nvidia.com/gpu.present=true").items)
+        targets = gpu_nodes[:burst]
+        result["burst_nodes"] = len(targets)
+        result["burst_s"] = reaction(core, targets, shared=True)
+        reaction(core, targets, shared=False)
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--output", type=Path, default=REPO / "BENCHMARKS.md")
+    parser.add_argument("--skip-cold-build", action="store_true", help="reuse the cold-build figures already in the output")
+    args = parser.parse_args()
+    results: dict[str, dict[str, float]] = {}
+    if not args.skip_cold_build:
+        print("cold build ...", file=sys.stderr)
+        results["cold_build"] = bench_cold_build()
+    print("sim up, default fleet ...", file=sys.stderr)
+    results["up_default"] = bench_sim_up(None, runs=3)
+    results["reaction_default"] = bench_reaction(samples=10, burst=0)
+    sim("down")
+    print("sim up, 500 GPU nodes ...", file=sys.stderr)
+    results["up_500"] = bench_sim_up(REPO / "fleets" / "scale-500.yaml", runs=1)
+    results["reaction_500"] = bench_reaction(samples=5, burst=100)
+    sim("down")
+    from scripts.bench_runbooks import bench_runbooks  # noqa: PLC0415 - needs the runbooks
+
+    results.update(bench_runbooks(STATE))
+    sim("down")
+    shutil.rmtree(STATE, ignore_errors=True)
+    results["machine"] = {"cpus": os.cpu_count() or 0}
+    (REPO / ".bench-results.json").write_text(json.dumps(results, indent=2))
+    print(json.dumps(results, indent=2))
+    print(f"raw results in .bench-results.json (machine: {platform.machine()}, {os.cpu_count()} CPUs)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
