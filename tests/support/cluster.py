@@ -132,7 +132,12 @@ def reset_embedded(cluster: Cluster) -> None:
     coordination = client.CoordinationV1Api(cluster.api)
     for lease in coordination.list_namespaced_lease(cluster.operator_namespace).items:
         coordination.delete_namespaced_lease(lease.metadata.name, cluster.operator_namespace)
-    policy = cluster.custom.get_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY)
+    try:
+        policy = cluster.custom.get_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY)
+    except client.exceptions.ApiException as err:
+        if err.status != 404:
+            raise
+        policy = cluster.custom.create_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.default_instance())
     if policy["spec"] != cp.default_instance()["spec"]:
         policy["spec"] = cp.default_instance()["spec"]
         cluster.custom.replace_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY, policy)
