@@ -160,6 +160,10 @@ class Simulator:
         if policy is None:
             return
         rendered = cp.render_daemonset(policy, self.namespace)
+        # Owned by the ClusterPolicy, as the operator does: deleting the policy removes the plugin.
+        rendered["metadata"]["ownerReferences"] = [{
+            "apiVersion": f"{cp.GROUP}/{cp.VERSION}", "kind": "ClusterPolicy", "name": cp.CLUSTER_POLICY,
+            "uid": policy["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]
         current = self.daemonsets.get(cp.DAEMONSET)
         if current is None:
             self.apps.create_namespaced_daemon_set(self.namespace, rendered)
