@@ -121,7 +121,8 @@ def point_policy_at_configmap(kubeconfig: Path, bin_dir: Path) -> None:
     kubectl = [str(bin_dir / "kubectl"), f"--kubeconfig={kubeconfig}"]
     subprocess.run([*kubectl, "apply", "-f", "-"], input=REACTION_CONFIGMAP, text=True, check=True, capture_output=True)
     sh(*kubectl, "patch", "clusterpolicies.nvidia.com/cluster-policy", "--type", "merge", "-p",
-       '{"spec":{"devicePlugin":{"config":{"name":"time-slicing-config","default":"default"}}}}')
+       '{"spec":{"devicePlugin":{"config":{"name":"time-slicing-config","default":"default"}},'
+       '"daemonsets":{"rollingUpdate":{"maxUnavailable":"100%"}}}}')
     sh(*kubectl, "rollout", "status", "-n", "gpu-operator", "daemonset/nvidia-device-plugin-daemonset", "--timeout=900s")
 
 

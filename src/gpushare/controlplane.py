@@ -219,7 +219,7 @@ class Launcher:
             extra = (
                 [f"--service-account-private-key-file={pki_dir / 'service-account.key'}",
                  f"--root-ca-file={pki_dir / 'ca.crt'}", "--use-service-account-credentials=true",
-                 "--node-monitor-grace-period=60s"]
+                 "--node-monitor-grace-period=60s", "--kube-api-qps=300", "--kube-api-burst=500"]
                 if name == "kube-controller-manager" else []
             )
             port = ports[name]
@@ -233,7 +233,7 @@ class Launcher:
         cluster_bootstrap.register_nodes(state.kubeconfig, self.fleet)
         self.run("kwok", [
             str(bins / "kwok"), f"--kubeconfig={state.component_kubeconfig('kwok')}",
-            "--manage-all-nodes=true", f"--config={state.root / 'kwok-stages.yaml'}",
+            "--manage-all-nodes=true", f"--config={state.root / 'kwok-stages.yaml'}", "--node-lease-duration-seconds=40",
             f"--server-address=127.0.0.1:{ports['kwok']}", "--node-ip=10.0.0.1", "--cidr=10.244.0.0/16",
         ], lambda: _http_ok(f"http://127.0.0.1:{ports['kwok']}/healthz"))
         self.run("gpu-operator-sim", [

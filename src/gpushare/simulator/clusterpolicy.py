@@ -33,7 +33,8 @@ def crd() -> dict[str, Any]:
         "devicePlugin": obj({"enabled": {"type": "boolean"}, "config": obj({"name": string, "default": string})}),
         "mig": obj({"strategy": {"type": "string", "enum": ["single", "mixed"]}}),
         "migManager": obj({"enabled": {"type": "boolean"}}),
-        "daemonsets": obj({"tolerations": {"type": "array", "items": obj()}}),
+        "daemonsets": obj({"tolerations": {"type": "array", "items": obj()},
+                           "rollingUpdate": obj({"maxUnavailable": {"type": "string"}})}),
     })
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
@@ -82,6 +83,7 @@ def render_daemonset(policy: dict[str, Any], namespace: str) -> dict[str, Any]:
     mig_strategy = (spec.get("mig") or {}).get("strategy") or "single"
     tolerations = copy.deepcopy((spec.get("daemonsets") or {}).get("tolerations") or [
         {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}])
+    max_unavailable = str(((spec.get("daemonsets") or {}).get("rollingUpdate") or {}).get("maxUnavailable") or "1")
     env = [{"name": "MIG_STRATEGY", "value": mig_strategy}, {"name": "PASS_DEVICE_SPECS", "value": "true"}]
     env += [{"name": k, "value": str(v)} for e in plugin.get("env") or [] for k, v in [(e.get("name"), e.get("value"))]]
     containers = [{"name": "nvidia-device-plugin", "image": plugin.get("image") or PLUGIN_IMAGE, "env": env}]
@@ -108,7 +110,8 @@ def render_daemonset(policy: dict[str, Any], namespace: str) -> dict[str, Any]:
         "metadata": {"name": DAEMONSET, "namespace": namespace, "labels": dict(APP_LABEL)},
         "spec": {
             "selector": {"matchLabels": dict(APP_LABEL)},
-            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+                "maxUnavailable": int(max_unavailable) if max_unavailable.isdigit() else max_unavailable}},
             "template": {
                 "metadata": {"labels": dict(APP_LABEL)},
                 "spec": {
