@@ -14,8 +14,14 @@ import yaml
 TOP_LEVEL_KEYS = ("version", "flags", "resources", "sharing", "imex")
 SHARING_KEYS = ("renameByDefault", "failRequestsGreaterThanOne", "resources")
 MIG_STRATEGIES = ("none", "single", "mixed")
-# Prefix of every config load error, as the plugin logs it.
-LOAD_ERROR = "unable to load config: error parsing config file: unmarshal error: error unmarshaling JSON: while decoding JSON: "
+# The plugin's wrapping of config-file errors (startPlugins > loadConfig > NewConfig > parseConfig),
+# so that every message here is a verbatim part of the line the plugin logs before it exits.
+PARSE_ERROR = (
+    "unable to load config: unable to finalize config: unable to parse config file: error parsing config file: "
+)
+LOAD_ERROR = PARSE_ERROR + "unmarshal error: error unmarshaling JSON: while decoding JSON: "
+# Go's encoding/json names for the JSON types a YAML value becomes.
+JSON_TYPES = {str: "string", int: "number", float: "number", bool: "bool", list: "array", dict: "object"}
 
 
 class ConfigError(ValueError):
@@ -47,12 +53,16 @@ def _load(text: str) -> dict[str, Any]:
     try:
         document = yaml.safe_load(text) if text.strip() else {}
     except yaml.YAMLError as err:
-        raise ConfigError(f"unable to load config: error parsing config file: {err}") from None
+        raise ConfigError(f"{PARSE_ERROR}unmarshal error: {err}") from None
     if document is None:
         return {}
     if not isinstance(document, dict):
         raise _fail("json: cannot unmarshal into Go value of type v1.Config")
     return document
+
+
+def _type_error(value: Any, go_type: str) -> str:
+    return f"json: cannot unmarshal {JSON_TYPES.get(type(value), 'value')} into Go value of type {go_type}"
 
 
 def _resource_name(raw: Any) -> str:
@@ -74,17 +84,18 @@ def _parse_sharing_block(block: Any, mps: bool) -> tuple[bool, bool, dict[str, i
         name = _resource_name(entry["name"])
         if "replicas" not in entry:
             raise _fail("no replicas specified")
-        count = entry["replicas"]
+        count = 0 if entry["replicas"] is None else entry["replicas"]  # JSON null leaves Go's int at 0
         if isinstance(count, bool) or not isinstance(count, int):
-            raise _fail(f"json: cannot unmarshal {type(count).__name__} into Go struct field of type int")
+            raise _fail(_type_error(count, "int"))
         if count < 2:
             raise _fail("number of replicas must be >= 2")
         replicas[name] = count
-    rename = block.get("renameByDefault", False)
-    fail_gt_one = block.get("failRequestsGreaterThanOne", mps)
-    for key, value in (("renameByDefault", rename), ("failRequestsGreaterThanOne", fail_gt_one)):
+    # null, like a missing key, keeps the default
+    rename = False if block.get("renameByDefault") is None else block["renameByDefault"]
+    fail_gt_one = mps if block.get("failRequestsGreaterThanOne") is None else block["failRequestsGreaterThanOne"]
+    for value in (rename, fail_gt_one):
         if not isinstance(value, bool):
-            raise _fail(f"json: cannot unmarshal {type(value).__name__} into Go struct field .{key} of type bool")
+            raise _fail(_type_error(value, "bool"))
     return rename, fail_gt_one, replicas
 
 
@@ -94,11 +105,11 @@ def parse(text: str) -> PluginConfig:
     version = document.get("version", "") or ""
     if version != "v1":
         if version:
-            raise ConfigError(f"unable to load config: unknown version: {version}")
+            raise ConfigError(f"{PARSE_ERROR}unknown version: {version}")
     flags = document.get("flags") or {}
     mig_strategy = flags.get("migStrategy") if isinstance(flags, dict) else None
     if mig_strategy is not None and mig_strategy not in MIG_STRATEGIES:
-        raise ConfigError(f"unable to load config: invalid --mig-strategy option: {mig_strategy}")
+        raise ConfigError(f"unable to validate flags: unknown MIG strategy: {mig_strategy}")
     sharing = document.get("sharing") or {}
     if not isinstance(sharing, dict):
         raise _fail("json: cannot unmarshal into Go struct field Config.sharing")

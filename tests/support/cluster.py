@@ -89,6 +89,16 @@ class Cluster:
             and e.get("stage") == "ResponseComplete"
         ]
 
+    def plugin_hash(self) -> str | None:
+        """The operator's last-applied hash on the device-plugin DaemonSet (None if it has none)."""
+        try:
+            ds = self.apps.read_namespaced_daemon_set("nvidia-device-plugin-daemonset", self.operator_namespace)
+        except client.exceptions.ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+        return (ds.metadata.annotations or {}).get("nvidia.com/last-applied-hash")
+
     def wait_plugin_rolled_out(self, timeout_s: float = 60) -> None:
         def rolled_out() -> bool:
             ds = self.apps.read_namespaced_daemon_set("nvidia-device-plugin-daemonset", self.operator_namespace)
@@ -139,8 +149,11 @@ def reset_embedded(cluster: Cluster) -> None:
             raise
         policy = cluster.custom.create_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.default_instance())
     if policy["spec"] != cp.default_instance()["spec"]:
+        before = cluster.plugin_hash()
         policy["spec"] = cp.default_instance()["spec"]
         cluster.custom.replace_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY, policy)
+        # The operator re-renders the DaemonSet asynchronously: until it has, the old one looks rolled out.
+        wait_for(lambda: cluster.plugin_hash() != before, 30, "the operator to re-render the device-plugin DaemonSet")
     for node in core.list_node().items:
         labels = node.metadata.labels or {}
         annotations = node.metadata.annotations or {}

@@ -45,32 +45,36 @@ def compute(
     product: GpuProduct, gpus: int, config: PluginConfig, mig_strategy: str, mig_layout: list[list[str]] | None
 ) -> NodeView:
     sharing = config.sharing
-    shared = sharing.strategy != "none"
+    suffix = "-SHARED" if sharing.strategy != "none" and not sharing.rename_by_default else ""
     labels = {
         "nvidia.com/gpu.count": str(gpus),
         "nvidia.com/gpu.replicas": str(sharing.replicas),
         "nvidia.com/gpu.sharing-strategy": sharing.strategy,
-        "nvidia.com/gpu.product": product.name + ("-SHARED" if shared and not sharing.rename_by_default else ""),
+        "nvidia.com/gpu.product": product.name + suffix,
         "nvidia.com/gpu.memory": str(product.memory_mib),
     }
+    if mig_strategy != "none":
+        labels["nvidia.com/mig.strategy"] = mig_strategy  # GFD sets it on every GPU node, MIG or not
     if mig_layout is None:
         return NodeView(_shared({GPU: gpus}, config), labels)
     counts = devices(mig_layout)
-    labels["nvidia.com/mig.strategy"] = mig_strategy
     if mig_strategy == "single":
         if len(counts) > 1:
             raise ConfigError(
-                "error creating resource managers: invalid MIG configuration for strategy 'single': "
-                f"all MIG devices must be of one profile, found {sorted(counts)}"
+                "error building device map: error building device map from config.resources: "
+                "invalid MIG configuration: more than one MIG device type present on node"
             )
         profile = next(iter(counts), None)
         total = sum(counts.values())
         labels["nvidia.com/gpu.count"] = str(total)
         if profile:
             spec = product.mig_profiles[profile]
-            labels["nvidia.com/gpu.product"] = f"{product.name}-MIG-{profile}"
+            labels["nvidia.com/gpu.product"] = f"{product.name}-MIG-{profile}{suffix}"
             labels["nvidia.com/gpu.memory"] = str(spec.memory_mib)
         return NodeView(_shared({GPU: total}, config), labels)
+    # mixed: GFD labels the MIG-enabled cards themselves without sharing (replicas 0, no suffix)
+    labels["nvidia.com/gpu.replicas"] = "0"
+    labels["nvidia.com/gpu.product"] = product.name
     resources = {GPU: 0}
     for profile, count in counts.items():
         resources[f"nvidia.com/mig-{profile}"] = count

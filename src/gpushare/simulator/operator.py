@@ -63,6 +63,9 @@ class Simulator:
         self.stop = threading.Event()
         self.plugins: dict[str, PluginState] = {}
         self.admitted: set[str] = set()
+        # Status patches of the pods admission rejected, by UID: KWOK, which saw the pod Pending,
+        # may still mark it Running after the rejection, and the kubelet never would.
+        self.rejected: dict[str, dict[str, Any]] = {}
         self.nodes = Informer("nodes", self.core.list_node, lambda n: n.metadata.name, self._node_changed)
         self.pods = Informer("pods", self.core.list_pod_for_all_namespaces, self._pod_key, self._pod_changed)
         self.policies = Informer(
@@ -91,6 +94,9 @@ class Simulator:
             return
         if self._is_plugin_pod(pod):
             self.queue.add(f"node/{pod.spec.node_name}")
+        elif pod.metadata.uid in self.rejected:
+            if pod.status.phase != "Failed":
+                self.queue.add(f"pod/{key}")
         elif pod.metadata.uid not in self.admitted and pod.status.phase in ("Pending", "Running"):
             self.queue.add(f"pod/{key}")
 
@@ -345,7 +351,14 @@ class Simulator:
     # ---- kubelet device admission -----------------------------------------------------------
     def admit(self, key: str) -> None:
         pod = self.pods.get(key)
-        if pod is None or pod.metadata.uid in self.admitted or pod.status.phase not in ("Pending", "Running"):
+        if pod is None:
+            return
+        rejection = self.rejected.get(pod.metadata.uid)
+        if rejection is not None:
+            if pod.status.phase != "Failed":
+                self.core.patch_namespaced_pod_status(pod.metadata.name, pod.metadata.namespace, rejection)
+            return
+        if pod.metadata.uid in self.admitted or pod.status.phase not in ("Pending", "Running"):
             return
         state = self.plugins.get(pod.spec.node_name)
         config = state.config if state else None
@@ -360,13 +373,15 @@ class Simulator:
             if requested > 1:
                 message = (
                     "Pod was rejected: Allocate failed due to rpc error: code = Unknown desc = "
-                    f'invalid allocation request for "{GPU}": invalid request: maximum request size '
+                    f'invalid allocation request for "{resource}": invalid request: maximum request size '
                     f"for shared resources is 1; found {requested}, which is unexpected"
                 )
-                self.core.patch_namespaced_pod_status(pod.metadata.name, pod.metadata.namespace, {"status": {
+                rejection = {"status": {
                     "phase": "Failed", "reason": "UnexpectedAdmissionError", "message": message,
                     "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": _now()}],
-                    "containerStatuses": None}})
+                    "containerStatuses": None}}
+                self.rejected[pod.metadata.uid] = rejection
+                self.core.patch_namespaced_pod_status(pod.metadata.name, pod.metadata.namespace, rejection)
                 self._event(pod, "Pod", pod.metadata.namespace, "UnexpectedAdmissionError", message)
                 return
 
