@@ -21,30 +21,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from gpushare.kube import api_client, wait_for  # noqa: E402
+import yaml  # noqa: E402
 from kubernetes import client  # noqa: E402
 
 STATE = REPO / ".gpushare-bench"
 # The seed's ConfigMap plus a no-sharing default key, so that only labelled nodes share.
-REACTION_CONFIGMAP = """apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: time-slicing-config
-  namespace: gpu-operator
-data:
-  default: |-
-    version: v1
-  shared: |-
-    version: v1
-    flags:
-      migStrategy: none
-    sharing:
-      timeSlicing:
-        renameByDefault: true
-        failRequestsGreaterThanOne: true
-        resources:
-          - name: nvidia.com/gpu
-            replicas: 4
-"""
+_SEED = yaml.safe_load((REPO / "examples" / "seed" / "time-slicing-config.yaml").read_text())
+REACTION_CONFIGMAP = yaml.safe_dump({**_SEED, "data": {"default": "version: v1", **_SEED["data"]}})
 
 
 def sh(*argv: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess:

@@ -21,6 +21,7 @@ from gpushare.device_plugin_config import LOAD_ERROR
 from gpushare.gpu_catalog import product
 from gpushare.kube import wait_for
 from gpushare.simulator import clusterpolicy as cp
+from tests.support.seed import seed_config
 from tests.support.cluster import TEST_NAMESPACE_LABEL, Cluster
 
 pytestmark = pytest.mark.cluster
@@ -32,18 +33,7 @@ GPU = "nvidia.com/gpu"
 MIG_NODE = "gpu-node-mig"  # 4 x A100-SXM4-40GB in the default fleet
 TIMEOUT_S = 30  # functional bound for anything the simulator does; it normally takes well under 1 s
 
-# The seed's time-slicing config (its `shared` key), with the replica count as a parameter.
-SHARED_CONFIG = """\
-version: v1
-flags:
-  migStrategy: none
-sharing:
-  timeSlicing:
-    renameByDefault: true
-    failRequestsGreaterThanOne: true
-    resources:
-      - name: nvidia.com/gpu
-        replicas: {replicas}"""
+
 
 
 # ---- the seed's commands ---------------------------------------------------------------------
@@ -259,7 +249,7 @@ def test_policy_patch_rolls_the_plugin_and_shares_every_gpu_node(clean_cluster: 
     cluster = clean_cluster
     counts = physical_counts(cluster)
     before_uids, before_hash = plugin_uids(cluster), daemonset_hash(cluster)
-    apply_configmap(cluster, tmp_path, {"shared": SHARED_CONFIG.format(replicas=4)})
+    apply_configmap(cluster, tmp_path, {"shared": seed_config(4)})
     point_plugin_at(cluster, "shared")
     wait_all_show(cluster, counts, 4)
 
@@ -283,12 +273,12 @@ def test_configmap_edit_changes_nothing_until_rollout_restart(clean_cluster: Clu
     no new pods, same allocatable) until `kubectl rollout restart`."""
     cluster = clean_cluster
     counts = physical_counts(cluster)
-    apply_configmap(cluster, tmp_path, {"shared": SHARED_CONFIG.format(replicas=4)})
+    apply_configmap(cluster, tmp_path, {"shared": seed_config(4)})
     point_plugin_at(cluster, "shared")
     wait_all_show(cluster, counts, 4)
     uids, spec_hash = plugin_uids(cluster), daemonset_hash(cluster)
 
-    apply_configmap(cluster, tmp_path, {"shared": SHARED_CONFIG.format(replicas=2)})
+    apply_configmap(cluster, tmp_path, {"shared": seed_config(2)})
     # Nothing is supposed to happen, so there is no condition to wait for: watch for a bounded
     # window several times the simulator's reaction time (well under 1 s) and require that no look
     # in it sees a change. A regression that reacts to the ConfigMap shows up inside the window.
@@ -314,7 +304,7 @@ def test_node_label_changes_that_node_only(
     Also measures the reaction time (label write -> node updated), reported, not asserted."""
     cluster = clean_cluster
     counts = physical_counts(cluster)
-    apply_configmap(cluster, tmp_path, {"whole": "version: v1", "shared": SHARED_CONFIG.format(replicas=4)})
+    apply_configmap(cluster, tmp_path, {"whole": "version: v1", "shared": seed_config(4)})
     point_plugin_at(cluster, "whole")
     wait_all_show(cluster, counts, 1)
     uids = plugin_uids(cluster)
@@ -364,7 +354,7 @@ def test_bad_node_config_leaves_the_node_and_reports_it(
     as it was, marks that node's plugin pod not Ready and records an Event with the upstream text."""
     cluster = clean_cluster
     counts = physical_counts(cluster)
-    apply_configmap(cluster, tmp_path, {"whole": "version: v1", "broken": SHARED_CONFIG.format(replicas=1)})
+    apply_configmap(cluster, tmp_path, {"whole": "version: v1", "broken": seed_config(1)})
     point_plugin_at(cluster, "whole")
     wait_all_show(cluster, counts, 1)
     before = {n: advertised(cluster, n) for n in counts}
@@ -408,7 +398,7 @@ def test_request_for_two_shared_replicas_fails_admission(
     pod's containers together need 2 (the plugin validates each container's Allocate)."""
     cluster = clean_cluster
     counts = physical_counts(cluster)
-    apply_configmap(cluster, tmp_path, {"shared": SHARED_CONFIG.format(replicas=4)})
+    apply_configmap(cluster, tmp_path, {"shared": seed_config(4)})
     point_plugin_at(cluster, "shared")
     wait_all_show(cluster, counts, 4)
     namespace = workload_namespace

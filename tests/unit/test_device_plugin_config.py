@@ -10,19 +10,11 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support.seed import seed_config
 from gpushare.device_plugin_config import LOAD_ERROR, PARSE_ERROR, ConfigError, Sharing, lint, parse
 
-# The seed's ConfigMap value, verbatim (trailing blanks after `replicas: 4` included).
-SEED = """version: v1
-flags:
-  migStrategy: none
-sharing:
-  timeSlicing:
-    renameByDefault: true
-    failRequestsGreaterThanOne: true
-    resources:
-      - name: nvidia.com/gpu
-        replicas: 4    """
+# The seed's ConfigMap value, verbatim (from examples/seed/).
+SEED = seed_config()
 
 
 def config(**overrides: Any) -> str:
