@@ -1,1 +1,340 @@
+"""Steps about running the runbooks: what the operator types, and what the run reports and writes.
 
+A run is driven through ansible-runner exactly as `ansible-playbook` would be typed: `-e key=value`
+values are strings, as on the command line. Every run records the mutating requests it sent to the
+API server (embedded cluster only, from its audit log), so a scenario can say "nothing was written".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import re
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from pytest_bdd import given, parsers, then, when
+
+from gpushare.simulator import clusterpolicy as cp
+from tests.support.ansible import PlaybookRun, run_playbook
+from tests.support.cluster import Cluster
+
+ENABLE = "enable-timeslicing.yml"
+NO_AUDIT_LOG = "the audit log of mutating requests is only available on the embedded cluster"
+
+
+@dataclasses.dataclass
+class RunbookRun:
+    """One playbook run and the mutating requests it sent (None when the cluster has no audit log)."""
+
+    run: PlaybookRun
+    writes: list[dict[str, Any]] | None
+    command: str
+
+    def describe(self) -> str:
+        return f"`{self.command}`: {self.run.describe()}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Command:
+    playbook: str
+    limit: str | None
+    extravars: dict[str, str]
+    check: bool
+    diff: bool
+
+
+def parse_command(command: str) -> Command:
+    """`enable-timeslicing.yml -l gpu-node -e timeslicing_replicas=4 --check --diff`, as typed."""
+    words = shlex.split(command.removeprefix("ansible-playbook "))
+    playbook, limit, extravars, check, diff = Path(words.pop(0)).name, None, {}, False, False
+    while words:
+        word = words.pop(0)
+        if word in ("-l", "--limit"):
+            limit = words.pop(0)
+        elif word in ("-e", "--extra-vars"):
+            key, _, value = words.pop(0).partition("=")
+            extravars[key] = value
+        elif word in ("-C", "--check"):
+            check = True
+        elif word in ("-D", "--diff"):
+            diff = True
+        else:
+            raise ValueError(f"unsupported ansible-playbook argument {word!r} in {command!r}")
+    return Command(playbook, limit, extravars, check, diff)
+
+
+def run_runbook(kube: Cluster, workdir: Path, command: str, *, inventory: Path | None = None,
+                extravars: dict[str, Any] | None = None) -> RunbookRun:
+    """Run `command` against `kube` and record what it wrote. `extravars` are typed (like -e @file)."""
+    parsed = parse_command(command)
+    target = kube if inventory in (None, kube.inventory) else dataclasses.replace(kube, inventory=inventory)
+    mark = kube.audit_mark() if kube.embedded else None
+    run = run_playbook(target, parsed.playbook, workdir, limit=parsed.limit,
+                       extravars={**(extravars or {}), **parsed.extravars}, check=parsed.check, diff=parsed.diff)
+    writes = kube.audit_writes(mark, dry_runs=True) if mark is not None else None
+    return RunbookRun(run, writes, command)
+
+
+# ---- what every run of a scenario shares -------------------------------------------------------------
+@pytest.fixture
+def runbook_inventory(kube: Cluster) -> Path:
+    """The inventory the operator runs with; a situation step may replace it."""
+    return kube.inventory
+
+
+@pytest.fixture
+def runbook_inputs(tmp_path: Path) -> dict[str, Any]:
+    """Variables every run of the scenario gets (like -e @file): backups go to the scenario's folder."""
+    return {"timeslicing_backup_dir": str(tmp_path / "backups")}
+
+
+@pytest.fixture
+def backup_dir(runbook_inputs: dict[str, Any]) -> Path:
+    return Path(runbook_inputs["timeslicing_backup_dir"])
+
+
+@pytest.fixture
+def run_counter() -> Iterator[int]:
+    return iter(range(1, 1000))
+
+
+def _run(kube: Cluster, tmp_path: Path, run_counter: Iterator[int], runbook_inventory: Path,
+         runbook_inputs: dict[str, Any], command: str) -> RunbookRun:
+    return run_runbook(kube, tmp_path / f"run-{next(run_counter)}", command,
+                       inventory=runbook_inventory, extravars=runbook_inputs)
+
+
+# ---- situations -------------------------------------------------------------------------------------
+@given(parsers.re(r'the trial nodes? (?:is|are) (?P<nodes>"[^"]+"(?:(?:, | and )"[^"]+")*)$'),
+       target_fixture="targeted")
+def trial_nodes(nodes: str) -> list[str]:
+    return re.findall(r'"([^"]+)"', nodes)
+
+
+@given("the cluster is as the GPU Operator installed it")
+def cluster_as_installed(kube: Cluster) -> None:
+    assert kube.custom.get_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY)
+
+
+@given(parsers.parse('the inventory lists "{node}" as a GPU node'), target_fixture="runbook_inventory")
+def inventory_listing(tmp_path: Path, kube: Cluster, node: str) -> Path:
+    path = tmp_path / "inventory.yml"
+    path.write_text(yaml.safe_dump({"all": {
+        "vars": {"gpushare_kubeconfig": str(kube.kubeconfig), "ansible_connection": "local",
+                 "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+                 "gpu_operator_namespace": kube.operator_namespace},
+        "children": {"gpu_nodes": {"hosts": {node: None}}},
+    }}))
+    return path
+
+
+@pytest.fixture
+def clusterpolicy_deleted(kube: Cluster) -> Iterator[None]:
+    """Delete the ClusterPolicy; put the chart's instance back afterwards (the operator does not)."""
+    kube.custom.delete_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY)
+    yield
+    try:
+        kube.custom.create_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.default_instance())
+    except ApiException as err:
+        if err.status != 409:
+            raise
+
+
+@given("the ClusterPolicy has been deleted")
+def clusterpolicy_is_deleted(clusterpolicy_deleted: None) -> None:
+    pass
+
+
+@pytest.fixture
+def lock_held_elsewhere(kube: Cluster) -> Iterator[str]:
+    """A Lease held by another run (a rollback started from another laptop a moment ago)."""
+    holder = "rollback-timeslicing@ops-laptop/20260101T000000Z-beef"
+    coordination = client.CoordinationV1Api(kube.api)
+    now = dt.datetime.now(dt.timezone.utc)
+    coordination.create_namespaced_lease(kube.operator_namespace, {
+        "metadata": {"name": "gpushare-runbook-lock", "labels": {"app.kubernetes.io/managed-by": "gpushare"}},
+        "spec": {"holderIdentity": holder, "acquireTime": now, "renewTime": now, "leaseDurationSeconds": 1800},
+    })
+    yield holder
+    try:
+        coordination.delete_namespaced_lease("gpushare-runbook-lock", kube.operator_namespace)
+    except ApiException as err:
+        if err.status != 404:
+            raise
+
+
+@given("another run holds the runbook lock")
+def another_run_holds_the_lock(lock_held_elsewhere: str) -> None:
+    pass
+
+
+@pytest.fixture
+def foreign_shared_key(kube: Cluster) -> Iterator[None]:
+    """Another team's ConfigMap, with its own `shared` key the runbook must not overwrite."""
+    body = {"metadata": {"name": "time-slicing-config"},
+            "data": {"shared": "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+                               "      - name: nvidia.com/gpu\n        replicas: 8\n"}}
+    kube.core.create_namespaced_config_map(kube.operator_namespace, body)
+    yield
+    try:
+        kube.core.delete_namespaced_config_map("time-slicing-config", kube.operator_namespace)
+    except ApiException as err:
+        if err.status != 404:
+            raise
+
+
+@given('the device-plugin ConfigMap already has a "shared" key written by someone else')
+def configmap_with_foreign_key(foreign_shared_key: None) -> None:
+    pass
+
+
+@given("the operator's own config puts renameByDefault under flags", target_fixture="runbook_inputs")
+def misplaced_rename(runbook_inputs: dict[str, Any]) -> dict[str, Any]:
+    config = ("version: v1\nflags:\n  migStrategy: none\n  renameByDefault: true\nsharing:\n  timeSlicing:\n"
+              "    resources:\n      - name: nvidia.com/gpu\n        replicas: 4\n")
+    return {**runbook_inputs, "timeslicing_config_override": config}
+
+
+@given(parsers.re(r'time-slicing is enabled on (?:the trial node|"(?P<node>[^"]+)") with (?P<replicas>\d+) replicas$'))
+def timeslicing_enabled(kube: Cluster, tmp_path: Path, run_counter: Iterator[int], runbook_inventory: Path,
+                        runbook_inputs: dict[str, Any], request: pytest.FixtureRequest, node: str | None,
+                        replicas: str) -> None:
+    nodes = [node] if node else request.getfixturevalue("targeted")
+    done = _run(kube, tmp_path, run_counter, runbook_inventory, runbook_inputs,
+                f"{ENABLE} -l {','.join(nodes)} -e timeslicing_replicas={replicas}")
+    assert done.run.ok, done.describe()
+
+
+# ---- what the operator does --------------------------------------------------------------------------
+@when(parsers.parse('the operator runs "{command}"'), target_fixture="runbook_run")
+def operator_runs(kube: Cluster, tmp_path: Path, run_counter: Iterator[int], runbook_inventory: Path,
+                  runbook_inputs: dict[str, Any], command: str) -> RunbookRun:
+    return _run(kube, tmp_path, run_counter, runbook_inventory, runbook_inputs, command)
+
+
+@when(parsers.re(r"the operator (?P<mode>enables|previews enabling) time-slicing with (?P<replicas>\S+) replicas$"),
+      target_fixture="runbook_run")
+def operator_enables(kube: Cluster, tmp_path: Path, run_counter: Iterator[int], runbook_inventory: Path,
+                     runbook_inputs: dict[str, Any], targeted: list[str], mode: str, replicas: str) -> RunbookRun:
+    preview = " --check --diff" if mode == "previews enabling" else ""
+    return _run(kube, tmp_path, run_counter, runbook_inventory, runbook_inputs,
+                f"{ENABLE} -l {','.join(targeted)} -e timeslicing_replicas={replicas}{preview}")
+
+
+@when(parsers.re(r"the operator enables time-slicing with (?P<replicas>\d+) replicas for the whole cluster"
+                 r"(?P<confirmed>, confirming that every GPU node changes| without confirming)$"),
+      target_fixture="runbook_run")
+def operator_enables_cluster_wide(kube: Cluster, tmp_path: Path, run_counter: Iterator[int], runbook_inventory: Path,
+                                  runbook_inputs: dict[str, Any], targeted: list[str], replicas: str,
+                                  confirmed: str) -> RunbookRun:
+    confirm = " -e timeslicing_confirm_cluster_scope=true" if confirmed.startswith(", confirming") else ""
+    return _run(kube, tmp_path, run_counter, runbook_inventory, runbook_inputs,
+                f"{ENABLE} -l {','.join(targeted)} -e timeslicing_replicas={replicas} -e timeslicing_scope=cluster{confirm}")
+
+
+# ---- what the run did --------------------------------------------------------------------------------
+@then("the run succeeds")
+def run_succeeds(runbook_run: RunbookRun) -> None:
+    assert runbook_run.run.ok, runbook_run.describe()
+    assert not runbook_run.run.stats.get("failures"), runbook_run.describe()
+
+
+@then("the run reports changes on the trial node")
+def run_reports_changes(runbook_run: RunbookRun, targeted: list[str]) -> None:
+    run_succeeds(runbook_run)
+    assert runbook_run.run.changed.get(targeted[0], 0) > 0, runbook_run.describe()
+
+
+@then("the run reports no change")
+def run_reports_no_change(runbook_run: RunbookRun) -> None:
+    run_succeeds(runbook_run)
+    assert not any(runbook_run.run.changed.values()), (runbook_run.run.changed_tasks(), runbook_run.describe())
+
+
+@then(parsers.parse('the run is refused with "{message}"'))
+def run_is_refused(runbook_run: RunbookRun, message: str) -> None:
+    run = runbook_run.run
+    assert not run.ok, f"the run was not refused: {runbook_run.describe()}"
+    said = " ".join(run.failure_messages()) or run.stdout
+    assert message in " ".join(said.split()), f"{message!r} not in what the run said: {said[-3000:]}"
+
+
+def persisted(writes: list[dict[str, Any]]) -> list[str]:
+    """Mutating requests that changed something: a server-side dry run (check mode) persists nothing."""
+    return [f"{w['verb']} {w['requestURI']}" for w in writes if "dryRun=All" not in w.get("requestURI", "")]
+
+
+@then("nothing was written to the cluster")
+def nothing_written(runbook_run: RunbookRun) -> None:
+    if runbook_run.writes is None:
+        pytest.skip(NO_AUDIT_LOG)
+    assert persisted(runbook_run.writes) == [], persisted(runbook_run.writes)
+
+
+@then("the run sent no mutating request to the API server")
+def no_mutating_request(runbook_run: RunbookRun) -> None:
+    """Stricter than "nothing was written": not even a server-side dry run (a run with nothing to change)."""
+    if runbook_run.writes is None:
+        pytest.skip(NO_AUDIT_LOG)
+    assert runbook_run.writes == [], [f"{w['verb']} {w['requestURI']}" for w in runbook_run.writes]
+
+
+@then(parsers.re(r"the run (?P<does>does|does not) restart the device plugin$"))
+def run_restarts_plugin(runbook_run: RunbookRun, does: str) -> None:
+    restarted = any("rollout restart" in task for task in runbook_run.run.changed_tasks())
+    assert restarted == (does == "does"), runbook_run.run.changed_tasks()
+
+
+@then("the run leaves the ClusterPolicy as it was")
+def clusterpolicy_untouched(runbook_run: RunbookRun) -> None:
+    touched = [t for t in runbook_run.run.changed_tasks() if "ClusterPolicy" in t]
+    assert not touched, touched
+
+
+@then("the preview shows the ConfigMap, the ClusterPolicy and the trial node changing")
+def preview_shows_changes(runbook_run: RunbookRun, targeted: list[str]) -> None:
+    changed = " | ".join(runbook_run.run.changed_tasks())
+    for task in ("Write the device-plugin ConfigMap", "Point the ClusterPolicy",
+                 f"Select the shared config on the node ({targeted[0]})", f"Put the node in the shared pool ({targeted[0]})"):
+        assert task in changed, f"{task!r} not among the changes: {changed}"
+    out = runbook_run.run.stdout
+    for diff_line in ("+                name: time-slicing-config", "+            nvidia.com/device-plugin.config: shared",
+                      "+            gpu-mode: shared"):
+        assert diff_line in out, f"the diff does not show {diff_line.strip()!r}"
+
+
+@then(parsers.parse('the report shows node "{node}" with {gpus:d} physical GPUs, {replicas:d} replicas '
+                    'and {shared:d} shared'))
+def report_shows(runbook_run: RunbookRun, node: str, gpus: int, replicas: int, shared: int) -> None:
+    row = next((line.split() for line in runbook_run.run.stdout.splitlines() if line.split()[:1] == [node]), None)
+    assert row, f"no row for {node} in the report:\n{runbook_run.run.stdout[-2000:]}"
+    assert row[1:4] == [str(gpus), str(replicas), str(shared)], row
+
+
+@then("the ClusterPolicy was saved before the change")
+def clusterpolicy_saved(kube: Cluster, backup_dir: Path) -> None:
+    files = sorted(backup_dir.glob("clusterpolicy-*.yaml"))
+    assert len(files) == 1, files
+    assert files[0].stat().st_mode & 0o777 == 0o600, oct(files[0].stat().st_mode)
+    saved = yaml.safe_load(files[0].read_text())
+    assert saved["kind"] == "ClusterPolicy" and not (saved["spec"]["devicePlugin"].get("config") or {}).get("name")
+    backups = kube.core.list_namespaced_config_map(kube.operator_namespace,
+                                                   label_selector="gpushare.io/backup=clusterpolicy").items
+    assert [yaml.safe_load(b.data["clusterpolicy.yaml"])["spec"] for b in backups] == [saved["spec"]]
+
+
+@then(parsers.re(r'node "(?P<node>[^"]+)" (?P<is_in>is in|is not in) the shared pool$'))
+def node_in_shared_pool(kube: Cluster, node: str, is_in: str) -> None:
+    """The pool of the seed: label gpu-mode=shared and taint gpu-mode=shared:NoSchedule."""
+    current = kube.node(node)
+    labelled = (current.metadata.labels or {}).get("gpu-mode") == "shared"
+    tainted = any((t.key, t.value, t.effect) == ("gpu-mode", "shared", "NoSchedule") for t in current.spec.taints or [])
+    expected = is_in == "is in"
+    assert (labelled, tainted) == (expected, expected), f"{node}: pool label {labelled}, pool taint {tainted}"

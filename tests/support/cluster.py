@@ -76,8 +76,9 @@ class Cluster:
         log = self.state_dir / "audit.log" if self.state_dir else None
         return log.stat().st_size if log and log.exists() else 0
 
-    def audit_writes(self, since: int, user: str = ADMIN_USER) -> list[dict[str, Any]]:
-        """Mutating requests `user` sent after the `audit_mark` value `since`."""
+    def audit_writes(self, since: int, user: str = ADMIN_USER, *, dry_runs: bool = False) -> list[dict[str, Any]]:
+        """Mutating requests `user` sent after the `audit_mark` value `since`; server-side dry runs
+        (which persist nothing) only when `dry_runs` is set."""
         if not self.state_dir:
             raise RuntimeError("the audit log is only available on the embedded cluster")
         with (self.state_dir / "audit.log").open() as log:
@@ -87,6 +88,7 @@ class Cluster:
             e for e in events
             if e.get("verb") in MUTATING and e.get("user", {}).get("username") == user
             and e.get("stage") == "ResponseComplete"
+            and (dry_runs or "dryRun=All" not in e.get("requestURI", ""))
         ]
 
     def plugin_hash(self) -> str | None:

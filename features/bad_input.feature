@@ -1,0 +1,33 @@
+@cluster
+Feature: Bad input is refused before anything is written
+  Every mistake an operator can make in a change window is caught in preflight: the run says what
+  is wrong and what to do, and sends no mutating request to the API server.
+
+  Background:
+    Given a cluster with the GPU Operator
+
+  Scenario Outline: <problem> is refused
+    Given <situation>
+    When the operator runs "<command>"
+    Then the run is refused with "<message>"
+    And nothing was written to the cluster
+
+    Examples:
+      | problem                                 | situation                                                                      | command                                                                          | message                                                                             |
+      | one share per GPU                       | the cluster is as the GPU Operator installed it                                | enable-timeslicing.yml -l gpu-node -e timeslicing_replicas=1                     | number of replicas must be >= 2                                                     |
+      | no share per GPU                        | the cluster is as the GPU Operator installed it                                | enable-timeslicing.yml -l gpu-node -e timeslicing_replicas=0                     | number of replicas must be >= 2                                                     |
+      | a negative number of shares             | the cluster is as the GPU Operator installed it                                | enable-timeslicing.yml -l gpu-node -e timeslicing_replicas=-1                    | number of replicas must be >= 2                                                     |
+      | shares given as a word                  | the cluster is as the GPU Operator installed it                                | enable-timeslicing.yml -l gpu-node -e timeslicing_replicas=four                  | argument 'timeslicing_replicas' is of type str and we were unable to convert to int |
+      | more shares than the bound              | the cluster is as the GPU Operator installed it                                | enable-timeslicing.yml -l gpu-node -e timeslicing_replicas=17                    | timeslicing_replicas=17 is above the bound of 16 shares per GPU                     |
+      | a node the cluster does not have        | the inventory lists "gpu-node-99" as a GPU node                                | enable-timeslicing.yml -l gpu-node-99                                            | gpu-node-99 is not a node of this cluster                                           |
+      | a host the inventory does not have      | the cluster is as the GPU Operator installed it                                | enable-timeslicing.yml -l gpu-nod                                                | Could not match supplied host pattern, ignoring: gpu-nod                            |
+      | a CPU-only node                         | the inventory lists "cpu-node" as a GPU node                                   | enable-timeslicing.yml -l cpu-node                                               | cpu-node has no nvidia.com/gpu.present=true label                                   |
+      | no ClusterPolicy                        | the ClusterPolicy has been deleted                                             | enable-timeslicing.yml -l gpu-node                                               | ClusterPolicy 'cluster-policy' not found                                            |
+      | a wrong operator namespace              | the cluster is as the GPU Operator installed it                                | enable-timeslicing.yml -l gpu-node -e gpu_operator_namespace=nvidia-gpu-operator | set gpu_operator_namespace=gpu-operator                                             |
+      | renameByDefault misplaced under flags   | the operator's own config puts renameByDefault under flags                     | enable-timeslicing.yml -l gpu-node                                               | 'renameByDefault' under 'flags' is ignored by the device plugin                     |
+      | a second run while one is in progress   | another run holds the runbook lock                                             | enable-timeslicing.yml -l gpu-node                                               | held by rollback-timeslicing@ops-laptop/20260101T000000Z-beef since                 |
+      | a config key someone else wrote         | the device-plugin ConfigMap already has a "shared" key written by someone else | enable-timeslicing.yml -l gpu-node                                               | already has a key `shared` with a different config                                  |
+      | the key every other node uses           | the cluster is as the GPU Operator installed it                                | enable-timeslicing.yml -l gpu-node -e timeslicing_config_key=default             | timeslicing_config_key must not be `default`                                        |
+      | a change that reaches a node outside -l | time-slicing is enabled on "gpu-node" with 2 replicas                          | enable-timeslicing.yml -l gpu-node-2 -e timeslicing_replicas=4                   | GPU node(s) outside the limit that use it: gpu-node                                 |
+      | a run on every GPU node without -l      | the cluster is as the GPU Operator installed it                                | enable-timeslicing.yml                                                           | No -l given: this would enable time-slicing on EVERY host of gpu_nodes              |
+      | a yes/no input that is neither          | the cluster is as the GPU Operator installed it                                | enable-timeslicing.yml -l gpu-node -e timeslicing_pool_taint=maybe               | timeslicing_pool_taint                                                              |

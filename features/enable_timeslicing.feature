@@ -1,0 +1,51 @@
+@cluster
+Feature: Enabling time-slicing on a trial node
+  In a change window the operator runs `ansible-playbook playbooks/enable-timeslicing.yml -l <node>`.
+  The trial node then advertises each physical GPU as several schedulable shares under a resource
+  name of its own, joins a tainted shared pool, and every other GPU node keeps its whole cards.
+
+  Background:
+    Given a cluster with the GPU Operator
+    And the state of every GPU node is recorded
+
+  Scenario Outline: <replicas> shares per GPU on the node with <gpus> GPU(s)
+    Given the trial node is "<node>"
+    When the operator enables time-slicing with <replicas> replicas
+    Then the run succeeds
+    And node "<node>" advertises <shares> "nvidia.com/gpu.shared"
+    And node "<node>" advertises 0 "nvidia.com/gpu"
+    And node "<node>" has label "nvidia.com/gpu.count" set to "<gpus>"
+    And node "<node>" has label "nvidia.com/gpu.replicas" set to "<replicas>"
+    And node "<node>" has label "nvidia.com/gpu.sharing-strategy" set to "time-slicing"
+    And node "<node>" has label "nvidia.com/device-plugin.config" set to "shared"
+    And node "<node>" is in the shared pool
+    And every GPU node not targeted is exactly as before
+    And the report shows node "<node>" with <gpus> physical GPUs, <replicas> replicas and <shares> shared
+    And the ClusterPolicy was saved before the change
+
+    Examples:
+      | node       | gpus | replicas | shares |
+      | gpu-node   | 1    | 2        | 2      |
+      | gpu-node   | 1    | 4        | 4      |
+      | gpu-node-2 | 8    | 2        | 16     |
+      | gpu-node-2 | 8    | 4        | 32     |
+
+  Scenario: Without renaming, the shares are advertised as nvidia.com/gpu
+    Given the trial node is "gpu-node-2"
+    When the operator runs "enable-timeslicing.yml -l gpu-node-2 -e timeslicing_replicas=2 -e timeslicing_rename_by_default=false"
+    Then the run succeeds
+    And node "gpu-node-2" advertises 16 "nvidia.com/gpu"
+    And node "gpu-node-2" advertises 0 "nvidia.com/gpu.shared"
+    And node "gpu-node-2" has label "nvidia.com/gpu.product" set to "NVIDIA-H100-80GB-HBM3-SHARED"
+    And every GPU node not targeted is exactly as before
+
+  Scenario: Raising the shares of a shared node restarts the device plugin and nothing else
+    Given the trial node is "gpu-node"
+    And time-slicing is enabled on the trial node with 2 replicas
+    When the operator enables time-slicing with 4 replicas
+    Then the run succeeds
+    And the run does restart the device plugin
+    And the run leaves the ClusterPolicy as it was
+    And node "gpu-node" advertises 4 "nvidia.com/gpu.shared"
+    And node "gpu-node" has label "nvidia.com/gpu.replicas" set to "4"
+    And every GPU node not targeted is exactly as before
