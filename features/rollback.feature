@@ -1,0 +1,124 @@
+@cluster
+Feature: Rolling back time-slicing gives the node its whole cards back and loses nothing
+  The seed's rollback order is strict: stop new scheduling, drain the shared node, confirm the pods
+  have moved, restore the saved ClusterPolicy and restart the device plugin, and only then drop the
+  shared resource. Operators run it under pressure, often after a failed release gate, so it must
+  be safe to re-run at any point and must say where it stopped when it cannot finish.
+
+  Background:
+    Given a cluster with the GPU Operator
+    And the state of every GPU node is recorded
+
+  Scenario: A rollback drains the shared pods and restores whole cards
+    Given time-slicing was enabled on "gpu-node" with 4 replicas by the enable runbook
+    And 4 shared pods run on "gpu-node"
+    When the operator rolls back time-slicing on "gpu-node"
+    Then the rollback succeeds
+    And no pod on "gpu-node" holds a shared replica
+    And the report says where each evicted pod went, with the scheduler's reason when Pending
+    And node "gpu-node" advertises 1 "nvidia.com/gpu"
+    And node "gpu-node" advertises 0 "nvidia.com/gpu.shared"
+    And node "gpu-node" has label "nvidia.com/gpu.replicas" set to "1"
+    And node "gpu-node" has label "nvidia.com/gpu.sharing-strategy" set to "none"
+    And node "gpu-node" has no label "gpu-mode"
+    And node "gpu-node" has no label "nvidia.com/device-plugin.config"
+    And node "gpu-node" carries no shared-pool taint and no gpushare.io annotation
+    And node "gpu-node" is schedulable
+    And the ClusterPolicy spec equals the newest backup
+    And the time-slicing ConfigMap is gone and every backup is kept
+    And every GPU node not targeted is exactly as before
+    When the operator rolls back time-slicing on "gpu-node" again
+    Then the rollback succeeds with nothing to do
+    And the rollback sent no write to the API server
+
+  Scenario: A node the operator had cordoned before stays cordoned
+    Given time-slicing was enabled on "gpu-node" with 2 replicas by the enable runbook
+    And the operator has cordoned "gpu-node"
+    When the operator rolls back time-slicing on "gpu-node"
+    Then the rollback succeeds
+    And node "gpu-node" advertises 1 "nvidia.com/gpu"
+    And node "gpu-node" is cordoned
+    And node "gpu-node" carries no shared-pool taint and no gpushare.io annotation
+
+  Scenario: A rollback on a node that was never shared is a no-op
+    Given time-slicing was enabled on "gpu-node" with 2 replicas by the enable runbook
+    When the operator rolls back time-slicing on "gpu-node-2"
+    Then the rollback succeeds with nothing to do
+    And the rollback sent no write to the API server
+    And node "gpu-node" advertises 2 "nvidia.com/gpu.shared"
+    And node "gpu-node-2" is schedulable
+
+  Scenario: Rolling back one of two shared nodes leaves the ClusterPolicy to the other
+    Given time-slicing was enabled on "gpu-node,gpu-node-2" with 2 replicas by the enable runbook
+    When the operator rolls back time-slicing on "gpu-node"
+    Then the rollback succeeds
+    And node "gpu-node" advertises 1 "nvidia.com/gpu"
+    And node "gpu-node" has no label "nvidia.com/device-plugin.config"
+    And node "gpu-node-2" advertises 16 "nvidia.com/gpu.shared"
+    And the ClusterPolicy is as the enable runbook left it
+    And the report says the ClusterPolicy was left as it is because "gpu-node-2" still uses the shared config
+    When the operator rolls back time-slicing on "gpu-node-2"
+    Then the rollback succeeds
+    And node "gpu-node-2" advertises 8 "nvidia.com/gpu"
+    And the ClusterPolicy spec equals the newest backup
+    And the time-slicing ConfigMap is gone and every backup is kept
+    And every GPU node is exactly as before
+
+  Scenario: A cluster-wide rollback needs the enable runbook's confirmation and restores every GPU node
+    Given time-slicing was enabled cluster-wide from "gpu-node" with 2 replicas by the enable runbook
+    When the operator rolls back time-slicing on "gpu-node"
+    Then the rollback is refused because the whole cluster would change, and nothing was written
+    When the operator rolls back time-slicing on "gpu-node" confirming the cluster scope
+    Then the rollback succeeds
+    And the ClusterPolicy spec equals the newest backup
+    And every GPU node is exactly as before
+
+  Scenario: A drain blocked by a PodDisruptionBudget stops clearly and completes once the budget is lifted
+    Given time-slicing was enabled on "gpu-node" with 4 replicas by the enable runbook
+    And 4 shared pods run on "gpu-node"
+    And a PodDisruptionBudget allows no disruption of the shared pods
+    When the operator rolls back time-slicing on "gpu-node" with a drain timeout of 4 seconds
+    Then the rollback fails naming the PodDisruptionBudget and the blocked pods
+    And the failure says the ClusterPolicy is untouched
+    And node "gpu-node" is cordoned
+    And the ClusterPolicy is as the enable runbook left it
+    And node "gpu-node" advertises 4 "nvidia.com/gpu.shared"
+    When the operator deletes the PodDisruptionBudget
+    And the operator rolls back time-slicing on "gpu-node" again
+    Then the rollback succeeds
+    And no pod on "gpu-node" holds a shared replica
+    And node "gpu-node" advertises 1 "nvidia.com/gpu"
+    And node "gpu-node" is schedulable
+    And the ClusterPolicy spec equals the newest backup
+
+  # The interruption is simulated with timeslicing_rollback_stop_after=<step>: the run stops right
+  # after that step and fails like an interrupted run, reporting the steps done so far.
+  Scenario Outline: A rollback interrupted after the <step> completes on re-run with nothing lost
+    Given time-slicing was enabled on "gpu-node" with 4 replicas by the enable runbook
+    And 4 shared pods run on "gpu-node"
+    When the rollback of "gpu-node" is interrupted right after the <step>
+    Then the rollback stopped saying that "<done>" are done
+    And node "gpu-node" is cordoned
+    When the operator rolls back time-slicing on "gpu-node" again
+    Then the rollback succeeds
+    And no pod on "gpu-node" holds a shared replica
+    And the shared workload still has its 4 pods
+    And node "gpu-node" advertises 1 "nvidia.com/gpu"
+    And node "gpu-node" has no label "gpu-mode"
+    And node "gpu-node" carries no shared-pool taint and no gpushare.io annotation
+    And node "gpu-node" is schedulable
+    And the ClusterPolicy spec equals the newest backup
+    And the time-slicing ConfigMap is gone and every backup is kept
+    And every GPU node not targeted is exactly as before
+
+    Examples:
+      | step          | done                                                         |
+      | drain         | cordon, drain                                                |
+      | clusterpolicy | cordon, drain, confirm, pool label and taint, ClusterPolicy  |
+
+  Scenario: Enable, rollback, enable, rollback ends where it started
+    Given the ClusterPolicy and the operator namespace's ConfigMaps are recorded
+    When time-slicing is enabled on "gpu-node" with 2 replicas and rolled back, twice
+    Then every rollback succeeded
+    And every GPU node is exactly as before
+    And the ClusterPolicy and the operator namespace's ConfigMaps are as recorded, plus 2 backups
