@@ -17,26 +17,29 @@ CORDONED_BY = "rollback-timeslicing"
 CONFIG_LABEL = "nvidia.com/device-plugin.config"
 
 
-def _containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
-    spec = pod.get("spec") or {}
-    return [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
-
-
 def _requested(pod: dict[str, Any], resources: list[str]) -> dict[str, int]:
-    """The shared resources a pod asks for (limits, or requests when no limit is given)."""
+    """The shared resources a pod asks for (limits, or requests when no limit is given): the sum over
+    its containers, or its largest init container when that is larger (init containers run one at
+    a time and their devices are reused by the containers after them)."""
+    spec = pod.get("spec") or {}
     asked: dict[str, int] = {}
-    for container in _containers(pod):
-        spec = container.get("resources") or {}
-        wanted = {**(spec.get("requests") or {}), **(spec.get("limits") or {})}
-        for name in resources:
-            if name in wanted and int(wanted[name] or 0) > 0:
-                asked[name] = asked.get(name, 0) + int(wanted[name])
+    for name in resources:
+        containers = sum(_amount(c, name) for c in spec.get("containers") or [])
+        init = max((_amount(c, name) for c in spec.get("initContainers") or []), default=0)
+        if max(containers, init) > 0:
+            asked[name] = max(containers, init)
     return asked
+
+
+def _amount(container: dict[str, Any], name: str) -> int:
+    spec = container.get("resources") or {}
+    wanted = {**(spec.get("requests") or {}), **(spec.get("limits") or {})}
+    return max(int(wanted.get(name) or 0), 0)
 
 
 def _owner(pod: dict[str, Any]) -> dict[str, str]:
     for ref in (pod.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("controller", True):
+        if ref.get("controller"):  # absent means false, as in the API
             return {"kind": ref.get("kind", ""), "name": ref.get("name", "")}
     return {"kind": "", "name": ""}
 
