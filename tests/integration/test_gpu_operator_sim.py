@@ -18,6 +18,7 @@ import pytest
 from kubernetes import watch
 
 from gpushare.device_plugin_config import LOAD_ERROR
+from gpushare.fleet import HARDWARE_ANNOTATION
 from gpushare.gpu_catalog import product
 from gpushare.kube import wait_for
 from gpushare.simulator import clusterpolicy as cp
@@ -25,6 +26,13 @@ from tests.support.seed import seed_config
 from tests.support.cluster import TEST_NAMESPACE_LABEL, Cluster
 
 pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture(autouse=True)
+def simulated_gpus(cluster: Cluster) -> None:
+    """These tests reconfigure every GPU node the seed's way: only where our simulator plays the GPUs."""
+    if not any(HARDWARE_ANNOTATION in (n.metadata.annotations or {}) for n in cluster.core.list_node().items):
+        pytest.skip("needs the GPU Operator simulator (nodes annotated sim.gpushare.io/gpus); not run on real GPUs")
 
 CONFIGMAP = "time-slicing-config"
 POLICY = "clusterpolicies.nvidia.com/cluster-policy"
