@@ -155,6 +155,7 @@ def main() -> int:
     results["machine"] = {"cpus": os.cpu_count() or 0}
     if args.skip_cold_build and args.output.exists():
         results["cold_build"] = previous_cold_build(args.output)
+        results["cold_build_reused"] = {"reused": 1.0}
     args.output.write_text(render(results))
     print(args.output.read_text())
     return 0
@@ -170,6 +171,8 @@ def previous_cold_build(path: Path) -> dict[str, float]:
 def render(r: dict[str, dict[str, float]]) -> str:
     cold, up, up500 = r.get("cold_build", {}), r["up_default"], r["up_500"]
     react, react500, enable, rollback = r["reaction_default"], r["reaction_500"], r["enable"], r["rollback"]
+    reused = ("\n- The cold-build figures were kept from an earlier measurement (`--skip-cold-build`): "
+              "a cold build takes minutes and is not part of every run." if r.get("cold_build_reused") else "")
     rows = [
         ("Cold build of all binaries (empty Go build cache, modules already downloaded)", f"{cold.get('cold_build_s', float('nan')):.0f} s"),
         ("Binary cache size (`~/.cache/gpushare/bin`)", f"{cold.get('cache_mib', float('nan')):.0f} MiB"),
@@ -209,7 +212,7 @@ Notes:
   node; the playbook changes only `gpu-node` (per-node label) and additionally takes a lock, makes
   a backup, validates the config before writing and verifies every node afterwards.
 - The cold build excludes module downloads (the Go module cache was warm); on a fresh machine the
-  downloads add their own time.
+  downloads add their own time.{reused}
 
 <!-- cold-build {json.dumps(cold)} -->
 """
