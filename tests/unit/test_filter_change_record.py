@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.filters import load_filters
 
-PLUGIN = Path(__file__).resolve().parents[2] / "roles" / "change_record" / "filter_plugins" / "change_record.py"
-_spec = importlib.util.spec_from_file_location("change_record_filters_under_test", PLUGIN)
-_module = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_module)
-F = _module.FilterModule().filters()
+F = load_filters("roles/change_record/filter_plugins/change_record.py")
 
 node_row = F["change_record_node_row"]
 md_cell = F["change_record_md_cell"]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,12 +9,9 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from gpushare.device_plugin_config import LOAD_ERROR, PARSE_ERROR
+from tests.support.filters import load_filters
 
-PLUGIN = Path(__file__).resolve().parents[2] / "filter_plugins" / "gpushare.py"
-_spec = importlib.util.spec_from_file_location("gpushare_filters_under_test", PLUGIN)
-_module = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_module)
-F = _module.FilterModule().filters()
+F = load_filters("filter_plugins/gpushare.py")
 
 config_text = F["device_plugin_config_text"]
 config_problems = F["device_plugin_config_problems"]

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.filters import load_plugin
 
-PLUGIN = Path(__file__).resolve().parents[2] / "roles" / "timeslicing_rollback" / "filter_plugins" / "timeslicing_rollback.py"
-_spec = importlib.util.spec_from_file_location("timeslicing_rollback_filters_under_test", PLUGIN)
-_module = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_module)
+_module = load_plugin("roles/timeslicing_rollback/filter_plugins/timeslicing_rollback.py")
 F = _module.FilterModule().filters()
 
 blocking_budgets = F["timeslicing_rollback_blocking_budgets"]

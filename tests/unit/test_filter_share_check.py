@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.support.filters import load_filters
 
-PLUGIN = Path(__file__).resolve().parents[2] / "roles" / "share_check" / "filter_plugins" / "share_check.py"
-_spec = importlib.util.spec_from_file_location("share_check_filters_under_test", PLUGIN)
-_module = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_module)
-F = _module.FilterModule().filters()
+F = load_filters("roles/share_check/filter_plugins/share_check.py")
 
 node_state = F["share_check_node_state"]
 pod_shares = F["share_check_pod_shares"]
