@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from gpushare.pods import pod_request
+
 SHARED = "nvidia.com/gpu.shared"
 GPU = "nvidia.com/gpu"
 CONFIG_LABEL = "nvidia.com/device-plugin.config"
@@ -61,12 +63,6 @@ def node_state(node: dict[str, Any], pool_key: str, pool_value: str) -> dict[str
     }
 
 
-def _request(container: dict[str, Any], resource: str) -> int:
-    spec = container.get("resources") or {}
-    wanted = {**(spec.get("requests") or {}), **(spec.get("limits") or {})}
-    return _int(wanted.get(resource))
-
-
 def pod_shares(pods: list[dict[str, Any]], resource: str, exclude_namespace: str = "",
                exclude_labels: dict[str, str] | None = None) -> int:
     """Units of `resource` the scheduler counts as taken by these pods (finished pods hold none;
@@ -82,10 +78,7 @@ def pod_shares(pods: list[dict[str, Any]], resource: str, exclude_namespace: str
         if (exclude_labels and meta.get("namespace") == exclude_namespace
                 and all(labels.get(k) == v for k, v in exclude_labels.items())):
             continue
-        spec = pod.get("spec") or {}
-        containers = sum(_request(c, resource) for c in spec.get("containers") or [])
-        init = max((_request(c, resource) for c in spec.get("initContainers") or []), default=0)
-        used += max(containers, init)
+        used += pod_request(pod, resource)
     return used
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gpushare.pods import pod_request
+
 SHARED = "nvidia.com/gpu.shared"
 GPU = "nvidia.com/gpu"
 NODE_ANNOTATION = "gpushare.io/timeslicing"
@@ -18,23 +20,9 @@ CONFIG_LABEL = "nvidia.com/device-plugin.config"
 
 
 def _requested(pod: dict[str, Any], resources: list[str]) -> dict[str, int]:
-    """The shared resources a pod asks for (limits, or requests when no limit is given): the sum over
-    its containers, or its largest init container when that is larger (init containers run one at
-    a time and their devices are reused by the containers after them)."""
-    spec = pod.get("spec") or {}
-    asked: dict[str, int] = {}
-    for name in resources:
-        containers = sum(_amount(c, name) for c in spec.get("containers") or [])
-        init = max((_amount(c, name) for c in spec.get("initContainers") or []), default=0)
-        if max(containers, init) > 0:
-            asked[name] = max(containers, init)
-    return asked
-
-
-def _amount(container: dict[str, Any], name: str) -> int:
-    spec = container.get("resources") or {}
-    wanted = {**(spec.get("requests") or {}), **(spec.get("limits") or {})}
-    return max(int(wanted.get(name) or 0), 0)
+    """The shared resources a pod asks for, as the scheduler counts them (see gpushare.pods)."""
+    asked = {name: pod_request(pod, name) for name in resources}
+    return {name: amount for name, amount in asked.items() if amount > 0}
 
 
 def _owner(pod: dict[str, Any]) -> dict[str, str]:
