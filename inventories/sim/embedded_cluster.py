@@ -2,15 +2,24 @@
 """Ansible inventory of the embedded cluster: every GPU node a host in `gpu_nodes`.
 
 The cluster is found through $GPUSHARE_STATE_DIR (default: .gpushare in the repository);
-`gpushare sim up` starts it. Hosts are managed through the API server, so connection is local.
-"""
+`make sim-up` (gpushare sim up) starts it. Only the standard library is used, so any Python 3
+runs this script: the one on the PATH, or the one that runs Ansible. Hosts are managed through
+the API server, so the connection is local."""
 
 import json
 import os
+import ssl
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def fail(message: str) -> int:
+    print(message, file=sys.stderr)
+    return 1
 
 
 def main() -> int:
@@ -18,17 +27,22 @@ def main() -> int:
         print("{}")
         return 0
     state_dir = Path(os.environ.get("GPUSHARE_STATE_DIR", REPO / ".gpushare")).resolve()
-    kubeconfig = state_dir / "kubeconfig"
-    if not kubeconfig.exists():
-        print(f"no embedded cluster in {state_dir}; start it with `make sim-up` (gpushare sim up)", file=sys.stderr)
-        return 1
-    from kubernetes import client, config  # noqa: PLC0415 - only needed once the cluster exists
-
-    api = config.new_client_from_config(config_file=str(kubeconfig))
-    nodes = client.CoreV1Api(api).list_node(label_selector="nvidia.com/gpu.present=true").items
+    info_file, pki = state_dir / "cluster.json", state_dir / "pki"
+    if not info_file.exists():
+        return fail(f"no embedded cluster in {state_dir}; start it with `make sim-up` (gpushare sim up)")
+    server = json.loads(info_file.read_text())["server"]
+    context = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+    context.load_cert_chain(str(pki / "admin.crt"), str(pki / "admin.key"))
+    url = f"{server}/api/v1/nodes?labelSelector=nvidia.com%2Fgpu.present%3Dtrue"
+    try:
+        with urllib.request.urlopen(url, context=context, timeout=10) as response:  # noqa: S310 - our own server
+            nodes = json.load(response)["items"]
+    except (urllib.error.URLError, OSError) as err:
+        return fail(f"the embedded cluster's API server at {server} does not answer ({err}); "
+                    "is it running? `gpushare sim status`")
     inventory = {
-        "all": {"vars": {"gpushare_kubeconfig": str(kubeconfig), "ansible_connection": "local"}},
-        "gpu_nodes": {"hosts": sorted(n.metadata.name for n in nodes)},
+        "all": {"vars": {"gpushare_kubeconfig": str(state_dir / "kubeconfig"), "ansible_connection": "local"}},
+        "gpu_nodes": {"hosts": sorted(n["metadata"]["name"] for n in nodes)},
         "_meta": {"hostvars": {}},
     }
     print(json.dumps(inventory))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gpushare.pods import pod_request
+from gpushare.model.pods import pod_request
 
 SHARED = "nvidia.com/gpu.shared"
 GPU = "nvidia.com/gpu"

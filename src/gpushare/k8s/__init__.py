@@ -1,0 +1,1 @@
+"""Talking to the API server from the runbooks: kinds, a session, patches and change lists."""

@@ -1,0 +1,164 @@
+"""An ordered list of changes, applied one by one with the guarantees a runbook step needs:
+nothing is sent when a change would change nothing (so `changed` tells the truth and a re-run
+writes nothing), check mode asks the API server for a dry run (validated, never stored), each
+change shows its before/after for `--diff`, and a failure says which changes were already made."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from gpushare.k8s.patch import PatchConflict, json_patch, merge_patch
+from gpushare.k8s.session import ApiError, Session
+
+ACTIONS = ("create", "merge", "json", "replace", "delete", "taint", "untaint")
+VOLATILE_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
+
+
+@dataclass(frozen=True)
+class Change:
+    action: str
+    kind: str
+    name: str
+    namespace: str | None = None
+    body: Any = None  # create/replace: the object; merge: a merge patch; json: JSON-patch operations;
+    # taint/untaint (nodes): the taint to add unless one with its key and effect exists / to remove
+    exists: str = "fail"  # create: "fail" (never overwrite) or "keep" (leave an existing object as it is)
+    preconditions: dict[str, str] = field(default_factory=dict)  # delete/replace: uid and/or resourceVersion
+    why: str = ""  # one line for the operator
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Change:
+        if not isinstance(data, dict):
+            raise ValueError(f"a change is a mapping, got {data!r}")
+        unknown = set(data) - {"action", "kind", "name", "namespace", "body", "exists", "preconditions", "why"}
+        if unknown:
+            raise ValueError(f"unknown keys in change: {', '.join(sorted(unknown))}")
+        change = cls(**{k: v for k, v in data.items() if v is not None or k == "body"})
+        if change.action not in ACTIONS:
+            raise ValueError(f"change action must be one of {', '.join(ACTIONS)}, got {change.action!r}")
+        if change.exists not in ("fail", "keep"):
+            raise ValueError(f"exists must be fail or keep, got {change.exists!r}")
+        return change
+
+    @property
+    def title(self) -> str:
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind} {where}{self.name}"
+
+
+@dataclass
+class Outcome:
+    change: Change
+    changed: bool
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+
+    def summary(self) -> dict[str, Any]:
+        return {"object": self.change.title, "action": self.change.action, "changed": self.changed,
+                "why": self.change.why}
+
+
+class ChangeFailed(Exception):
+    def __init__(self, change: Change, done: list[Outcome], reason: str):
+        written = [o.change.title for o in done if o.changed]
+        super().__init__(f"{change.action} of {change.title} failed: {reason}")
+        self.change, self.done, self.reason, self.written = change, done, reason, written
+
+
+def apply_changes(session: Session, changes: list[Change], check_mode: bool = False) -> list[Outcome]:
+    done: list[Outcome] = []
+    for change in changes:
+        try:
+            done.append(_apply(session, change, check_mode))
+        except (ApiError, PatchConflict, KeyError, ValueError) as err:
+            raise ChangeFailed(change, done, _explain(err)) from None
+    return done
+
+
+def _explain(err: Exception) -> str:
+    if isinstance(err, PatchConflict):
+        return f"someone changed it meanwhile: {err}"
+    if isinstance(err, KeyError):
+        return f"{err.args[0]} does not exist in the object"
+    return str(err)
+
+
+def _apply(session: Session, change: Change, check_mode: bool) -> Outcome:
+    before = session.get(change.kind, change.name, change.namespace)
+    if change.action == "create":
+        if before is not None:
+            if change.exists == "keep":
+                return Outcome(change, False, before, before)
+            raise ValueError("it already exists and is never overwritten")
+        return Outcome(change, True, None, session.create(change.body, dry_run=check_mode))
+    if change.action == "delete":
+        if before is None or _replaced(before, change.preconditions):
+            return Outcome(change, False, before, None)
+        _check_version(before, change.preconditions)
+        session.delete(change.kind, change.name, change.namespace, change.preconditions or None, dry_run=check_mode)
+        return Outcome(change, True, before, None)
+    if before is None:
+        raise ValueError("it does not exist")
+    if change.action == "replace":
+        _check_version(before, change.preconditions)
+        return Outcome(change, True, before, session.replace(change.body, dry_run=check_mode))
+    patch, patch_type = change.body, change.action
+    if change.action in ("taint", "untaint"):
+        patch, patch_type = _taint_ops(before, change.body, add=change.action == "taint"), "json"
+    wanted = merge_patch(before, patch) if patch_type == "merge" else json_patch(before, patch)
+    if wanted == before:
+        return Outcome(change, False, before, before)
+    after = session.patch(change.kind, change.name, patch, change.namespace, patch_type=patch_type, dry_run=check_mode)
+    return Outcome(change, True, before, after)
+
+
+def _taint_ops(node: dict[str, Any], taint: dict[str, Any], add: bool) -> list[dict[str, Any]]:
+    """JSON-patch operations that add the taint (unless one with its key and effect exists) or remove
+    exactly it, each guarded by a test of what it relies on (taints are changed by controllers too)."""
+    taints = (node.get("spec") or {}).get("taints") or []
+    index = next((i for i, t in enumerate(taints) if t.get("key") == taint["key"] and t.get("effect") == taint["effect"]),
+                 None)
+    if add:
+        if index is not None:
+            return []
+        if not taints:
+            return [{"op": "add", "path": "/spec/taints", "value": [taint]}]
+        return [{"op": "test", "path": "/spec/taints", "value": taints}, {"op": "add", "path": "/spec/taints/-",
+                                                                           "value": taint}]
+    if index is None or (taints[index].get("value") or "") != (taint.get("value") or ""):
+        return []
+    return [{"op": "test", "path": f"/spec/taints/{index}", "value": taints[index]},
+            {"op": "remove", "path": f"/spec/taints/{index}"}]
+
+
+def _replaced(current: dict[str, Any], preconditions: dict[str, str]) -> bool:
+    uid = preconditions.get("uid")
+    return bool(uid) and current["metadata"].get("uid") != uid
+
+
+def _check_version(current: dict[str, Any], preconditions: dict[str, str]) -> None:
+    version = preconditions.get("resourceVersion")
+    if version and current["metadata"].get("resourceVersion") != version:
+        raise ValueError(f"it changed since it was read (resourceVersion {version} is now "
+                         f"{current['metadata'].get('resourceVersion')})")
+
+
+def comparable(obj: dict[str, Any] | None) -> dict[str, Any]:
+    """An object without the fields the API server maintains: what a diff should show."""
+    if not obj:
+        return {}
+    shown = {k: v for k, v in obj.items() if k != "status"}
+    shown["metadata"] = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in VOLATILE_METADATA}
+    return shown
+
+
+def diffs(outcomes: list[Outcome]) -> list[dict[str, str]]:
+    """Ansible's --diff entries, one per change that changed something."""
+    return [{
+        "before_header": o.change.title, "after_header": o.change.title,
+        "before": yaml.safe_dump(comparable(o.before), sort_keys=True) if o.before else "",
+        "after": yaml.safe_dump(comparable(o.after), sort_keys=True) if o.after else "",
+    } for o in outcomes if o.changed]

@@ -1,0 +1,184 @@
+"""One connection to the API server, speaking plain JSON over the official client's transport.
+
+The runbooks read and write a handful of kinds (see kinds.py); going through the REST paths
+directly keeps a request to one round-trip (no discovery) and objects as plain dicts, the shape
+Ansible and the planners work with."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import urllib3
+from kubernetes import client, config
+
+from gpushare.k8s.kinds import Kind, kind_of
+
+TIMEOUT = (5, 30)  # connect, read seconds
+PATCH_TYPES = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+}
+
+
+class ApiError(Exception):
+    """The API server refused a request; `status` is the HTTP status, `message` its explanation."""
+
+    def __init__(self, status: int, reason: str, message: str, details: dict[str, Any] | None = None):
+        super().__init__(f"{status} {reason}: {message}" if status else message)
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.details = details or {}
+
+
+class Unreachable(ApiError):
+    """No answer from the API server at all."""
+
+    def __init__(self, server: str, detail: str):
+        super().__init__(0, "Unreachable", f"the Kubernetes API at {server} did not answer ({detail})")
+        self.server = server
+
+
+class KindNotServed(ApiError):
+    """The cluster does not serve this kind (its CRD is not installed)."""
+
+
+class Session:
+    def __init__(self, kubeconfig: str | Path | None = None, context: str | None = None):
+        configuration = client.Configuration()
+        config.load_kube_config(
+            config_file=str(Path(kubeconfig).expanduser()) if kubeconfig else None,
+            context=context or None, client_configuration=configuration, persist_config=False,
+        )
+        configuration.retries = False
+        self.api = client.ApiClient(configuration)
+        self.server = configuration.host
+
+    # ---- transport -------------------------------------------------------------------------
+    def request(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None,
+                content_type: str = "application/json") -> Any:
+        query = {k: v for k, v in (query or {}).items() if v not in (None, "")}
+        url_path = path + ("?" + urlencode(query) if query else "")
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        _, url, headers, body, _ = self.api.param_serialize(
+            method, url_path, header_params=headers, body=body, auth_settings=["BearerToken"])
+        try:
+            response = self.api.call_api(method, url, header_params=headers, body=body, _request_timeout=TIMEOUT)
+            data = response.read()
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            raise Unreachable(self.server, _reason(err)) from None
+        except client.ApiException as err:  # raised by the transport for some statuses
+            raise _api_error(err.status or 0, err.reason or "", err.body) from None
+        if not 200 <= response.status <= 299:
+            raise _api_error(response.status, response.reason or "", data)
+        return json.loads(data) if data else None
+
+    # ---- verbs -----------------------------------------------------------------------------
+    def get(self, kind: str | Kind, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """The object, or None when it does not exist (KindNotServed when its API is missing)."""
+        k = _kind(kind)
+        try:
+            return self.request("GET", k.path(namespace, name))
+        except ApiError as err:
+            if err.status == 404 and not isinstance(err, KindNotServed):
+                return None
+            raise
+
+    def list(self, kind: str | Kind, namespace: str | None = None, label_selector: str | None = None,
+             field_selector: str | None = None) -> list[dict[str, Any]]:
+        k = _kind(kind)
+        result = self.request("GET", k.path(namespace), query={
+            "labelSelector": label_selector, "fieldSelector": field_selector})
+        return [_with_kind(item, k) for item in (result or {}).get("items") or []]
+
+    def create(self, obj: dict[str, Any], dry_run: bool = False) -> dict[str, Any]:
+        k = kind_of(obj["kind"], obj.get("apiVersion"))
+        namespace = (obj.get("metadata") or {}).get("namespace")
+        return self.request("POST", k.path(namespace), body=obj, query=_dry(dry_run))
+
+    def replace(self, obj: dict[str, Any], dry_run: bool = False) -> dict[str, Any]:
+        k = kind_of(obj["kind"], obj.get("apiVersion"))
+        metadata = obj.get("metadata") or {}
+        return self.request("PUT", k.path(metadata.get("namespace"), metadata["name"]), body=obj, query=_dry(dry_run))
+
+    def patch(self, kind: str | Kind, name: str, patch: Any, namespace: str | None = None,
+              patch_type: str = "merge", dry_run: bool = False, subresource: str | None = None) -> dict[str, Any]:
+        k = _kind(kind)
+        return self.request("PATCH", k.path(namespace, name, subresource), body=patch, query=_dry(dry_run),
+                            content_type=PATCH_TYPES[patch_type])
+
+    def delete(self, kind: str | Kind, name: str, namespace: str | None = None,
+               preconditions: dict[str, str] | None = None, dry_run: bool = False,
+               grace_period_seconds: int | None = None) -> dict[str, Any] | None:
+        """Delete; None when it was already gone."""
+        k = _kind(kind)
+        options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if preconditions:
+            options["preconditions"] = preconditions
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        if dry_run:
+            options["dryRun"] = ["All"]
+        try:
+            return self.request("DELETE", k.path(namespace, name), body=options)
+        except ApiError as err:
+            if err.status == 404 and not isinstance(err, KindNotServed):
+                return None
+            raise
+
+    def evict(self, name: str, namespace: str, dry_run: bool = False,
+              grace_period_seconds: int | None = None) -> None:
+        """Evict a pod through the eviction API (PodDisruptionBudgets apply: 429 when one refuses)."""
+        options: dict[str, Any] = {}
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        if dry_run:
+            options["dryRun"] = ["All"]
+        eviction = {"apiVersion": "policy/v1", "kind": "Eviction",
+                    "metadata": {"name": name, "namespace": namespace}, "deleteOptions": options}
+        self.request("POST", kind_of("Pod").path(namespace, name, "eviction"), body=eviction)
+
+    def whoami(self) -> str:
+        """The user name the API server sees for this session (a SelfSubjectReview persists nothing)."""
+        review = self.request("POST", kind_of("SelfSubjectReview").path(), body={
+            "apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+        return (((review or {}).get("status") or {}).get("userInfo") or {}).get("username", "")
+
+
+def _kind(kind: str | Kind) -> Kind:
+    return kind if isinstance(kind, Kind) else kind_of(kind)
+
+
+def _dry(dry_run: bool) -> dict[str, str]:
+    return {"dryRun": "All"} if dry_run else {}
+
+
+def _with_kind(item: dict[str, Any], kind: Kind) -> dict[str, Any]:
+    """List items come without kind and apiVersion; put them back so every object is self-describing."""
+    item.setdefault("kind", kind.kind)
+    item.setdefault("apiVersion", kind.api_version)
+    return item
+
+
+def _reason(err: BaseException) -> str:
+    reason = getattr(err, "reason", None)
+    return str(reason or err).strip() or type(err).__name__
+
+
+def _api_error(status: int, reason: str, data: bytes | str | None) -> ApiError:
+    try:
+        body = json.loads(data) if data else {}
+    except (ValueError, TypeError):
+        body = {"message": data.decode(errors="replace") if isinstance(data, bytes) else str(data)}
+    if not isinstance(body, dict):
+        body = {"message": str(body)}
+    message = body.get("message") or reason
+    details = body.get("details") or {}
+    # A missing object names itself in details; a kind the cluster does not serve does not.
+    if status == 404 and not details.get("name"):
+        return KindNotServed(status, reason, message, details)
+    return ApiError(status, reason, message, details)

@@ -1,0 +1,200 @@
+"""One model of a Kubernetes node for every runbook: GPU facts from the GPU Operator's labels,
+what the device plugin advertises, the shared pool, the runbooks' own marks, and the
+fingerprint that "unchanged" is judged by."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from gpushare.model.taints import Taint
+
+GPU = "nvidia.com/gpu"
+SHARED = "nvidia.com/gpu.shared"
+PRESENT = "nvidia.com/gpu.present"
+COUNT = "nvidia.com/gpu.count"
+REPLICAS = "nvidia.com/gpu.replicas"
+STRATEGY = "nvidia.com/gpu.sharing-strategy"
+PRODUCT = "nvidia.com/gpu.product"
+CONFIG_LABEL = "nvidia.com/device-plugin.config"
+MIG_CONFIG = "nvidia.com/mig.config"
+MIG_STATE = "nvidia.com/mig.config.state"
+MIG_CAPABLE = "nvidia.com/mig.capable"
+# The labels sharing changes, and so the ones "unchanged" compares (GFD's timestamp and the
+# operator's deploy labels change on their own).
+SHARING_LABELS = (COUNT, REPLICAS, STRATEGY, PRODUCT, CONFIG_LABEL)
+MARK = "gpushare.io/timeslicing"
+CORDONED_BY = "gpushare.io/cordoned-by"
+
+
+@dataclass(frozen=True)
+class Pool:
+    """The shared pool: the label shared pods select and the taint that keeps other pods away."""
+
+    label_key: str
+    label_value: str
+    taint: Taint | None
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> Pool:
+        taint = data.get("taint")
+        return cls(str(data["label_key"]), str(data["label_value"]),
+                   Taint(str(taint["key"]), str(taint.get("value") or ""), "NoSchedule") if taint else None)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"label_key": self.label_key, "label_value": self.label_value,
+                "taint": {"key": self.taint.key, "value": self.taint.value} if self.taint else None}
+
+
+@dataclass(frozen=True)
+class Mark:
+    """The enable runbook's annotation on a node it changed: what it set and what it found."""
+
+    configmap: str = ""
+    key: str = ""
+    replicas: int = 0
+    scope: str = "node"
+    run: str = ""
+    taint_added: bool = False  # the pool taint was added by the runbook (not the node's own)
+    valid: bool = True
+    raw: str = ""
+
+    @classmethod
+    def parse(cls, raw: str | None) -> Mark | None:
+        if raw is None:
+            return None
+        try:
+            data = json.loads(raw)
+            if not isinstance(data, dict):
+                raise ValueError
+            return cls(str(data.get("configmap") or ""), str(data.get("key") or ""),
+                       int(data.get("replicas") or 0), str(data.get("scope") or "node"),
+                       str(data.get("run") or ""), bool(data.get("taint_added", True)), True, raw)
+        except (ValueError, TypeError):
+            return cls(valid=False, raw=raw)
+
+    def text(self) -> str:
+        return json.dumps({"configmap": self.configmap, "key": self.key, "replicas": self.replicas,
+                           "scope": self.scope, "run": self.run, "taint_added": self.taint_added}, sort_keys=True)
+
+
+def quantity(value: Any) -> int:
+    """An extended-resource quantity (always an integer count); 0 when absent or not a count."""
+    text = str(value if value is not None else 0)
+    return int(text) if text.isdigit() else 0
+
+
+@dataclass(frozen=True)
+class Node:
+    raw: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return self.raw["metadata"]["name"]
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return dict(self.raw["metadata"].get("labels") or {})
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        return dict(self.raw["metadata"].get("annotations") or {})
+
+    @property
+    def taints(self) -> list[Taint]:
+        return [Taint.of(t) for t in (self.raw.get("spec") or {}).get("taints") or []]
+
+    @property
+    def unschedulable(self) -> bool:
+        return bool((self.raw.get("spec") or {}).get("unschedulable"))
+
+    def capacity(self, resource: str) -> int:
+        return quantity(((self.raw.get("status") or {}).get("capacity") or {}).get(resource))
+
+    def allocatable(self, resource: str) -> int:
+        return quantity(((self.raw.get("status") or {}).get("allocatable") or {}).get(resource))
+
+    @property
+    def gpu_present(self) -> bool:
+        return self.labels.get(PRESENT) == "true"
+
+    @property
+    def gpus(self) -> int | None:
+        """Physical GPUs as GPU feature discovery counts them; None before it has labelled the node."""
+        count = self.labels.get(COUNT, "")
+        return int(count) if count.isdigit() else None
+
+    @property
+    def replicas(self) -> int:
+        value = self.labels.get(REPLICAS, "")
+        return int(value) if value.isdigit() else 1
+
+    @property
+    def strategy(self) -> str:
+        return self.labels.get(STRATEGY, "none")
+
+    @property
+    def config_label(self) -> str:
+        return self.labels.get(CONFIG_LABEL, "")
+
+    @property
+    def mig_config(self) -> str:
+        return self.labels.get(MIG_CONFIG, "")
+
+    @property
+    def mig_enabled(self) -> bool:
+        return self.mig_config not in ("", "all-disabled")
+
+    @property
+    def mark(self) -> Mark | None:
+        return Mark.parse(self.annotations.get(MARK))
+
+    @property
+    def cordoned_by(self) -> str:
+        return self.annotations.get(CORDONED_BY, "")
+
+    @property
+    def shares(self) -> bool:
+        """The device plugin advertises replicas of its GPUs (time-slicing or MPS)."""
+        return self.allocatable(SHARED) > 0 or self.capacity(SHARED) > 0 or self.strategy in ("time-slicing", "mps")
+
+    def in_pool(self, pool: Pool) -> bool:
+        return self.labels.get(pool.label_key) == pool.label_value
+
+    def pool_taint(self, pool: Pool) -> Taint | None:
+        """The node's taint with the pool taint's key and effect (whoever set it)."""
+        if pool.taint is None:
+            return None
+        return next((t for t in self.taints if t.key == pool.taint.key and t.effect == pool.taint.effect), None)
+
+    def fingerprint(self, pool: Pool | None = None) -> dict[str, Any]:
+        """What GPU sharing changes on a node; two equal fingerprints mean "unchanged"."""
+        status = self.raw.get("status") or {}
+        labels = self.labels
+        keys = SHARING_LABELS + ((pool.label_key,) if pool else ())
+        return {
+            "capacity": {k: str(v) for k, v in (status.get("capacity") or {}).items() if k.startswith("nvidia.com/")},
+            "allocatable": {k: str(v) for k, v in (status.get("allocatable") or {}).items()
+                            if k.startswith("nvidia.com/")},
+            "labels": {k: labels[k] for k in keys if k in labels},
+            "taints": sorted(str(t) for t in self.taints),
+            "unschedulable": self.unschedulable,
+        }
+
+
+def fingerprint_changes(before: dict[str, Any], after: dict[str, Any], allocatable: bool = True) -> list[str]:
+    """What differs between two fingerprints, one short phrase per difference."""
+    changes = []
+    for part in ("capacity", "allocatable", "labels"):
+        if part == "allocatable" and not allocatable:
+            continue
+        was, now = before.get(part) or {}, after.get(part) or {}
+        for key in sorted(set(was) | set(now)):
+            if was.get(key) != now.get(key):
+                changes.append(f"{part} {key} {was.get(key, '(none)')} -> {now.get(key, '(none)')}")
+    if before.get("taints") != after.get("taints"):
+        changes.append(f"taints {before.get('taints')} -> {after.get('taints')}")
+    if before.get("unschedulable") != after.get("unschedulable"):
+        changes.append("cordoned" if after.get("unschedulable") else "uncordoned")
+    return changes

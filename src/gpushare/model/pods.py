@@ -1,0 +1,157 @@
+"""Workload pods: how much of an extended resource a pod holds (counted as the scheduler counts
+it), who re-creates it, and which nodes its required selection admits."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from gpushare.model.taints import Taint, tolerated
+
+
+def container_request(container: dict[str, Any], resource: str) -> int:
+    """A container's amount of `resource`: its limit, else its request (extended resources need both equal)."""
+    spec = container.get("resources") or {}
+    wanted = {**(spec.get("requests") or {}), **(spec.get("limits") or {})}
+    try:
+        return max(int(str(wanted.get(resource) or 0)), 0)
+    except ValueError:
+        return 0
+
+
+def pod_request(pod: dict[str, Any], resource: str) -> int:
+    """The larger of the containers' sum and the largest init container (init containers run one
+    at a time and their devices are reused by the containers after them)."""
+    spec = pod.get("spec") or {}
+    containers = sum(container_request(c, resource) for c in spec.get("containers") or [])
+    init = max((container_request(c, resource) for c in spec.get("initContainers") or []), default=0)
+    return max(containers, init)
+
+
+UNSCHEDULABLE = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+TERMINAL = ("Succeeded", "Failed")
+
+
+@dataclass(frozen=True)
+class Pod:
+    """A workload pod as the rollback sees it: what it holds, who re-creates it, where it may land."""
+
+    raw: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return self.raw["metadata"]["name"]
+
+    @property
+    def namespace(self) -> str:
+        return self.raw["metadata"].get("namespace", "")
+
+    @property
+    def ref(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def uid(self) -> str:
+        return self.raw["metadata"].get("uid", "")
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return self.raw.get("spec") or {}
+
+    @property
+    def node(self) -> str:
+        return self.spec.get("nodeName") or ""
+
+    @property
+    def phase(self) -> str:
+        return (self.raw.get("status") or {}).get("phase") or "Pending"
+
+    @property
+    def finished(self) -> bool:
+        return self.phase in TERMINAL
+
+    @property
+    def terminating(self) -> bool:
+        return bool(self.raw["metadata"].get("deletionTimestamp"))
+
+    def holds(self, resources: tuple[str, ...]) -> dict[str, int]:
+        asked = {r: pod_request(self.raw, r) for r in resources}
+        return {r: n for r, n in asked.items() if n > 0}
+
+    @property
+    def controller(self) -> dict[str, str]:
+        """{kind, name, uid} of the owner that re-creates the pod (ownerReference controller: true)."""
+        for ref in self.raw["metadata"].get("ownerReferences") or []:
+            if ref.get("controller"):
+                return {"kind": ref.get("kind", ""), "name": ref.get("name", ""), "uid": ref.get("uid", "")}
+        return {}
+
+    @property
+    def daemonset(self) -> bool:
+        return self.controller.get("kind") == "DaemonSet"
+
+    @property
+    def uses_emptydir(self) -> bool:
+        return any("emptyDir" in v for v in self.spec.get("volumes") or [])
+
+    def tolerations(self) -> list[dict[str, Any]]:
+        return list(self.spec.get("tolerations") or [])
+
+    @property
+    def tolerates_cordon(self) -> bool:
+        return tolerated(self.tolerations(), UNSCHEDULABLE)
+
+    def cordon_toleration(self) -> str:
+        toleration = next((t for t in self.tolerations() if tolerated([t], UNSCHEDULABLE)), {})
+        return json.dumps(toleration, sort_keys=True)
+
+    def selects(self, name: str, labels: dict[str, str]) -> bool:
+        """The pod's required node selection (nodeSelector, required node affinity) admits the node."""
+        selector = self.spec.get("nodeSelector") or {}
+        if any(labels.get(k) != v for k, v in selector.items()):
+            return False
+        required = (((self.spec.get("affinity") or {}).get("nodeAffinity") or {})
+                    .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+        terms = required.get("nodeSelectorTerms") or []
+        return not terms or any(_term_matches(t, name, labels) for t in terms)
+
+    def selection(self) -> str:
+        """The pod's node selection in short, for messages."""
+        parts = [f"nodeSelector {json.dumps(self.spec['nodeSelector'], sort_keys=True)}"] if self.spec.get(
+            "nodeSelector") else []
+        required = (((self.spec.get("affinity") or {}).get("nodeAffinity") or {})
+                    .get("requiredDuringSchedulingIgnoredDuringExecution"))
+        if required:
+            parts.append(f"required node affinity {json.dumps(required, sort_keys=True)}")
+        return " and ".join(parts) or "no node selection"
+
+    def pending_reason(self) -> str:
+        for condition in (self.raw.get("status") or {}).get("conditions") or []:
+            if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+                return condition.get("message") or condition.get("reason") or ""
+        return ""
+
+
+def _matches(expression: dict[str, Any], value: str | None) -> bool:
+    operator, values = expression.get("operator"), [str(v) for v in expression.get("values") or []]
+    if operator == "In":
+        return value is not None and value in values
+    if operator == "NotIn":
+        return value is None or value not in values
+    if operator == "Exists":
+        return value is not None
+    if operator == "DoesNotExist":
+        return value is None
+    if operator in ("Gt", "Lt") and value is not None and value.lstrip("-").isdigit() and values:
+        return int(value) > int(values[0]) if operator == "Gt" else int(value) < int(values[0])
+    return False
+
+
+def _term_matches(term: dict[str, Any], name: str, labels: dict[str, str]) -> bool:
+    expressions = term.get("matchExpressions") or []
+    fields = term.get("matchFields") or []
+    if not expressions and not fields:
+        return False  # an empty term selects nothing
+    return (all(_matches(e, labels.get(e.get("key", ""))) for e in expressions)
+            and all(_matches(f, name if f.get("key") == "metadata.name" else None) for f in fields))

@@ -1,0 +1,198 @@
+"""Action plugins that talk to the API server from the controller process, one Session per task:
+read a phase's objects in one go, apply a change list (check mode = server-side dry run, --diff,
+truthful changed), wait for a named check, restart some nodes' config readers, drain a node."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ansible.plugins.action import ActionBase
+
+from gpushare.k8s.changes import Change, ChangeFailed, apply_changes, diffs
+from gpushare.k8s.kinds import UnknownKind
+from gpushare.k8s.session import ApiError, KindNotServed, Session, Unreachable
+from gpushare.plugins.checks import CHECKS
+
+
+def invocation() -> dict[str, str]:
+    """The command line as typed (this process is ansible-playbook or its forked worker) and the user."""
+    argv = list(sys.argv)
+    if argv:
+        argv[0] = Path(argv[0]).name
+    return {"command": shlex.join(argv), "user": os.environ.get("USER") or getpass.getuser()}
+
+
+class KubeAction(ActionBase):
+    """Common plumbing: the session from the play's gpushare_kubeconfig, and API errors turned into
+    one clear failure message."""
+
+    _supports_check_mode = True
+    TRANSFERS_FILES = False
+
+    def session(self, task_vars: dict[str, Any]) -> Session:
+        kubeconfig = self._templar.template(task_vars.get("gpushare_kubeconfig")) if task_vars.get(
+            "gpushare_kubeconfig") else None
+        context = self._templar.template(task_vars.get("gpushare_kube_context")) if task_vars.get(
+            "gpushare_kube_context") else None
+        try:
+            return Session(kubeconfig, context)
+        except Exception as err:  # noqa: BLE001 - any kubeconfig problem becomes one message
+            raise Unreachable(str(kubeconfig or "$KUBECONFIG"), f"cannot load the kubeconfig: {err}") from None
+
+    def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        result = super().run(tmp, task_vars)
+        task_vars = task_vars or {}
+        try:
+            result.update(self.act(json.loads(json.dumps(self._task.args)), task_vars))
+        except Unreachable as err:
+            result.update(failed=True, msg=(
+                f"{err.message}. Check that gpushare_kubeconfig (now "
+                f"{task_vars.get('gpushare_kubeconfig') or 'unset: $KUBECONFIG or ~/.kube/config'}) points at the "
+                "cluster and that its API server is up. Nothing was changed."))
+        except (ApiError, UnknownKind, ValueError) as err:
+            result.update(failed=True, msg=str(err))
+        return result
+
+    def act(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class ReadAction(KubeAction):
+    """`objects: {alias: {kind, name?, namespace?, label_selector?, field_selector?}}` ->
+    `resources: {alias: object | None | [objects]}`, `not_served: [aliases]`, `invocation`."""
+
+    def act(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
+        session = self.session(task_vars)
+        resources: dict[str, Any] = {}
+        not_served = []
+        for alias, spec in (args.get("objects") or {}).items():
+            try:
+                if spec.get("name"):
+                    resources[alias] = session.get(spec["kind"], spec["name"], spec.get("namespace"))
+                elif spec.get("field_selectors") is not None:  # one list per selector, concatenated
+                    resources[alias] = [item for selector in spec["field_selectors"] for item in
+                                        session.list(spec["kind"], spec.get("namespace"), spec.get("label_selector"),
+                                                     selector)]
+                elif spec.get("namespaces") is not None:  # one list per namespace, concatenated
+                    resources[alias] = [item for namespace in spec["namespaces"] for item in
+                                        session.list(spec["kind"], namespace, spec.get("label_selector"))]
+                else:
+                    resources[alias] = session.list(spec["kind"], spec.get("namespace"), spec.get("label_selector"),
+                                                    spec.get("field_selector"))
+            except KindNotServed:
+                resources[alias] = None
+                not_served.append(alias)
+        who = invocation()
+        if args.get("whoami"):
+            try:
+                who["operator"] = f"{who['user']} as {session.whoami()}"
+            except ApiError:
+                who["operator"] = who["user"]
+        return {"changed": False, "resources": resources, "not_served": not_served, "invocation": who,
+                "server": session.server}
+
+
+class ApplyAction(KubeAction):
+    """`changes: [change, ...]` (see gpushare.k8s.changes.Change) applied in order."""
+
+    def act(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
+        changes = [Change.from_dict(c) for c in args.get("changes") or []]
+        if not changes:
+            return {"changed": False, "outcomes": []}
+        session = self.session(task_vars)
+        try:
+            outcomes = apply_changes(session, changes, check_mode=bool(self._task.check_mode))
+        except ChangeFailed as err:
+            done = f" Already written: {', '.join(err.written)}." if err.written else " Nothing was written by this step."
+            return {"failed": True, "msg": f"{err}.{done}", "written": err.written, "failed_change": err.change.title}
+        result: dict[str, Any] = {"changed": any(o.changed for o in outcomes),
+                                  "outcomes": [o.summary() for o in outcomes],
+                                  "objects": [o.after for o in outcomes]}
+        if self._task.diff:
+            result["diff"] = diffs(outcomes)
+        return result
+
+
+class WaitAction(KubeAction):
+    """`check: <name>` with `args`, polled every `interval` seconds for at most `timeout` seconds.
+    Returns `problems` (empty: done); on timeout fails naming what is still wrong, plus `advice`."""
+
+    def act(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
+        name = args["check"]
+        if name not in CHECKS:
+            raise ValueError(f"unknown check {name!r}: one of {', '.join(sorted(CHECKS))}")
+        timeout, interval = float(args.get("timeout", 120)), float(args.get("interval", 2))
+        session = self.session(task_vars)
+        started = time.monotonic()
+        while True:
+            problems = CHECKS[name](session, **(args.get("args") or {}))
+            waited = time.monotonic() - started
+            if not problems or waited >= timeout:
+                break
+            time.sleep(min(interval, max(timeout - waited, 0.1)))
+        result: dict[str, Any] = {"changed": False, "problems": problems, "waited": round(waited, 1)}
+        if problems and not args.get("report_only"):
+            result.update(failed=True, msg=f"After {timeout:.0f} s: {'; '.join(problems)}. {args.get('advice', '')}".strip())
+        return result
+
+
+class RestartAction(KubeAction):
+    """Restart the config readers (device plugin, GFD) of `nodes`: those on an old template, started
+    before `configmap` was last written, or all of them with `force`; then wait for them."""
+
+    def act(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
+        from gpushare.timeslicing.restart import restart_readers  # noqa: PLC0415
+
+        session = self.session(task_vars)
+        outcome = restart_readers(session, args["namespace"], list(args.get("nodes") or []),
+                                  args.get("configmap") or "", bool(args.get("force")),
+                                  bool(self._task.check_mode), float(args.get("timeout", 120)))
+        result: dict[str, Any] = {"changed": bool(outcome.restarted), **outcome.as_dict()}
+        if outcome.problems:
+            result.update(failed=True, msg=(
+                f"The restarted pods are not Ready after {args.get('timeout', 120)} s: {'; '.join(outcome.problems)}. "
+                f"{args.get('advice', '')}").strip())
+        return result
+
+
+class BackupAction(ActionBase):
+    """Save `content` to `dest` on the control machine: directory 0700, file 0600, never overwritten."""
+
+    _supports_check_mode = True
+    TRANSFERS_FILES = False
+
+    def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        result = super().run(tmp, task_vars)
+        dest = Path(str(self._task.args["dest"])).expanduser()
+        if dest.exists():
+            return {**result, "failed": True, "msg": f"{dest} already exists and is never overwritten; re-run in a "
+                                                     "second. Nothing was changed."}
+        if not self._task.check_mode:
+            dest.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            descriptor = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "w") as handle:
+                handle.write(str(self._task.args["content"]))
+        return {**result, "changed": True, "dest": str(dest)}
+
+
+class DrainAction(KubeAction):
+    """Evict the shared pods of `nodes` (see gpushare.timeslicing.drain); fails naming what blocks."""
+
+    def act(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
+        from gpushare.timeslicing.drain import drain  # noqa: PLC0415
+
+        grace = args.get("grace_period")
+        outcome = drain(self.session(task_vars), list(args.get("nodes") or []), float(args.get("timeout", 300)),
+                        float(args.get("retry_delay", 5)), int(grace) if grace not in (None, "") else None,
+                        bool(self._task.check_mode))
+        result: dict[str, Any] = {"changed": bool(outcome.evicted), **outcome.as_dict()}
+        if outcome.problem:
+            result.update(failed=True, msg=outcome.problem)
+        return result

@@ -1,0 +1,7 @@
+"""Every check `gpushare_wait` can poll, by name."""
+
+from __future__ import annotations
+
+from gpushare.timeslicing import checks as timeslicing
+
+CHECKS = {**timeslicing.CHECKS}

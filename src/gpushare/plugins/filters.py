@@ -1,0 +1,102 @@
+"""Filters of the runbook roles: each turns what a phase read into a decision, in Python."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gpushare.clock import utc_now
+from gpushare.k8s import lock
+from gpushare.table import render_table
+from gpushare.timeslicing import checks, enable, report, rollback
+from gpushare.timeslicing.settings import Settings
+from gpushare.timeslicing.state import ClusterState
+
+
+def plain(value: Any) -> Any:
+    """Ansible's tagged values as plain Python data (what the models and yaml expect)."""
+    return json.loads(json.dumps(value))
+
+
+def _resources(read: dict[str, Any]) -> dict[str, Any]:
+    return {**(read.get("resources") or {}), "not_served": read.get("not_served") or []}
+
+
+def timeslicing_enable_plan(read: dict[str, Any], inputs: dict[str, Any], targets: list[str]) -> dict[str, Any]:
+    """The enable runbook's plan (gpushare.timeslicing.enable) from one gpushare_read of the cluster."""
+    read, inputs, targets = plain(read), plain(inputs), plain(targets)
+    state = ClusterState.of(_resources(read))
+    who = read.get("invocation") or {}
+    return enable.plan(state, Settings.of(inputs), list(targets), who, utc_now()).as_dict()
+
+
+def timeslicing_rollback_plan(read: dict[str, Any], inputs: dict[str, Any], targets: list[str]) -> dict[str, Any]:
+    """The rollback runbook's plan (gpushare.timeslicing.rollback) from one gpushare_read of the cluster."""
+    read, inputs, targets = plain(read), plain(inputs), plain(targets)
+    resources = _resources(read)
+    state = ClusterState.of(resources)
+    settings = rollback.RollbackSettings.of(inputs)
+    return rollback.plan(state, resources.get("pods_on_targets") or [], settings, list(targets),
+                         read.get("invocation") or {}, utc_now()).as_dict()
+
+
+def timeslicing_rollback_report(read: dict[str, Any], plan: dict[str, Any], evicted: list[dict[str, str]],
+                                check_mode: bool) -> list[str]:
+    read, plan, evicted = plain(read), plain(plan), plain(evicted)
+    resources = read.get("resources") or {}
+    return report.rollback_report(resources.get("nodes") or [], plan,
+                                  checks.whereabouts(resources.get("pods") or [], evicted), bool(check_mode))
+
+
+def timeslicing_rollback_progress(failed_task: str, stopped_after: str) -> dict[str, Any]:
+    return rollback.progress(str(failed_task), str(stopped_after))
+
+
+def gpushare_problem_nodes(problems: list[str], nodes: list[str]) -> list[str]:
+    """The nodes a check's problems name (each problem starts with "<node>: ")."""
+    return sorted({n for n in plain(nodes) for p in plain(problems) if str(p).startswith(f"{n}:")})
+
+
+def gpushare_lock(read: dict[str, Any], runbook: str, name: str, namespace: str, duration: int) -> dict[str, Any]:
+    """{refusal, take (the change list that takes the Lease), holder} from a read that has `lease`."""
+    lease = plain((read.get("resources") or {}).get("lease"))
+    now = utc_now()
+    holder = lock.holder_identity(runbook, now)
+    return {"refusal": lock.refusal(lease, name, namespace, now), "holder": holder,
+            "take": [lock.take(lease, name, namespace, holder, int(duration), now)]}
+
+
+def gpushare_lock_release(taken: dict[str, Any], name: str, namespace: str) -> list[dict[str, Any]]:
+    """The change that releases the Lease this run took (none when it took none)."""
+    objects = [o for o in (taken or {}).get("objects") or [] if o]
+    version = ((objects[0] if objects else {}).get("metadata") or {}).get("resourceVersion", "")
+    return [lock.release(name, namespace, version)] if version and taken.get("changed") else []
+
+
+def timeslicing_node_table(read: dict[str, Any], names: list[str], pool: dict[str, Any]) -> str:
+    read, names, pool = plain(read), plain(names), plain(pool)
+    return report.node_table((read.get("resources") or {}).get("nodes") or [], names, pool)
+
+
+def timeslicing_enable_report(read: dict[str, Any], plan: dict[str, Any], check_mode: bool) -> list[str]:
+    read, plan = plain(read), plain(plan)
+    resources = read.get("resources") or {}
+    return report.enable_report(resources.get("nodes") or [], resources.get("daemonsets") or [], plan, bool(check_mode))
+
+
+def text_table(rows: list[list[Any]], headers: list[str]) -> str:
+    return render_table(headers, rows)
+
+
+FILTERS = {
+    "timeslicing_enable_plan": timeslicing_enable_plan,
+    "timeslicing_rollback_plan": timeslicing_rollback_plan,
+    "timeslicing_rollback_report": timeslicing_rollback_report,
+    "timeslicing_rollback_progress": timeslicing_rollback_progress,
+    "gpushare_problem_nodes": gpushare_problem_nodes,
+    "gpushare_lock": gpushare_lock,
+    "gpushare_lock_release": gpushare_lock_release,
+    "timeslicing_node_table": timeslicing_node_table,
+    "timeslicing_enable_report": timeslicing_enable_report,
+    "text_table": text_table,
+}

@@ -1,0 +1,176 @@
+"""What the time-slicing runbooks wait for, as problem lists: empty means done. Each check reads
+the cluster through a Session; `gpushare_wait` polls one until it is empty or time runs out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpushare.k8s.session import Session
+from gpushare.model.node import CONFIG_LABEL, GPU, SHARED, Node, Pool, fingerprint_changes
+from gpushare.model.operands import CONFIG_READERS, DEVICE_PLUGIN, Operand, OperandPod
+from gpushare.model.pods import Pod
+
+
+def _gpu_nodes(session: Session) -> dict[str, Node]:
+    return {n["metadata"]["name"]: Node(n) for n in session.list("Node", label_selector="nvidia.com/gpu.present=true")}
+
+
+def _reader_problems(session: Session, namespace: str, nodes: list[str]) -> list[str]:
+    """Config-reader pods of `nodes` that are not Ready on the current template."""
+    operands = {d["metadata"]["name"]: Operand(d) for d in session.list("DaemonSet", namespace)
+                if d["metadata"]["name"] in CONFIG_READERS}
+    pods = [OperandPod(p) for p in session.list("Pod", namespace)]
+    problems = []
+    for node in nodes:
+        for name, operand in sorted(operands.items()):
+            mine = [p for p in pods if p.node == node and p.daemonset == name and not p.terminating]
+            if not mine:
+                if name == DEVICE_PLUGIN:
+                    problems.append(f"{node}: no {name} pod")
+                continue
+            good = [p for p in mine if p.ready and operand.current(p)]
+            if not good:
+                pod = mine[0]
+                state = pod.problem() if not pod.ready else "runs an old template (the operator's roll has not reached it)"
+                problems.append(f"{node}: {name} pod {pod.name}: {state}")
+    return problems
+
+
+def bystander_problems(nodes: dict[str, Node], bystanders: dict[str, Any], pool: Pool,
+                       compare_allocatable: bool) -> list[str]:
+    problems = []
+    for name, before in sorted(bystanders.items()):
+        node = nodes.get(name)
+        if node is None:
+            problems.append(f"{name} (not targeted): not a GPU node any more")
+            continue
+        changes = fingerprint_changes(before, node.fingerprint(pool), allocatable=compare_allocatable)
+        if changes:
+            problems.append(f"{name} (not targeted): {'; '.join(changes)}")
+    return problems
+
+
+def timeslicing_enabled(session: Session, namespace: str, expected: dict[str, Any]) -> list[str]:
+    nodes = _gpu_nodes(session)
+    pool = Pool.of(expected["pool"])
+    replicas = int(expected["replicas"])
+    problems = []
+    for name, want in sorted(expected["targets"].items()):
+        node = nodes.get(name)
+        if node is None:
+            problems.append(f"{name}: not a GPU node any more")
+            continue
+        gpus = int(want["gpus"])
+        shares = gpus * replicas
+        checks = [("label nvidia.com/gpu.count", node.labels.get("nvidia.com/gpu.count"), str(gpus)),
+                  ("label nvidia.com/gpu.replicas", node.labels.get("nvidia.com/gpu.replicas"), str(replicas)),
+                  ("label nvidia.com/gpu.sharing-strategy", node.strategy, "time-slicing")]
+        if expected["rename"]:
+            checks += [(f"allocatable {SHARED}", node.allocatable(SHARED), shares), (f"allocatable {GPU}", node.allocatable(GPU), 0)]
+        else:
+            checks.append((f"allocatable {GPU}", node.allocatable(GPU), shares))
+        if expected["scope"] == "node":
+            checks.append((f"label {CONFIG_LABEL}", node.config_label, expected["key"]))
+        if want["pool"]:
+            checks.append((f"label {pool.label_key}", node.labels.get(pool.label_key), pool.label_value))
+            if pool.taint:
+                checks.append((f"taint {pool.taint.key}:NoSchedule", "present" if node.pool_taint(pool) else "missing",
+                               "present"))
+        problems += [f"{name}: {what} is {got!r}, expected {wanted!r}" for what, got, wanted in checks if got != wanted]
+    problems += _reader_problems(session, namespace, sorted(expected["targets"]))
+    problems += bystander_problems(nodes, expected["bystanders"], pool, expected["compare_allocatable"])
+    return problems
+
+
+def operator_rendered(session: Session, namespace: str, configmap: str, mounted: bool) -> list[str]:
+    """The operator has re-rendered every config reader so that it mounts (or no longer mounts) `configmap`."""
+    problems = []
+    for raw in session.list("DaemonSet", namespace):
+        operand = Operand(raw)
+        if operand.name not in CONFIG_READERS:
+            continue
+        if operand.mounts(configmap) != mounted:
+            problems.append(f"DaemonSet {operand.name} {'does not mount' if mounted else 'still mounts'} ConfigMap "
+                            f"{configmap} yet (the operator re-renders it after a ClusterPolicy change)")
+    return problems
+
+
+CHECKS = {
+    "timeslicing_enabled": timeslicing_enabled,
+    "operator_rendered": operator_rendered,
+}
+
+
+def whole_cards(session: Session, nodes: dict[str, Any]) -> list[str]:
+    """`nodes`: name -> {gpus}: each advertises its physical GPUs as whole cards, nothing shared."""
+    found = _gpu_nodes(session)
+    problems = []
+    for name, want in sorted(nodes.items()):
+        node = found.get(name)
+        if node is None:
+            problems.append(f"{name}: not a GPU node any more")
+            continue
+        checks = [(f"allocatable {GPU}", node.allocatable(GPU), int(want["gpus"])),
+                  (f"allocatable {SHARED}", node.allocatable(SHARED), 0),
+                  ("label nvidia.com/gpu.replicas", node.replicas, 1),
+                  ("label nvidia.com/gpu.sharing-strategy", node.strategy, "none")]
+        problems += [f"{name}: {what} is {got!r}, expected {wanted!r}" for what, got, wanted in checks if got != wanted]
+    return problems
+
+
+def timeslicing_disabled(session: Session, namespace: str, expected: dict[str, Any], clusterpolicy: str) -> list[str]:
+    from gpushare.k8s.patch import resolve  # noqa: PLC0415
+
+    nodes = _gpu_nodes(session)
+    pool = Pool.of(expected["pool"])
+    keys = set(expected["keys"])
+    problems = whole_cards(session, expected["targets"])
+    for name in sorted(expected["targets"]):
+        node = nodes.get(name)
+        if node is None:
+            continue
+        if node.config_label in keys:
+            problems.append(f"{name}: still labelled {CONFIG_LABEL}={node.config_label}")
+        if node.in_pool(pool):
+            problems.append(f"{name}: still labelled {pool.label_key}={pool.label_value}")
+        if pool.taint and node.pool_taint(pool) == pool.taint and (node.mark is None or node.mark.taint_added):
+            problems.append(f"{name}: still tainted {pool.taint}")
+    problems += _reader_problems(session, namespace, sorted(expected["targets"]))
+    problems += bystander_problems(nodes, expected["bystanders"], pool, expected["compare_allocatable"])
+    if expected.get("clusterpolicy"):
+        policy = session.get("ClusterPolicy", clusterpolicy) or {}
+        for path, value in sorted(expected["clusterpolicy"].items()):
+            if resolve(policy, path, None) != value:
+                problems.append(f"ClusterPolicy {path.removeprefix('/spec/')} is {resolve(policy, path, None)!r}, "
+                                f"expected {value!r}")
+    return problems
+
+
+def scheduler_tried(session: Session, evicted: list[dict[str, str]]) -> list[str]:
+    """Every evicted workload's pods are placed, or the scheduler has said why it cannot place them."""
+    problems = []
+    for namespace in sorted({e["namespace"] for e in evicted}):
+        owners = {e["controller_uid"]: e["workload"] for e in evicted if e["namespace"] == namespace and e["controller_uid"]}
+        for raw in session.list("Pod", namespace):
+            pod = Pod(raw)
+            if pod.controller.get("uid") in owners and not pod.node and not pod.pending_reason() and not pod.terminating:
+                problems.append(f"{owners[pod.controller['uid']]}: pod {pod.ref} not yet tried by the scheduler")
+    return problems
+
+
+def whereabouts(pods: list[dict[str, Any]], evicted: list[dict[str, str]]) -> list[str]:
+    """Where each evicted workload's pods are now, one line per workload."""
+    lines = []
+    for uid, workload in sorted({(e["controller_uid"], e["workload"]) for e in evicted}, key=lambda x: x[1]):
+        mine = [Pod(p) for p in pods if Pod(p).controller.get("uid") == uid and not Pod(p).terminating]
+        places = sorted(f"{p.name} on {p.node} ({p.phase})" if p.node else f"{p.name} Pending: {p.pending_reason() or 'not yet tried by the scheduler'}"
+                        for p in mine)
+        lines.append(f"{workload}: " + ("; ".join(places) if places else "no pod (scaled down or deleted)"))
+    unowned = sorted(e["pod"] for e in evicted if not e["controller_uid"])
+    if unowned:
+        lines.append(f"Pods without a controller, deleted for good: {', '.join(unowned)}")
+    return lines
+
+
+CHECKS.update({"whole_cards": whole_cards, "timeslicing_disabled": timeslicing_disabled,
+               "scheduler_tried": scheduler_tried})

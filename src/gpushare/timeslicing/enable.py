@@ -1,0 +1,392 @@
+"""The enable runbook's plan: from the cluster as read and the inputs, every refusal (before any
+write) or the ordered changes, the pod restarts they need, and what the verify must find."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpushare import device_plugin_config as dpc
+from gpushare.k8s.patch import escape, pointer, resolve
+from gpushare.model.node import CONFIG_LABEL, MARK, Mark, Node
+from gpushare.model.operands import CONFIG_READERS, DRIVER
+from gpushare.model.taints import tolerated
+from gpushare.timeslicing.records import FieldChange, Intent, Record, new_record, record_name, state_patch, stamp
+from gpushare.timeslicing.settings import DEFAULT_CONFIG, DEFAULT_KEY, NOTHING, Settings
+from gpushare.timeslicing.state import ClusterState, operator_problems
+
+RUNBOOK = "enable-timeslicing"
+CONFIG_NAME = "/spec/devicePlugin/config/name"
+CONFIG_DEFAULT = "/spec/devicePlugin/config/default"
+TOLERATIONS = "/spec/daemonsets/tolerations"
+_ABSENT = object()
+
+
+@dataclass
+class EnablePlan:
+    refusals: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    changes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    restart_nodes: list[str] = field(default_factory=list)
+    rolls_fleet: bool = False
+    record: str = ""
+    backup_stamp: str = ""
+    expected: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def writes(self) -> bool:
+        return any(self.changes.values()) or bool(self.restart_nodes)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"refusals": self.refusals, "notes": self.notes, "lines": self.lines, "changes": self.changes,
+                "restart_nodes": self.restart_nodes, "rolls_fleet": self.rolls_fleet, "record": self.record,
+                "backup_stamp": self.backup_stamp, "expected": self.expected, "writes": self.writes}
+
+
+def _refuse(plan: EnablePlan, message: str) -> None:
+    plan.refusals.append(f"{message} {NOTHING}")
+
+
+def _target_problems(state: ClusterState, targets: list[str]) -> list[str]:
+    problems = []
+    for name in targets:
+        node = state.nodes.get(name)
+        if node is None:
+            problems.append(f"{name} is not a node of this cluster (kubectl get node {name} finds nothing): check -l, "
+                            "the inventory, or the host's gpushare_node_name.")
+        elif not node.gpu_present:
+            problems.append(f"{name} has no nvidia.com/gpu.present=true label: it is not a GPU node managed by the "
+                            "GPU Operator. Limit the run (-l) to GPU nodes.")
+        elif node.gpus is None:
+            problems.append(f"{name} has no nvidia.com/gpu.count label yet (GPU feature discovery has not run): "
+                            "wait for the GPU Operator to finish with it.")
+        elif node.mig_enabled:
+            problems.append(f"{name} has MIG enabled (nvidia.com/mig.config={node.mig_config}): this runbook "
+                            "time-slices whole GPUs only; roll MIG back first (playbooks/rollback-mig.yml).")
+    return problems
+
+
+def _key_users(state: ClusterState, settings: Settings, key: str) -> list[str]:
+    name, default = state.plugin_config
+    users = [n.name for n in state.gpu_nodes if n.config_label == key]
+    if name == settings.configmap and default == key:
+        users += [n.name for n in state.gpu_nodes if not n.config_label]
+    return sorted(set(users))
+
+
+def _node_change(node: Node, settings: Settings, record: str) -> tuple[list[dict[str, Any]], bool]:
+    """The node's label/annotation merge patch and, when the pool taint is missing, the taint patch."""
+    pool = settings.pool
+    labels: dict[str, str] = {}
+    if settings.scope == "node" and node.config_label != settings.key:
+        labels[CONFIG_LABEL] = settings.key
+    if not node.in_pool(pool):
+        labels[pool.label_key] = pool.label_value
+    previous = node.mark
+    existing = node.pool_taint(pool)
+    add_taint = pool.taint is not None and existing is None
+    taint_added = add_taint or bool(existing and previous and previous.valid and previous.taint_added
+                                    and existing == pool.taint)
+    mark = Mark(settings.configmap, settings.key, settings.sharing().replicas, settings.scope,
+                previous.run if previous and previous.valid and previous.run else record, taint_added)
+    annotations = {MARK: mark.text()} if not previous or previous.text() != mark.text() else {}
+    changes = []
+    if labels or annotations:
+        body: dict[str, Any] = {"metadata": {}}
+        if labels:
+            body["metadata"]["labels"] = labels
+        if annotations:
+            body["metadata"]["annotations"] = annotations
+        changes.append({"action": "merge", "kind": "Node", "name": node.name, "body": body,
+                        "why": "select the shared config and join the shared pool"})
+    if add_taint:
+        changes.append({"action": "taint", "kind": "Node", "name": node.name, "body": pool.taint.as_dict(),
+                        "why": f"taint the shared pool ({pool.taint})"})
+    return changes, bool(existing and existing != pool.taint)
+
+
+def plan(state: ClusterState, settings: Settings, targets: list[str], invocation: dict[str, str],
+         now: dt.datetime) -> EnablePlan:
+    result = EnablePlan()
+    for problem in settings.problems() + operator_problems(state, settings.namespace, settings.clusterpolicy):
+        _refuse(result, problem)
+    if result.refusals:
+        return result
+    for record in state.interrupted("rollback-timeslicing"):
+        _refuse(result, f"A rollback was interrupted (record {record.name}, started {record.started}, on "
+                        f"{', '.join(record.intent.nodes) or 'the cluster level'}): finish it first by re-running "
+                        "playbooks/rollback-timeslicing.yml for those nodes.")
+    adopted = next(iter(reversed(state.interrupted(RUNBOOK))), None)
+    if adopted:
+        result.notes.append(f"An earlier enable run was interrupted: record {adopted.name}, started {adopted.started}, "
+                            f"it was changing {adopted.intent.describe()}. This run finishes that change and keeps "
+                            "its backup (roll back instead with playbooks/rollback-timeslicing.yml).")
+    for problem in _target_problems(state, targets):
+        _refuse(result, problem)
+    if result.refusals:
+        return result
+
+    cm = state.configmaps.get(settings.configmap)
+    data = state.configmap_data(settings.configmap)
+    managed = state.managed_keys(settings.configmap)
+    shared = settings.shared_config()
+    policy_name, policy_default = state.plugin_config
+    gpu_nodes = state.gpu_nodes
+
+    if settings.scope == "cluster":
+        blocked = [n for n in gpu_nodes if n.config_label not in ("", settings.key) or n.mig_enabled or n.gpus is None]
+        if blocked:
+            _refuse(result, "timeslicing_scope=cluster changes the default config of every GPU node, but "
+                    + ", ".join(f"{n.name} ({'MIG enabled' if n.mig_enabled else 'no GPU count yet' if n.gpus is None else f'its own label {CONFIG_LABEL}={n.config_label}'})"
+                                for n in blocked)
+                    + ". Remove that label / disable MIG there, or use timeslicing_scope=node.")
+        affected = sorted(set(targets) | {n.name for n in gpu_nodes})
+    else:
+        affected = sorted(set(targets))
+
+    if settings.key in data and data[settings.key] != shared and settings.key not in managed:
+        _refuse(result, f"ConfigMap {settings.namespace}/{settings.configmap} already has a key `{settings.key}` with a "
+                        "different config, and it was not written by this runbook (annotation gpushare.io/managed-keys: "
+                        f"{','.join(managed) or 'none'}). Overwriting it would change every node that uses it. Choose "
+                        "another key with timeslicing_config_key, or remove that key yourself first.")
+    if policy_name and policy_name != settings.configmap:
+        _refuse(result, f"ClusterPolicy {settings.clusterpolicy} already points the device plugin at ConfigMap "
+                        f"`{policy_name}` (default key `{policy_default}`). Switching it to `{settings.configmap}` would "
+                        f"reload every GPU node. Add the shared config to that ConfigMap instead: "
+                        f"-e timeslicing_configmap_name={policy_name}.")
+    if settings.scope == "cluster":
+        wanted_default = settings.key
+    else:
+        wanted_default = policy_default if policy_name == settings.configmap and policy_default else DEFAULT_KEY
+    desired = {**data, settings.key: shared}
+    if DEFAULT_KEY not in desired:
+        desired[DEFAULT_KEY] = DEFAULT_CONFIG
+    if settings.scope == "node" and wanted_default != policy_default:
+        try:
+            if dpc.parse(desired[wanted_default]).sharing.strategy != "none":
+                raise dpc.ConfigError("it enables sharing")
+        except dpc.ConfigError as err:
+            _refuse(result, f"ConfigMap {settings.namespace}/{settings.configmap} already has a `{wanted_default}` key "
+                            f"that is not a valid no-sharing config ({err}). Pointing the ClusterPolicy at it would change "
+                            "every GPU node without a per-node label. Fix or remove that key first.")
+    if data.get(settings.key, shared) != shared:
+        bystanders = sorted(set(_key_users(state, settings, settings.key)) - set(affected))
+        if bystanders:
+            _refuse(result, f"The `{settings.key}` config already in ConfigMap {settings.configmap} differs from this "
+                            f"run's ({settings.sharing().replicas} replicas). Changing it would also change GPU node(s) "
+                            f"outside the limit that use it: {', '.join(bystanders)}. Add them to the limit "
+                            f"(-l {','.join(sorted(set(targets) | set(bystanders)))}), or give this trial its own "
+                            "timeslicing_config_key.")
+    relabelled = set(targets) if settings.scope == "node" else set()
+    orphans = [n for n in gpu_nodes if n.name not in relabelled and n.config_label and n.config_label not in desired]
+    if orphans:
+        _refuse(result, ", ".join(f"{n.name} carries {CONFIG_LABEL}={n.config_label}" for n in orphans)
+                + f", but ConfigMap {settings.configmap} has no such key: once the device plugin reads that ConfigMap, "
+                "its config-manager there would crash-loop (\"specified config does not exist\"). Remove the label or "
+                "add the key first.")
+
+    field_changes: list[FieldChange] = []
+    if policy_name != settings.configmap:
+        field_changes.append(FieldChange(CONFIG_NAME, policy_name, settings.configmap))
+    if policy_default != wanted_default:
+        field_changes.append(FieldChange(CONFIG_DEFAULT, policy_default, wanted_default))
+    taint = settings.pool_taint
+    operand_roll = False
+    if taint is not None and not tolerated(state.operand_tolerations, taint):
+        operands = sorted(state.operands)
+        cost = (f"re-renders every operand DaemonSet ({', '.join(operands)}) on all {len(gpu_nodes)} GPU nodes"
+                + (f"; the driver DaemonSet's template changes, and with driver.upgradePolicy.autoUpgrade=true the "
+                   "upgrade controller then cordons each GPU node in turn, evicts its GPU pods and reloads the driver"
+                   if state.driver_auto_upgrade and DRIVER in operands else ""))
+        if settings.confirm_operand_roll:
+            tolerations = state.operand_tolerations
+            field_changes.append(FieldChange(TOLERATIONS, (state.spec.get("daemonsets") or {}).get("tolerations"),
+                                             tolerations + [{"key": taint.key, "operator": "Exists",
+                                                             "effect": "NoSchedule"}]))
+            operand_roll = True
+            result.notes.append(f"Confirmed: adding the toleration for {taint} to spec.daemonsets.tolerations {cost}.")
+        else:
+            _refuse(result, f"The operand DaemonSets do not tolerate the pool taint {taint} (spec.daemonsets.tolerations: "
+                            f"{state.operand_tolerations}): after a restart the device plugin could not come back on the "
+                            f"tainted node. Adding that toleration {cost}. Use a pool taint the operands already tolerate "
+                            "(the default: -e timeslicing_pool_taint_key=nvidia.com/gpu), or -e timeslicing_pool_taint=false, "
+                            "or confirm the fleet-wide change with -e timeslicing_confirm_operand_roll=true.")
+    rolls_fleet = any(c.path in (CONFIG_NAME, CONFIG_DEFAULT) for c in field_changes)
+    readers = [o.name for o in state.config_readers()] or list(CONFIG_READERS[:2])
+    if rolls_fleet and len(gpu_nodes) > settings.fleet_roll_confirm_above and not settings.confirm_fleet_roll:
+        _refuse(result, f"This cluster has not been prepared for time-slicing: pointing spec.devicePlugin.config at "
+                        f"{settings.configmap} re-renders {' and '.join(readers)}, whose pods then restart on all "
+                        f"{len(gpu_nodes)} GPU nodes, one node at a time (above timeslicing_fleet_roll_confirm_above="
+                        f"{settings.fleet_roll_confirm_above}). Run playbooks/prepare-timeslicing.yml first (a separate, "
+                        "fleet-wide change), or confirm with -e timeslicing_confirm_fleet_roll=true.")
+    if result.refusals:
+        return result
+
+    record = adopted.name if adopted else record_name(RUNBOOK, now)
+    annotations = ((cm or {}).get("metadata") or {}).get("annotations") or {}
+    managed_wanted = ",".join(sorted(set(managed) | {settings.key} | ({DEFAULT_KEY} if DEFAULT_KEY not in data else set())))
+    configmap_changes: list[dict[str, Any]] = []
+    if cm is None:
+        configmap_changes.append({"action": "create", "kind": "ConfigMap", "name": settings.configmap,
+                                  "namespace": settings.namespace, "why": "the device-plugin configs", "body": {
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": settings.configmap, "namespace": settings.namespace,
+                         "labels": {"app.kubernetes.io/managed-by": "gpushare"},
+                         "annotations": {"gpushare.io/managed-keys": managed_wanted,
+                                         "gpushare.io/created-by": RUNBOOK}},
+            "data": desired}})
+    elif desired != data or annotations.get("gpushare.io/managed-keys") != managed_wanted:
+        configmap_changes.append({"action": "merge", "kind": "ConfigMap", "name": settings.configmap,
+                                  "namespace": settings.namespace, "why": "the device-plugin configs",
+                                  "body": {"metadata": {"annotations": {"gpushare.io/managed-keys": managed_wanted}},
+                                           "data": {k: v for k, v in desired.items() if data.get(k) != v}}})
+    policy_changes = []
+    if field_changes:
+        policy_changes.append({"action": "json", "kind": "ClusterPolicy", "name": settings.clusterpolicy,
+                               "body": field_ops(state.clusterpolicy or {}, field_changes),
+                               "why": "point the device plugin at the ConfigMap"})
+    node_changes: list[dict[str, Any]] = []
+    changing_nodes = []
+    for name in sorted(set(targets)):
+        changes, keeps_own = _node_change(state.nodes[name], settings, record)
+        if keeps_own:
+            result.notes.append(f"{name} keeps its own taint {state.nodes[name].pool_taint(settings.pool)}: it already "
+                                f"keeps pods without a {settings.pool.taint.key} toleration away; the runbook adds none.")
+        if changes:
+            changing_nodes.append(name)
+        node_changes += changes
+    # Pods read the ConfigMap as mounted: a node may use a key its pods can see.
+    if configmap_changes or rolls_fleet:
+        restart = [n for n in affected if n in set(targets) or settings.scope == "cluster"]
+    else:
+        restart = [n for n in affected if any(not pod.sees(cm) or not state.operands[pod.daemonset].current(pod)
+                                              for pod in state.pods if pod.node == n and pod.daemonset in readers
+                                              and pod.daemonset in state.operands)]
+    if rolls_fleet and settings.scope == "cluster":
+        restart = []  # the operator's roll restarts every node's readers from the new template
+    result.restart_nodes = sorted(restart)
+    result.rolls_fleet = rolls_fleet or operand_roll
+    result.record = record
+    result.backup_stamp = now.strftime("%Y%m%dT%H%M%SZ")
+    if not (configmap_changes or policy_changes or node_changes or restart) and not adopted:
+        result.lines = [f"Nothing to change: time-slicing is already enabled as asked ({settings.sharing().replicas} "
+                        f"replicas, key {settings.key}, scope {settings.scope}) on {', '.join(sorted(set(targets)))}."]
+        result.expected = _expected(state, settings, affected, targets, False)
+        return result
+
+    intent = Intent(RUNBOOK, sorted(set(changing_nodes) | set(restart)), field_changes, settings.configmap,
+                    cm is None, sorted(k for k in desired if k not in data))
+    if adopted:
+        intent = _merge(adopted.intent, intent)
+        record_changes = [{"action": "merge", "kind": "ConfigMap", "name": record, "namespace": settings.namespace,
+                           "why": "extend the interrupted run's record",
+                           "body": {"data": {"intent.json": _intent_json(intent)}}}]
+    else:
+        body = new_record(record, settings.namespace, intent, state.clusterpolicy, now, invocation)
+        if cm is not None:
+            body["data"]["configmap.yaml"] = _dump(cm)
+        record_changes = [{"action": "create", "kind": "ConfigMap", "name": record, "namespace": settings.namespace,
+                           "body": body, "why": "record this run and back up the ClusterPolicy"}]
+    result.changes = {
+        "record": record_changes, "configmap": configmap_changes, "clusterpolicy": policy_changes,
+        "nodes": node_changes,
+        "finish": [{"action": "merge", "kind": "ConfigMap", "name": record, "namespace": settings.namespace,
+                    "body": state_patch("complete", now), "why": "mark this run complete"}],
+    }
+    result.expected = _expected(state, settings, affected, targets, result.rolls_fleet)
+    result.lines = _lines(state, settings, result, affected, targets, field_changes, readers, cm is None, data)
+    return result
+
+
+def field_ops(obj: dict[str, Any], changes: list[FieldChange]) -> list[dict[str, Any]]:
+    """JSON-patch operations that make each change only if the field still holds its `before` value
+    (a `test` first), creating missing parent objects on the way."""
+    ops: list[dict[str, Any]] = []
+    for change in changes:
+        tokens = pointer(change.path)
+        for depth in range(1, len(tokens)):
+            parent = "/" + "/".join(escape(t) for t in tokens[:depth])
+            if resolve(obj, parent, None) is None and not any(o["path"] == parent for o in ops):
+                ops.append({"op": "add", "path": parent, "value": {}})
+        if resolve(obj, change.path, _ABSENT) is not _ABSENT:
+            ops.append({"op": "test", "path": change.path, "value": change.before})
+        ops.append({"op": "add", "path": change.path, "value": change.after})
+    return ops
+
+
+def _merge(old: Intent, new: Intent) -> Intent:
+    paths: dict[str, FieldChange] = {c.path: c for c in old.clusterpolicy}
+    for change in new.clusterpolicy:
+        first = paths.get(change.path)
+        paths[change.path] = FieldChange(change.path, first.before if first else change.before, change.after)
+    return Intent(old.runbook, sorted(set(old.nodes) | set(new.nodes)), list(paths.values()),
+                  old.configmap or new.configmap, old.configmap_created or new.configmap_created,
+                  sorted(set(old.keys_added) | set(new.keys_added)))
+
+
+def _intent_json(intent: Intent) -> str:
+    import json  # noqa: PLC0415
+
+    return json.dumps(intent.as_dict(), indent=2, sort_keys=True)
+
+
+def _dump(obj: dict[str, Any]) -> str:
+    import yaml  # noqa: PLC0415
+
+    return yaml.safe_dump(obj, sort_keys=True)
+
+
+def _expected(state: ClusterState, settings: Settings, affected: list[str], targets: list[str],
+              rolls_fleet: bool) -> dict[str, Any]:
+    sharing = settings.sharing()
+    return {
+        "targets": {n: {"gpus": state.nodes[n].gpus, "pool": n in set(targets)} for n in affected},
+        "replicas": sharing.replicas, "rename": sharing.rename_by_default,
+        "pool": settings.pool.as_dict(), "scope": settings.scope, "key": settings.key,
+        "bystanders": {n.name: n.fingerprint(settings.pool) for n in state.gpu_nodes if n.name not in set(affected)},
+        "compare_allocatable": not rolls_fleet,
+    }
+
+
+def _lines(state: ClusterState, settings: Settings, result: EnablePlan, affected: list[str], targets: list[str],
+           field_changes: list[FieldChange], readers: list[str], creates_cm: bool, data: dict[str, str]) -> list[str]:
+    sharing = settings.sharing()
+    lines = [f"Plan: time-slicing with {sharing.replicas} replicas per GPU on {', '.join(sorted(set(targets)))} "
+             f"(key {settings.key} of {settings.namespace}/{settings.configmap}, scope {settings.scope})"]
+    lines += [f"  note: {n}" for n in result.notes]
+    if result.changes.get("configmap"):
+        added = [k for k in sorted({settings.key, DEFAULT_KEY}) if k not in data]
+        changed = [settings.key] if settings.key in data and data[settings.key] != settings.shared_config() else []
+        lines.append(f"- ConfigMap {settings.namespace}/{settings.configmap}: "
+                     + ("create" if creates_cm else "update")
+                     + (f", add {', '.join(added)}" if added else "") + (f", change {', '.join(changed)}" if changed else ""))
+    for change in field_changes:
+        lines.append(f"- ClusterPolicy {settings.clusterpolicy}: {change.path.removeprefix('/spec/')} "
+                     f"{change.before or '-'} -> {change.after}")
+    if result.rolls_fleet:
+        gpu = [n.name for n in state.gpu_nodes]
+        rolled = sorted(state.operands) if any(c.path == TOLERATIONS for c in field_changes) else readers
+        lines.append(f"  the operator re-renders {', '.join(rolled)}: their pods restart on all {len(gpu)} GPU nodes "
+                     f"({', '.join(gpu)}), one node at a time; running workloads keep their GPUs")
+    for name in result.restart_nodes:
+        lines.append(f"- {name}: restart its {' and '.join(readers)} pods (they must read the ConfigMap as it is now)")
+    for name in sorted(set(targets)):
+        node = state.nodes[name]
+        parts = []
+        if settings.scope == "node" and node.config_label != settings.key:
+            parts.append(f"label {CONFIG_LABEL}={settings.key}")
+        if not node.in_pool(settings.pool):
+            parts.append(f"label {settings.pool.label_key}={settings.pool.label_value}")
+        if settings.pool.taint and node.pool_taint(settings.pool) is None:
+            parts.append(f"taint {settings.pool.taint}")
+        if parts:
+            lines.append(f"- {name}: " + ", ".join(parts))
+    others = [n.name for n in state.gpu_nodes if n.name not in set(affected)]
+    lines.append("Not touched: " + (", ".join(others) if others else "no other GPU node")
+                 + (" (only the operator's roll above restarts pods there)" if result.rolls_fleet and others else ""))
+    lines.append(f"Record and ClusterPolicy backup: ConfigMap {settings.namespace}/{result.record}"
+                 + (", written before the first change" if result.changes.get("record", [{}])[0].get("action") == "create"
+                    else " (the interrupted run's)"))
+    return lines

@@ -1,0 +1,404 @@
+"""The rollback runbook's plan, in the seed's order: stop new scheduling (cordon and leave the
+shared pool), drain the shared pods, confirm they moved, restore the node (per-node config label,
+pool taint), and, once no node uses the shared config any more, restore exactly the cluster-level
+fields the enable runs changed (each guarded by a test of the value they set) and remove the
+ConfigMap keys they added; verify, uncordon what this run cordoned."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from gpushare.k8s.patch import resolve
+from gpushare.model.node import CONFIG_LABEL, CORDONED_BY, MARK, Node, Pool
+from gpushare.model.pods import Pod
+from gpushare.timeslicing.enable import CONFIG_NAME, RUNBOOK as ENABLE, field_ops
+from gpushare.timeslicing.records import FieldChange, Intent, Record, new_record, record_name, state_patch
+from gpushare.timeslicing.settings import DEFAULT_KEY, NOTHING
+from gpushare.timeslicing.state import ClusterState, operator_problems
+
+RUNBOOK = "rollback-timeslicing"
+SHARED_RESOURCES = ("nvidia.com/gpu.shared", "nvidia.com/gpu")
+_ABSENT = object()
+
+
+@dataclass(frozen=True)
+class RollbackSettings:
+    pool: Pool
+    config_key: str
+    configmap: str
+    namespace: str
+    clusterpolicy: str
+    confirm_cluster_scope: bool
+    confirm_overwrite: bool
+    drain_force: bool
+    drain_delete_emptydir_data: bool
+    backup_name: str  # an explicit backup: a run record ConfigMap, or a backup file (then backup_text)
+    backup_text: str
+
+    @classmethod
+    def of(cls, values: dict[str, Any]) -> RollbackSettings:
+        taint = ({"key": values["pool_taint_key"], "value": values.get("pool_taint_value", "")}
+                 if values.get("pool_taint_key") else None)
+        return cls(Pool.of({"label_key": values["pool_label_key"], "label_value": values["pool_label_value"],
+                            "taint": taint}),
+                   str(values.get("config_key") or "shared"), str(values.get("configmap_name") or ""),
+                   str(values["namespace"]), str(values["clusterpolicy_name"]),
+                   bool(values.get("confirm_cluster_scope")), bool(values.get("confirm_overwrite")),
+                   bool(values.get("drain_force")), bool(values.get("drain_delete_emptydir_data")),
+                   str(values.get("backup") or ""), str(values.get("backup_text") or ""))
+
+
+def explicit_backup(state: ClusterState, settings: RollbackSettings) -> tuple[dict[str, Any] | None, str]:
+    """(the ClusterPolicy backup the operator named, the refusal when it is unusable)."""
+    if not settings.backup_name:
+        return None, ""
+    if settings.backup_text:
+        try:
+            backup = yaml.safe_load(settings.backup_text)
+        except yaml.YAMLError as err:
+            return None, f"The backup file {settings.backup_name} is not valid YAML ({err})."
+        source = f"file {settings.backup_name}"
+    else:
+        record = next((r for r in state.records if r.name == settings.backup_name), None)
+        if record is None or record.clusterpolicy_backup is None:
+            names = [r.name for r in state.records if r.clusterpolicy_backup is not None]
+            return None, (f"No run record {settings.backup_name!r} with a ClusterPolicy backup in {settings.namespace} "
+                          f"(records with one: {', '.join(names) or 'none'}).")
+        backup, source = record.clusterpolicy_backup, f"record {record.name}"
+    if not (isinstance(backup, dict) and backup.get("kind") == "ClusterPolicy"
+            and (backup.get("metadata") or {}).get("name") == settings.clusterpolicy
+            and isinstance(backup.get("spec"), dict)):
+        return None, f"The backup ({source}) is not a ClusterPolicy named {settings.clusterpolicy} with a spec."
+    return backup, ""
+
+
+@dataclass
+class RollbackPlan:
+    refusals: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+    changes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    restore_cluster: bool = False
+    rolls_fleet: bool = False
+    record: str = ""
+    expected: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def writes(self) -> bool:
+        return bool(self.nodes) or self.restore_cluster
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"refusals": self.refusals, "notes": self.notes, "warnings": self.warnings, "lines": self.lines,
+                "nodes": self.nodes, "changes": self.changes, "restore_cluster": self.restore_cluster,
+                "rolls_fleet": self.rolls_fleet, "record": self.record, "expected": self.expected,
+                "writes": self.writes}
+
+
+def shared_keys(state: ClusterState, settings: RollbackSettings) -> set[str]:
+    """Config keys the enable runbook wrote (every managed key but `default`), and the marks' keys."""
+    keys = {settings.config_key}
+    for name in {settings.configmap, state.plugin_config[0]} - {""}:
+        keys |= set(state.managed_keys(name)) - {DEFAULT_KEY}
+    keys |= {n.mark.key for n in state.nodes.values() if n.mark and n.mark.valid and n.mark.key}
+    return keys
+
+
+def shared_resources(node: Node) -> tuple[str, ...]:
+    """The resources that are shares on this node: nvidia.com/gpu.shared, and nvidia.com/gpu when
+    the node time-slices without renaming."""
+    return SHARED_RESOURCES if node.shares and node.capacity(SHARED_RESOURCES[0]) == 0 else SHARED_RESOURCES[:1]
+
+
+def _has_sharing(node: Node, keys: set[str], pool: Pool) -> bool:
+    mark = node.mark
+    return bool(mark or node.config_label in keys or node.in_pool(pool) or node.shares
+                or node.cordoned_by == RUNBOOK)
+
+
+def _live_enables(state: ClusterState) -> list[Record]:
+    return [r for r in state.records if r.runbook == ENABLE and r.state in ("in-progress", "complete") and r.valid]
+
+
+def _restore_fields(records: list[Record], backup: dict[str, Any] | None) -> list[FieldChange]:
+    """For each ClusterPolicy field the enable runs changed: (the value they set, the original)."""
+    fields: dict[str, FieldChange] = {}
+    for record in records:  # oldest first
+        for change in record.intent.clusterpolicy:
+            first = fields.get(change.path)
+            fields[change.path] = FieldChange(change.path, change.after, first.after if first else change.before)
+    if backup is not None:
+        paths = set(fields) | {CONFIG_NAME, "/spec/devicePlugin/config/default"}
+        return [FieldChange(p, fields[p].before if p in fields else None, resolve(backup, p, None)) for p in sorted(paths)]
+    # FieldChange(path, before=value the runs set, after=value to restore)
+    return list(fields.values())
+
+
+def _workload(pod: Pod) -> str:
+    owner = pod.controller
+    if owner.get("kind") == "ReplicaSet" and "pod-template-hash" in (pod.raw["metadata"].get("labels") or {}):
+        return f"Deployment {pod.namespace}/{owner['name'].rsplit('-', 1)[0]}"
+    return f"{owner.get('kind') or 'Pod'} {pod.namespace}/{owner.get('name') or pod.name}"
+
+
+def _comeback_warning(pod: Pod, node: Node, pool: Pool) -> str:
+    labels = {k: v for k, v in node.labels.items() if k != pool.label_key}
+    if not pod.controller or pod.daemonset or not pod.tolerates_cordon or not pod.selects(node.name, labels):
+        return ""
+    return (f"{_workload(pod)} (pod {pod.name}) will come back to {node.name} after its eviction: it tolerates the "
+            f"cordon ({pod.cordon_toleration()}) and its {pod.selection()} still admits {node.name} without the "
+            f"{pool.label_key} label. The drain will stop; first scale it down, or change its selector or tolerations.")
+
+
+def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSettings, targets: list[str],
+         invocation: dict[str, str], now: dt.datetime) -> RollbackPlan:
+    result = RollbackPlan()
+    for problem in operator_problems(state, settings.namespace, settings.clusterpolicy):
+        result.refusals.append(f"{problem} {NOTHING}")
+    unknown = [t for t in targets if t not in state.nodes]
+    if unknown:
+        result.refusals.append(f"{', '.join(unknown)}: not a node of this cluster (kubectl get nodes). Check the "
+                               f"inventory, the -l limit and the hosts' gpushare_node_name. {NOTHING}")
+    if result.refusals:
+        return result
+    keys = shared_keys(state, settings)
+    policy_name, policy_default = state.plugin_config
+    cluster_scope = policy_default in keys and policy_name in {settings.configmap, ""} | {
+        n.mark.configmap for n in state.nodes.values() if n.mark}
+    if cluster_scope:
+        rolled = sorted({n.name for n in state.gpu_nodes if _has_sharing(n, keys, settings.pool)} | set(targets))
+        if not settings.confirm_cluster_scope:
+            result.refusals.append(
+                f"The ClusterPolicy's default device-plugin config is the shared key ({policy_default} of {policy_name}): "
+                f"time-slicing is enabled cluster-wide, and restoring the ClusterPolicy rolls back every shared GPU "
+                f"node ({', '.join(rolled)}), not only the one(s) named with -l. Re-run with "
+                f"-e timeslicing_confirm_cluster_scope=true to cordon, drain and roll back all of them. {NOTHING}")
+            return result
+    else:
+        rolled = sorted(t for t in targets if _has_sharing(state.nodes[t], keys, settings.pool))
+    result.nodes = rolled
+    users = sorted(n.name for n in state.gpu_nodes if n.name not in rolled and n.config_label in keys)
+    live = _live_enables(state)
+    for record in state.interrupted(ENABLE):
+        result.notes.append(f"An enable run was interrupted: record {record.name}, started {record.started}, it was "
+                            f"changing {record.intent.describe()}. This rollback undoes it.")
+    backup, problem = explicit_backup(state, settings)
+    if problem:
+        result.refusals.append(f"{problem} Name another one with -e timeslicing_rollback_backup=<record ConfigMap or "
+                               f"clusterpolicy-<stamp>.yaml file>, or leave it empty for the enable runs' records. {NOTHING}")
+        return result
+    fields = _restore_fields(live, backup) if not users else []
+    policy = state.clusterpolicy or {}
+    restore_ops: list[FieldChange] = []
+    for change in fields:
+        current = resolve(policy, change.path, None)
+        if current == change.after:
+            continue
+        if current != change.before:
+            if not settings.confirm_overwrite:
+                result.refusals.append(
+                    f"ClusterPolicy {settings.clusterpolicy} field {change.path.removeprefix('/spec/')} was changed by "
+                    f"someone else since the enable run: it is {json.dumps(current)}, the enable set "
+                    f"{json.dumps(change.before)}, the backup has {json.dumps(change.after)}. Restoring it would undo "
+                    "that change. Confirm with -e timeslicing_rollback_confirm_overwrite=true, or set it yourself. "
+                    f"{NOTHING}")
+                continue
+            change = FieldChange(change.path, current, change.after)
+        restore_ops.append(change)
+    configmap_changes = [] if users else _configmap_cleanup(state, settings, live, keys, restore_ops)
+    result.restore_cluster = bool(restore_ops or configmap_changes or (not users and live))
+    result.rolls_fleet = any(c.path.startswith("/spec/devicePlugin/config") for c in restore_ops)
+    if result.refusals:
+        return result
+    if not result.writes:
+        result.lines = [_nothing_line(state, targets)]
+        return result
+    evictable = []
+    for pod in (Pod(p) for p in pods):
+        if pod.node not in rolled or pod.finished or not pod.holds(shared_resources(state.nodes[pod.node])):
+            continue
+        if pod.daemonset:
+            result.warnings.append(f"DaemonSet pod {pod.ref} holds a shared replica and stays (a drain leaves "
+                                   "DaemonSet pods); change its DaemonSet to ask for whole cards.")
+            continue
+        evictable.append(pod)
+        if not pod.controller and not settings.drain_force:
+            result.refusals.append(f"Pod {pod.ref} holds a shared replica and has no controller: evicting it deletes "
+                                   "it for good. Move it yourself, or confirm with "
+                                   f"-e timeslicing_rollback_drain_force=true. {NOTHING}")
+        if pod.uses_emptydir and not settings.drain_delete_emptydir_data:
+            result.refusals.append(f"Pod {pod.ref} uses an emptyDir volume, whose data an eviction deletes. Confirm "
+                                   f"with -e timeslicing_rollback_drain_delete_emptydir_data=true. {NOTHING}")
+        warning = _comeback_warning(pod, state.nodes[pod.node], settings.pool)
+        if warning:
+            result.warnings.append(warning)
+    if result.refusals:
+        return result
+    result.record = record_name(RUNBOOK, now)
+    intent = Intent(RUNBOOK, rolled, restore_ops, settings.configmap if configmap_changes else "")
+    result.changes = _changes(state, settings, result, rolled, restore_ops, configmap_changes, live, intent,
+                              invocation, now)
+    result.expected = {
+        "targets": {n: {"gpus": state.nodes[n].gpus or 0} for n in rolled},
+        "pool": settings.pool.as_dict(), "keys": sorted(keys),
+        "bystanders": {n.name: n.fingerprint(settings.pool) for n in state.gpu_nodes if n.name not in rolled},
+        "compare_allocatable": not result.rolls_fleet,
+        "clusterpolicy": {c.path: c.after for c in restore_ops},
+    }
+    result.lines = _lines(state, settings, result, rolled, users, restore_ops, configmap_changes, evictable)
+    return result
+
+
+def _configmap_cleanup(state: ClusterState, settings: RollbackSettings, live: list[Record], keys: set[str],
+                       restore_ops: list[FieldChange]) -> list[dict[str, Any]]:
+    names = {r.intent.configmap for r in live if r.intent.configmap} | ({settings.configmap} - {""})
+    changes = []
+    for name in sorted(names):
+        cm = state.configmaps.get(name)
+        if cm is None:
+            continue
+        created = any(r.intent.configmap == name and r.intent.configmap_created for r in live) or (
+            (cm["metadata"].get("annotations") or {}).get("gpushare.io/created-by") == ENABLE)
+        still_pointed = state.plugin_config[0] == name and not any(
+            c.path == CONFIG_NAME and c.after != name for c in restore_ops)
+        added = {k for r in live if r.intent.configmap == name for k in r.intent.keys_added} | (
+            set(state.managed_keys(name)))
+        data = set((cm.get("data") or {}).keys())
+        if created and not still_pointed and data <= (added | keys):
+            changes.append({"action": "delete", "kind": "ConfigMap", "name": name, "namespace": settings.namespace,
+                            "preconditions": {"uid": cm["metadata"]["uid"]},
+                            "why": "delete the ConfigMap the enable runbook created, nothing uses it any more"})
+        else:
+            removable = sorted((data & (added | keys)) - ({DEFAULT_KEY} if still_pointed else set()))
+            if removable:
+                left = sorted(set(state.managed_keys(name)) - set(removable))
+                changes.append({"action": "merge", "kind": "ConfigMap", "name": name, "namespace": settings.namespace,
+                                "body": {"data": {k: None for k in removable},
+                                         "metadata": {"annotations": {"gpushare.io/managed-keys": ",".join(left) or None}}},
+                                "why": f"remove the key(s) {', '.join(removable)} the enable runbook added"})
+    return changes
+
+
+def _changes(state: ClusterState, settings: RollbackSettings, result: RollbackPlan, rolled: list[str],
+             restore_ops: list[FieldChange], configmap_changes: list[dict[str, Any]], live: list[Record],
+             intent: Intent, invocation: dict[str, str], now: dt.datetime) -> dict[str, list[dict[str, Any]]]:
+    keys = shared_keys(state, settings)
+    record = new_record(result.record, settings.namespace, intent, state.clusterpolicy if restore_ops else None,
+                        now, invocation)
+    stop, restore, uncordon = [], [], []
+    for name in rolled:
+        node = state.nodes[name]
+        cordon = not node.unschedulable or node.cordoned_by == RUNBOOK
+        body: dict[str, Any] = {"metadata": {"labels": {settings.pool.label_key: None}}}
+        if cordon:
+            body["spec"] = {"unschedulable": True}
+            body["metadata"]["annotations"] = {CORDONED_BY: RUNBOOK}
+        stop.append({"action": "merge", "kind": "Node", "name": name, "body": body,
+                     "why": "stop new shared scheduling: cordon and leave the shared pool"})
+        labels = {CONFIG_LABEL: None} if node.config_label in keys else {}
+        if labels:
+            restore.append({"action": "merge", "kind": "Node", "name": name, "body": {"metadata": {"labels": labels}},
+                            "why": "back to the default (whole-card) config"})
+        mark = node.mark
+        taint = node.pool_taint(settings.pool)
+        if taint and (mark is None or not mark.valid or mark.taint_added) and (taint == settings.pool.taint):
+            restore.append({"action": "untaint", "kind": "Node", "name": name, "body": taint.as_dict(),
+                            "why": f"remove the pool taint {taint}"})
+        finish: dict[str, Any] = {"metadata": {"annotations": {MARK: None, CORDONED_BY: None}}}
+        if cordon:
+            finish["spec"] = {"unschedulable": None}
+        uncordon.append({"action": "merge", "kind": "Node", "name": name, "body": finish,
+                         "why": "uncordon (only what this run cordoned) and drop the runbook's marks"})
+    policy = []
+    if restore_ops:
+        policy.append({"action": "json", "kind": "ClusterPolicy", "name": settings.clusterpolicy,
+                       "body": _restore_ops(state.clusterpolicy or {}, restore_ops),
+                       "why": "restore the fields the enable runs changed"})
+    records = [{"action": "merge", "kind": "ConfigMap", "name": r.name, "namespace": settings.namespace,
+                "body": state_patch("rolled-back", now), "why": "the enable run is rolled back"} for r in live]
+    return {
+        "record": [{"action": "create", "kind": "ConfigMap", "name": result.record, "namespace": settings.namespace,
+                    "body": record, "why": "record this rollback"}],
+        "stop": stop, "restore": restore, "clusterpolicy": policy, "configmap": configmap_changes,
+        "records": records if result.restore_cluster else [], "uncordon": uncordon,
+        "finish": [{"action": "merge", "kind": "ConfigMap", "name": name, "namespace": settings.namespace,
+                    "body": state_patch("complete", now), "why": "mark the rollback complete"}
+                   for name in [r.name for r in state.interrupted(RUNBOOK)] + [result.record]],
+    }
+
+
+def _restore_ops(policy: dict[str, Any], restore: list[FieldChange]) -> list[dict[str, Any]]:
+    """Test each field still holds what the enable set, then put the original back (or remove it)."""
+    ops: list[dict[str, Any]] = []
+    for change in restore:
+        present = resolve(policy, change.path, _ABSENT) is not _ABSENT
+        if change.after is None:
+            if present:
+                ops += [{"op": "test", "path": change.path, "value": change.before},
+                        {"op": "remove", "path": change.path}]
+        else:
+            ops += field_ops(policy, [FieldChange(change.path, change.before, change.after)])
+    return ops
+
+
+def _nothing_line(state: ClusterState, targets: list[str]) -> str:
+    parts = []
+    for name in sorted(targets):
+        done = [r for r in state.records if r.runbook == RUNBOOK and r.state == "complete" and name in r.intent.nodes]
+        parts.append(f"{name} was rolled back at {done[-1].finished or done[-1].started} (record {done[-1].name})"
+                     if done else f"{name} never shared (no gpushare.io/timeslicing mark, no shared config label, "
+                     "no shared allocatable)")
+    return f"Nothing to do: {'; '.join(parts)}. Nothing was changed."
+
+
+def _lines(state: ClusterState, settings: RollbackSettings, result: RollbackPlan, rolled: list[str], users: list[str],
+           restore_ops: list[FieldChange], configmap_changes: list[dict[str, Any]], evictable: list[Pod]) -> list[str]:
+    lines = [f"Plan: roll back time-slicing on {', '.join(rolled) or 'no node (cluster-level cleanup only)'}"]
+    lines += [f"  note: {n}" for n in result.notes]
+    lines += [f"  WARNING: {w}" for w in result.warnings]
+    for name in rolled:
+        node = state.nodes[name]
+        drained = sorted(p.ref for p in evictable if p.node == name)
+        lines.append(f"- {name}: " + ("cordon, " if not node.unschedulable else "already cordoned (stays so), ")
+                     + f"leave the shared pool, evict {len(drained)} shared pod(s)"
+                     + (f" ({', '.join(drained)})" if drained else "") + ", back to whole cards, uncordon"
+                     + (" (only if this run cordoned it)" if node.unschedulable else ""))
+    for change in restore_ops:
+        lines.append(f"- ClusterPolicy {settings.clusterpolicy}: {change.path.removeprefix('/spec/')} "
+                     f"{json.dumps(change.before)} -> {json.dumps(change.after)} (only if it is still "
+                     f"{json.dumps(change.before)})")
+    if result.rolls_fleet:
+        gpu = [n.name for n in state.gpu_nodes]
+        lines.append(f"  the operator re-renders the device plugin and GFD: their pods restart on all {len(gpu)} GPU "
+                     f"nodes ({', '.join(gpu)}), one node at a time")
+    lines += [f"- {c['kind']} {c['namespace']}/{c['name']}: {c['why']}" for c in configmap_changes]
+    if users:
+        lines.append(f"- ClusterPolicy and ConfigMap stay: {', '.join(users)} still use(s) the shared config")
+    others = [n.name for n in state.gpu_nodes if n.name not in rolled]
+    lines.append("Not touched: " + (", ".join(others) or "no other GPU node")
+                 + (" (only the operator's roll above restarts pods there)" if result.rolls_fleet and others else ""))
+    lines.append(f"Record: ConfigMap {settings.namespace}/{result.record}, written before the first change")
+    return lines
+
+
+PHASES = ("cordon", "drain", "confirm", "restore node", "restore cluster", "verify", "uncordon")
+
+
+def progress(failed_task: str, stopped_after: str) -> dict[str, Any]:
+    """From the task a failed run stopped in ("<Phase> | ..."): the phases done and not done, and
+    whether the ClusterPolicy was touched. `stopped_after` is set when it was a rehearsal stop."""
+    phase = failed_task.split(" | ", 1)[0].strip().lower() if " | " in failed_task else ""
+    index = PHASES.index(phase) if phase in PHASES else -1
+    done = list(PHASES[:index + 1] if stopped_after else PHASES[:max(index, 0)])
+    if stopped_after == "clusterpolicy":
+        done = list(PHASES[:PHASES.index("restore cluster") + 1])
+    policy = ("restored" if "restore cluster" in done else
+              "partly restored (the re-run finishes it)" if phase == "restore cluster" else "untouched")
+    return {"done": done, "not_done": [p for p in PHASES if p not in done], "policy": policy,
+            "cordoned": "uncordon" not in done}

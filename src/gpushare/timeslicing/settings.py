@@ -1,0 +1,141 @@
+"""The enable runbook's inputs, checked beyond what the argument spec can say, and the device-
+plugin config they render to."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from gpushare import device_plugin_config as dpc
+from gpushare.model.node import Pool
+from gpushare.model.taints import Taint
+
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+DEFAULT_KEY = "default"
+# The no-sharing config every GPU node without a per-node label reads once the ClusterPolicy points
+# at the ConfigMap. No flags: the operator's MIG_STRATEGY environment keeps deciding MIG.
+DEFAULT_CONFIG = "version: v1\n"
+NOTHING = "Nothing was changed."
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in ("true", "yes", "on", "1")
+
+
+@dataclass(frozen=True)
+class Settings:
+    replicas: int
+    max_replicas: int
+    rename_by_default: bool
+    fail_requests_greater_than_one: bool
+    scope: str
+    confirm_cluster_scope: bool
+    configmap: str
+    key: str
+    override: str
+    pool: Pool
+    confirm_fleet_roll: bool
+    fleet_roll_confirm_above: int
+    confirm_operand_roll: bool
+    namespace: str
+    clusterpolicy: str
+
+    @classmethod
+    def of(cls, values: dict[str, Any]) -> Settings:
+        """From the role's variables (already type-checked by its argument spec)."""
+        override = values.get("config_override") or ""
+        if isinstance(override, dict):
+            override = yaml.safe_dump(override, default_flow_style=False, sort_keys=False)
+        taint = ({"key": values["pool_taint_key"], "value": values.get("pool_taint_value", "")}
+                 if _bool(values.get("pool_taint", True)) else None)
+        return cls(
+            replicas=int(values.get("replicas", 2)), max_replicas=int(values.get("max_replicas", 16)),
+            rename_by_default=_bool(values.get("rename_by_default", True)),
+            fail_requests_greater_than_one=_bool(values.get("fail_requests_greater_than_one", True)),
+            scope=str(values.get("scope", "node")), confirm_cluster_scope=_bool(values.get("confirm_cluster_scope")),
+            configmap=str(values["configmap_name"]), key=str(values["config_key"]), override=str(override),
+            pool=Pool.of({"label_key": values["pool_label_key"], "label_value": values["pool_label_value"],
+                          "taint": taint}),
+            confirm_fleet_roll=_bool(values.get("confirm_fleet_roll")),
+            fleet_roll_confirm_above=int(values.get("fleet_roll_confirm_above", 10)),
+            confirm_operand_roll=_bool(values.get("confirm_operand_roll")),
+            namespace=str(values["namespace"]), clusterpolicy=str(values["clusterpolicy_name"]),
+        )
+
+    @property
+    def pool_taint(self) -> Taint | None:
+        return self.pool.taint
+
+    def shared_config(self) -> str:
+        """The config text that goes under `key`: the override as given, else the seed's."""
+        if self.override:
+            return self.override
+        return yaml.safe_dump({
+            "version": "v1",
+            "flags": {"migStrategy": "none"},
+            "sharing": {"timeSlicing": {
+                "renameByDefault": self.rename_by_default,
+                "failRequestsGreaterThanOne": self.fail_requests_greater_than_one,
+                "resources": [{"name": "nvidia.com/gpu", "replicas": self.replicas}],
+            }},
+        }, default_flow_style=False, sort_keys=False)
+
+    def problems(self) -> list[str]:
+        """Every input problem, each one actionable; empty when the inputs are good."""
+        problems = []
+        if self.max_replicas < 2:
+            problems.append(f"timeslicing_max_replicas must be at least 2, got {self.max_replicas}.")
+        if not self.override and self.replicas > self.max_replicas:
+            problems.append(
+                f"timeslicing_replicas={self.replicas} is above the bound of {self.max_replicas} shares per GPU: "
+                "time-slicing gives no memory or fault isolation, and every pod on a card waits for all the others. "
+                f"Use at most {self.max_replicas}, or raise timeslicing_max_replicas deliberately.")
+        if self.scope == "cluster" and not self.confirm_cluster_scope:
+            problems.append(
+                "timeslicing_scope=cluster changes EVERY GPU node of the cluster at once (the ClusterPolicy's default "
+                "device-plugin config), not only the limited node(s). Confirm with -e timeslicing_confirm_cluster_scope=true, "
+                "or keep timeslicing_scope=node (the default) to try time-slicing on the limited node(s) only.")
+        if not DNS_SUBDOMAIN.match(self.configmap):
+            problems.append(f"timeslicing_configmap_name {self.configmap!r} is not a valid ConfigMap name (a DNS subdomain).")
+        if self.key == DEFAULT_KEY:
+            problems.append("timeslicing_config_key must not be `default`: that key is the no-sharing config every "
+                            "other GPU node uses; keep the seed's `shared`.")
+        elif not self.key or not LABEL_VALUE.match(self.key):
+            problems.append(f"timeslicing_config_key {self.key!r} must be a valid label value (it becomes the node "
+                            "label nvidia.com/device-plugin.config).")
+        if not LABEL_KEY.match(self.pool.label_key) or not LABEL_VALUE.match(self.pool.label_value):
+            problems.append(f"the pool label {self.pool.label_key}={self.pool.label_value} is not a valid label.")
+        taint = self.pool.taint
+        if taint and (not LABEL_KEY.match(taint.key) or not LABEL_VALUE.match(taint.value)):
+            problems.append(f"the pool taint {taint} is not a valid taint (key and value follow the label rules).")
+        problems += self.config_problems()
+        return problems
+
+    def config_problems(self) -> list[str]:
+        text = self.shared_config()
+        source = "timeslicing_config_override" if self.override else "the rendered config"
+        try:
+            parsed = dpc.parse(text)
+        except dpc.ConfigError as err:
+            advice = (" Use at least 2 shares per GPU (1 means no sharing)." if "replicas must be >= 2" in str(err)
+                      else "")
+            return [f"The device plugin would refuse {source} for key `{self.key}`.{advice} Its error: {err}"]
+        problems = [f"{source}: {p} (the device plugin would silently ignore it)" for p in dpc.lint(text)]
+        if parsed.sharing.strategy != "time-slicing":
+            problems.append(f"{source} gives sharing strategy `{parsed.sharing.strategy}`, not time-slicing of "
+                            "nvidia.com/gpu: this runbook only enables time-slicing.")
+        return problems
+
+    def sharing(self) -> dpc.Sharing:
+        return dpc.parse(self.shared_config()).sharing
+
+    @property
+    def resource(self) -> str:
+        return "nvidia.com/gpu.shared" if self.sharing().rename_by_default else "nvidia.com/gpu"

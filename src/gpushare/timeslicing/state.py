@@ -1,0 +1,107 @@
+"""The cluster as the time-slicing runbooks read it in one go at the start of a phase."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpushare.model.node import Node
+from gpushare.model.operands import CONFIG_READERS, DEVICE_PLUGIN, Operand, OperandPod
+from gpushare.timeslicing.records import Record
+
+ASSET_TOLERATIONS = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+@dataclass
+class ClusterState:
+    namespace_exists: bool
+    clusterpolicy: dict[str, Any] | None
+    clusterpolicy_served: bool
+    nodes: dict[str, Node]
+    configmaps: dict[str, dict[str, Any]]
+    operands: dict[str, Operand]
+    pods: list[OperandPod]
+    lease: dict[str, Any] | None
+    records: list[Record] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, read: dict[str, Any]) -> ClusterState:
+        """From a `gpushare_read` result with keys namespace, clusterpolicy, nodes, configmaps,
+        daemonsets, pods, lease (missing kinds come as None)."""
+        configmaps = {c["metadata"]["name"]: c for c in read.get("configmaps") or []}
+        return cls(
+            namespace_exists=bool(read.get("namespace")),
+            clusterpolicy=read.get("clusterpolicy"),
+            clusterpolicy_served="clusterpolicy" not in (read.get("not_served") or []),
+            nodes={n["metadata"]["name"]: Node(n) for n in read.get("nodes") or []},
+            configmaps=configmaps,
+            operands={d["metadata"]["name"]: Operand(d) for d in read.get("daemonsets") or []},
+            pods=[OperandPod(p) for p in read.get("pods") or []],
+            lease=read.get("lease"),
+            records=sorted((Record.of(c) for c in configmaps.values() if Record.is_record(c)), key=lambda r: r.name),
+        )
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return (self.clusterpolicy or {}).get("spec") or {}
+
+    @property
+    def plugin_config(self) -> tuple[str, str]:
+        """(ConfigMap name, default key) the ClusterPolicy points the device plugin at."""
+        config = (self.spec.get("devicePlugin") or {}).get("config") or {}
+        return str(config.get("name") or ""), str(config.get("default") or "")
+
+    @property
+    def operand_tolerations(self) -> list[dict[str, Any]]:
+        """What every operand DaemonSet tolerates: spec.daemonsets.tolerations when set, else the
+        assets' own (gpu-operator applyCommonDaemonsetConfig replaces them only when non-empty)."""
+        return list((self.spec.get("daemonsets") or {}).get("tolerations") or ASSET_TOLERATIONS)
+
+    @property
+    def driver_auto_upgrade(self) -> bool:
+        driver = self.spec.get("driver") or {}
+        return driver.get("enabled", True) is not False and bool((driver.get("upgradePolicy") or {}).get("autoUpgrade"))
+
+    @property
+    def gpu_nodes(self) -> list[Node]:
+        return sorted((n for n in self.nodes.values() if n.gpu_present), key=lambda n: n.name)
+
+    def config_readers(self) -> list[Operand]:
+        """The operand DaemonSets that read the device-plugin config, as the operator rendered them."""
+        return [self.operands[name] for name in CONFIG_READERS if name in self.operands]
+
+    def operand_pods(self, node: str, daemonset: str) -> list[OperandPod]:
+        return [p for p in self.pods if p.node == node and p.daemonset == daemonset]
+
+    @property
+    def device_plugin(self) -> Operand | None:
+        return self.operands.get(DEVICE_PLUGIN)
+
+    def configmap_data(self, name: str) -> dict[str, str]:
+        return dict((self.configmaps.get(name) or {}).get("data") or {})
+
+    def managed_keys(self, name: str) -> list[str]:
+        annotations = ((self.configmaps.get(name) or {}).get("metadata") or {}).get("annotations") or {}
+        return [k for k in (annotations.get("gpushare.io/managed-keys") or "").split(",") if k]
+
+    def interrupted(self, runbook: str | None = None) -> list[Record]:
+        return [r for r in self.records if r.state == "in-progress" and (runbook is None or r.runbook == runbook)]
+
+
+def operator_problems(state: ClusterState, namespace: str, clusterpolicy: str) -> list[str]:
+    """What is missing of the GPU Operator for a runbook to work; empty when it is all there."""
+    if not state.namespace_exists:
+        return [f"Namespace {namespace!r} does not exist, so the GPU Operator is not installed there: set "
+                "gpu_operator_namespace to its namespace (gpu-operator in NVIDIA's docs, nvidia-gpu-operator on NVIDIA's "
+                "cloud-native stack and OpenShift)."]
+    if not state.clusterpolicy_served:
+        return ["The ClusterPolicy API (nvidia.com/v1) is not served by this cluster: the GPU Operator is not installed."]
+    if state.clusterpolicy is None:
+        return [f"ClusterPolicy {clusterpolicy!r} not found (cluster-scoped, nvidia.com/v1): the GPU Operator's "
+                "chart creates it; restore it, or set gpu_operator_clusterpolicy_name to the one this cluster uses "
+                "(kubectl get clusterpolicies.nvidia.com)."]
+    if state.device_plugin is None:
+        return [f"DaemonSet {namespace}/nvidia-device-plugin-daemonset not found: the operator has not rendered "
+                f"the device plugin (is spec.devicePlugin.enabled true in ClusterPolicy {clusterpolicy}, and is "
+                "the operator running?)."]
+    return []
