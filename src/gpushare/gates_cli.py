@@ -1,4 +1,4 @@
-"""`gpushare gate`: evaluate the release gates from a metrics file or from Prometheus."""
+"""`gpushare gate`: the release gates of a time-slicing trial, from a metrics file or from Prometheus."""
 
 from __future__ import annotations
 
@@ -17,29 +17,66 @@ from gpushare.gates.thresholds import load_thresholds
 from gpushare.gates.timespec import format_duration, format_time, parse_duration, parse_time
 
 _NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
-EPILOG = "exit status: 0 continue, 3 rollback, 4 hold (not enough data), 2 bad input"
+DESCRIPTION = """\
+Evaluate the release gates of a time-slicing trial - throughput per physical
+GPU, P99 latency, OOM kills, restarts, correlated failures, Xid errors, queue
+time - against the operator's SLOs. Each gate says continue, hold (not enough
+data) or rollback, with its reason; the most severe is the verdict. Missing
+data never continues."""
+EPILOG = """\
+examples:
+  gpushare gate --metrics examples/gates/metrics-continue.json \\
+      --thresholds examples/gates/thresholds.yaml
+  gpushare gate --prometheus http://prometheus:9090 --window 1h --node gpu-a \\
+      --thresholds examples/gates/thresholds.yaml --format json
+
+exit status: 0 continue, 3 rollback, 4 hold (not enough data, or Prometheus
+did not answer), 2 bad input (nothing was evaluated)"""
 
 
 def register(commands: argparse._SubParsersAction) -> None:
     gate = commands.add_parser(
-        "gate", help="evaluate the release gates: continue, hold or rollback", description=__doc__, epilog=EPILOG
+        "gate", help="evaluate the release gates: continue, hold or rollback", description=DESCRIPTION,
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     source = gate.add_mutually_exclusive_group(required=True)
-    source.add_argument("--metrics", type=Path, metavar="FILE", help='JSON {"baseline": {...}, "trial": {...}}')
-    source.add_argument("--prometheus", metavar="URL", help="Prometheus base URL, e.g. http://prometheus:9090")
-    gate.add_argument("--thresholds", type=Path, required=True, metavar="FILE", help="thresholds YAML")
-    gate.add_argument("--window", metavar="DURATION", help="trial length, e.g. 1h (with --prometheus)")
-    gate.add_argument(
-        "--baseline-window", metavar="DURATION", help="whole-card baseline right before the trial (default 7d)"
+    source.add_argument(
+        "--metrics", type=Path, metavar="FILE",
+        help='the trial\'s metrics as JSON {"baseline": {...}, "trial": {...}} (see examples/gates/metrics-*.json)',
+    )
+    source.add_argument(
+        "--prometheus", metavar="URL",
+        help="read the metrics from this Prometheus (DCGM, kube-state-metrics, the workload's own), "
+        "e.g. http://prometheus:9090",
     )
     gate.add_argument(
-        "--trial-end", metavar="TIME", help="end of the trial: RFC 3339 or unix seconds (default: now)"
+        "--thresholds", type=Path, required=True, metavar="FILE",
+        help="the operator's SLOs as YAML, every key explained in examples/gates/thresholds.yaml",
     )
     gate.add_argument(
-        "--node", action="append", default=[], metavar="NODE", help="only these nodes (repeatable; default all)"
+        "--window", metavar="DURATION", help="with --prometheus (required): the trial's length, e.g. 30m, 1h, 1d"
     )
-    gate.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="per query (default 10)")
-    gate.add_argument("--format", choices=("table", "json"), default="table")
+    gate.add_argument(
+        "--baseline-window", metavar="DURATION",
+        help="with --prometheus: the whole-card baseline's length, right before the trial (default 7d)",
+    )
+    gate.add_argument(
+        "--trial-end", metavar="TIME",
+        help="with --prometheus: the trial's end, RFC 3339 with a zone or unix seconds (default: now)",
+    )
+    gate.add_argument(
+        "--node", action="append", default=[], metavar="NODE",
+        help="with --prometheus: count only the pods and GPUs of this node (repeat for several; default all)",
+    )
+    gate.add_argument(
+        "--timeout", type=float, default=10.0, metavar="SECONDS",
+        help="with --prometheus: how long to wait for each query (default 10)",
+    )
+    gate.add_argument(
+        "--format", choices=("table", "json"), default="table",
+        help="table (default): one row per gate with its reason, threshold and values, at most 120 columns; "
+        "json: {verdict, error, source, gates: [{name, status, observed, threshold, reason}]} for scripts",
+    )
     gate.set_defaults(handler=cmd_gate)
 
 

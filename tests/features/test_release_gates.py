@@ -1,4 +1,5 @@
-"""Steps for features/release_gates.feature: `gpushare gate` against the gate-case Prometheus."""
+"""Steps for features/release_gates.feature: `gpushare gate` against the gate-case Prometheus, and
+on metrics files written from the operator's numbers with the shipped thresholds."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import yaml
@@ -15,6 +17,8 @@ from gpushare.cli import main
 from tests.prometheus_fixture import THRESHOLDS, TRIAL_END, serve_gate_cases
 
 scenarios("release_gates.feature")
+
+SHIPPED_THRESHOLDS = Path(__file__).resolve().parents[2] / "examples" / "gates" / "thresholds.yaml"
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,33 @@ def evaluate_gates(capsys, prometheus_url: str, thresholds_path: str, node: str,
     url = prometheus_url if state == "up" else _unanswered_url()
     code = main(["gate", "--prometheus", url, "--window", "1h", "--trial-end", str(TRIAL_END),
                  "--node", node, "--thresholds", thresholds_path, "--format", "json"])
+    return GateRun(code, json.loads(capsys.readouterr().out))
+
+
+@given(parsers.parse("the shipped thresholds with a P99 SLO of {slo:g} ms"), target_fixture="thresholds_path")
+def shipped_thresholds(tmp_path, slo: float) -> str:
+    document = yaml.safe_load(SHIPPED_THRESHOLDS.read_text())
+    path = tmp_path / "thresholds.yaml"
+    path.write_text(yaml.safe_dump({**document, "p99_slo_ms": slo}))
+    return str(path)
+
+
+@given(parsers.parse("a whole-card baseline of {throughput:g} requests/s per GPU, P99 {p99:g} ms and {queue:g} s "
+                     "queue time"), target_fixture="baseline")
+def whole_card_baseline(throughput: float, p99: float, queue: float) -> dict:
+    return {"throughput_per_gpu": throughput, "p99_ms": p99, "queue_time_s": queue,
+            "oom_kills": 0, "restarts": 0, "xid_errors": 0}
+
+
+@when(parsers.parse("the operator evaluates a trial of {throughput:g} requests/s per GPU with {queue:g} s queue time "
+                    "and P99 windows of {windows} ms"), target_fixture="gate_run")
+def evaluate_trial(capsys, tmp_path, thresholds_path: str, baseline: dict, throughput: float, queue: float,
+                   windows: str) -> GateRun:
+    trial = {**baseline, "throughput_per_gpu": throughput, "queue_time_s": queue,
+             "p99_ms": [float(value) for value in windows.split(",")], "correlated_failures": 0}
+    metrics = tmp_path / "metrics.json"
+    metrics.write_text(json.dumps({"baseline": baseline, "trial": trial}))
+    code = main(["gate", "--metrics", str(metrics), "--thresholds", thresholds_path, "--format", "json"])
     return GateRun(code, json.loads(capsys.readouterr().out))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 import yaml
 
 from gpushare.cli import main
-from tests.prometheus_fixture import CASES, THRESHOLDS, TRIAL_END, node, serve_gate_cases
+from tests.prometheus_fixture import CASES, THRESHOLDS, TRIAL_END, node, prometheus_server, serve_gate_cases
 
 pytestmark = pytest.mark.prometheus
 
@@ -27,7 +28,9 @@ EXPECTED: dict[str, tuple[dict[str, str], str]] = {
     "correlated": ({"restarts": "rollback", "correlated_failures": "rollback"}, "rollback"),
     "xid": ({"xid_errors": "rollback"}, "rollback"),
     "queue-flat": ({"queue_time_s": "rollback"}, "rollback"),
+    "latency-rise": ({}, "continue"),
     "jitter": ({"queue_time_s": "rollback"}, "rollback"),
+    "near-slo": ({"queue_time_s": "rollback"}, "rollback"),
     "no-latency": ({"p99_ms": "hold", "queue_time_s": "hold"}, "hold"),
 }
 EXIT_CODES = {"continue": 0, "rollback": 3, "hold": 4}
@@ -112,3 +115,41 @@ def test_queries_are_overridable(prometheus, tmp_path, capsys) -> None:
     assert "returned 4 series; aggregate it to one" in gate(report, "p99_ms")["reason"]
     assert "queries.restarts: Prometheus answered HTTP 400" in gate(report, "restarts")["reason"]
     assert (code, statuses(report)["p99_ms"], statuses(report)["restarts"]) == (4, "hold", "hold")
+
+
+@pytest.mark.parametrize(
+    ("case", "trial_p99", "used", "spread"),
+    [("latency-rise", 449.5, 0.5, 0.0), ("jitter", 449.25, 0.4975, 0.4975), ("near-slo", 499.5, 0.995, 0.0)],
+)
+def test_jitter_is_judged_against_the_headroom(prometheus, tmp_path, capsys, case, trial_p99, used, spread) -> None:
+    _, report = run_gate(capsys, prometheus, thresholds_file(tmp_path), "--node", node(case))
+    observed = gate(report, "queue_time_s")["observed"]
+    assert (observed["baseline_p99_ms"], observed["trial_p99_ms"]) == pytest.approx((399.0, trial_p99))
+    assert (observed["headroom_used"], observed["p99_spread"]) == pytest.approx((used, spread), abs=1e-3)
+
+
+def test_a_stopped_prometheus_is_reported_once_and_holds(tmp_path, capsys) -> None:
+    """A real Prometheus, stopped: one message with the URL and the error, every gate holds, exit 4."""
+    with prometheus_server(tmp_path / "empty-tsdb", tmp_path) as url:
+        pass
+    code = main(["gate", "--prometheus", url, "--window", "1h", "--trial-end", str(TRIAL_END),
+                 "--thresholds", thresholds_file(tmp_path)])
+    captured = capsys.readouterr()
+    assert code == 4 and captured.out.endswith("\nverdict: hold\n")
+    assert captured.out.count(f"Prometheus at {url} did not answer") == 1
+    assert captured.out.count("Connection refused") == 1 and "Connection refused" not in captured.err
+    rows = [line.split(None, 2) for line in captured.out.splitlines() if line.split()[:1] and line.split()[0] in GATES]
+    assert [name for name, _, _ in rows] == list(GATES)
+    assert all(status == "hold" and reason.endswith("data: Prometheus did not answer") for _, status, reason in rows)
+
+
+def test_a_prometheus_that_never_answers_times_out_once_and_holds(tmp_path, capsys) -> None:
+    """A port that accepts connections but never answers (a hung server): one timeout, not one per query."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        code, report = run_gate(capsys, url, thresholds_file(tmp_path), "--timeout", "1")
+    assert (code, report["verdict"]) == (4, "hold")
+    assert report["error"].startswith(f"Prometheus at {url} did not answer (timed out)")
+    assert {result["status"] for result in report["gates"]} == {"hold"}

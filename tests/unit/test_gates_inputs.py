@@ -107,8 +107,9 @@ def test_unreadable_metrics_file(tmp_path, content, message) -> None:
 
 def test_example_thresholds_load() -> None:
     thresholds = load_thresholds(EXAMPLES / "thresholds.yaml")
-    assert (thresholds.throughput_min_gain, thresholds.p99_slo_ms, thresholds.p99_breach_windows) == (0.1, 500, 3)
+    assert (thresholds.throughput_min_gain, thresholds.p99_slo_ms, thresholds.p99_breach_windows) == (0.1, 120, 3)
     assert (thresholds.max_new_xid, thresholds.latency_window_s) == (0, 300)
+    assert (thresholds.jitter_max_headroom_used, thresholds.jitter_max_spread) == (0.75, 0.25)
     assert thresholds.queries == DEFAULT_QUERIES
 
 
@@ -116,7 +117,8 @@ def test_defaults_and_query_override() -> None:
     thresholds = parse_thresholds(
         {**REQUIRED_THRESHOLDS, "latency_window": "10m", "queries": {"p99_ms": "max(my_p99[$window]) * 1000"}}
     )
-    assert (thresholds.max_extra_oom_kills, thresholds.queue_max_p99_increase) == (0, 0.10)
+    assert (thresholds.max_extra_oom_kills, thresholds.jitter_max_headroom_used, thresholds.jitter_max_spread) == (
+        0, 0.75, 0.25)
     assert thresholds.latency_window_s == 600
     assert thresholds.queries["p99_ms"] == "max(my_p99[$window]) * 1000"
     assert thresholds.queries["restarts"] == DEFAULT_QUERIES["restarts"]
@@ -135,6 +137,15 @@ def test_defaults_and_query_override() -> None:
         pytest.param({"max_new_xid": True}, "max_new_xid is True", id="bool"),
         pytest.param({"max_extra_restarts": -1}, "max_extra_restarts is -1; expected a count", id="negative-count"),
         pytest.param({"queue_time_min_drop": 1.5}, "between 0 and 1", id="fraction-above-1"),
+        pytest.param({"jitter_max_headroom_used": 1.2},
+                     "jitter_max_headroom_used is 1.2; expected a fraction between 0 and 1 of the room",
+                     id="used-above-1"),
+        pytest.param({"jitter_max_spread": -0.1}, "jitter_max_spread is -0.1; expected a fraction between 0 and 1",
+                     id="negative-spread"),
+        pytest.param({"jitter_max_spread": "25%"}, "jitter_max_spread is '25%'", id="spread-as-text"),
+        pytest.param({"queue_max_p99_increase": 0.1},
+                     "queue_max_p99_increase is no longer used: run-time jitter is judged against the SLO headroom "
+                     "now; set jitter_max_headroom_used and jitter_max_spread", id="retired-key"),
         pytest.param({"throughput_min_gain": float("inf")}, "throughput_min_gain is inf", id="infinite"),
         pytest.param({"latency_window": "5 minutes"}, "latency_window: '5 minutes' is not a duration", id="duration"),
         pytest.param({"queries": ["x"]}, "queries must map metric keys", id="queries-not-mapping"),

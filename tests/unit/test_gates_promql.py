@@ -7,7 +7,7 @@ import socket
 import pytest
 
 from gpushare.gates.model import GateInputError, Thresholds
-from gpushare.gates.prometheus import PrometheusClient, QueryError, QueryPlan, _single_value, collect
+from gpushare.gates.prometheus import PrometheusClient, QueryError, QueryPlan, Unreachable, _single_value, collect
 from gpushare.gates.queries import DEFAULT_QUERIES, render
 from gpushare.gates.timespec import format_duration, parse_duration, parse_time
 
@@ -19,6 +19,7 @@ class RecordingClient:
     """Answers every query with `answer(query, at)` and records what was asked."""
 
     url = "http://prometheus.test"
+    unreachable: str | None = None
 
     def __init__(self, answer) -> None:
         self.answer = answer
@@ -134,13 +135,39 @@ def unused_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_unreachable_prometheus_is_remembered(unused_port) -> None:
-    client = PrometheusClient(f"http://127.0.0.1:{unused_port}", timeout_s=2)
-    with pytest.raises(QueryError, match="did not answer") as first:
+def test_unreachable_prometheus_is_asked_once(unused_port) -> None:
+    url = f"http://127.0.0.1:{unused_port}"
+    client = PrometheusClient(url, timeout_s=2)
+    with pytest.raises(Unreachable, match="^Prometheus did not answer$"):
         client.value("up", END)
-    with pytest.raises(QueryError) as second:
+    assert client.unreachable.startswith(f"Prometheus at {url} did not answer (")
+    assert "Connection refused" in client.unreachable
+    first = client.unreachable
+    with pytest.raises(Unreachable):
         client.value("up", END)
-    assert str(second.value) == str(first.value)
+    assert client.unreachable == first
+
+
+def test_collect_reports_an_unreachable_prometheus_once() -> None:
+    client = RecordingClient(lambda query, at: None)
+
+    def unreachable(query: str, at: float) -> float | None:
+        client.calls.append((query, at))
+        client.unreachable = "Prometheus at http://p did not answer (timed out): check the URL"
+        raise Unreachable()
+
+    client.value = unreachable
+    plan = QueryPlan(url="http://p", trial_end=END, window_s=3600, baseline_window_s=86400)
+    observations = collect(plan, THRESHOLDS, client)
+    assert observations.error == "Prometheus at http://p did not answer (timed out): check the URL"
+    gaps = {**observations.trial.gaps, **observations.baseline.gaps}
+    assert set(gaps.values()) == {"Prometheus did not answer"}
+    assert "p99_ms" in observations.trial.gaps and "queue_time_s" in observations.baseline.gaps
+
+
+def test_collect_without_trouble_has_no_error() -> None:
+    plan = QueryPlan(url="http://p", trial_end=END, window_s=3600, baseline_window_s=86400)
+    assert collect(plan, THRESHOLDS, RecordingClient(lambda query, at: 1.0)).error is None
 
 
 @pytest.mark.parametrize(

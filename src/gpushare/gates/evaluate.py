@@ -7,7 +7,7 @@ cannot decide yet, and `continue` otherwise. Missing data is always `hold`, neve
 from __future__ import annotations
 
 import math
-from statistics import fmean
+from statistics import fmean, pstdev
 
 from gpushare.gates.model import SEVERITY, GateResult, Observations, Report, Side, Thresholds
 
@@ -25,7 +25,7 @@ def evaluate(observations: Observations, thresholds: Thresholds) -> Report:
     if trial.correlated_failures is not None or "correlated_failures" in trial.gaps:
         gates.insert(4, correlated_gate(trial, thresholds))
     verdict = next(status for status in SEVERITY if any(gate.status == status for gate in gates))
-    return Report(verdict=verdict, gates=tuple(gates), source=observations.source)
+    return Report(verdict=verdict, gates=tuple(gates), source=observations.source, error=observations.error)
 
 
 def throughput_gate(baseline: Side, trial: Side, thresholds: Thresholds) -> GateResult:
@@ -79,7 +79,7 @@ def count_gate(name: str, label: str, baseline: Side, trial: Side, allowed: floa
     if base is None or now is None:
         return GateResult(name, "hold", observed, threshold, _no_data(baseline, trial, name))
     extra = now - base
-    if extra > allowed and not _close(extra, allowed):
+    if _above(extra, allowed):
         return GateResult(name, "rollback", observed, threshold, f"{label} above baseline: {_num(now)} vs {_num(base)}")
     return GateResult(name, "continue", observed, threshold, f"{label} not above baseline: {_num(now)} vs {_num(base)}")
 
@@ -108,9 +108,15 @@ def xid_gate(baseline: Side, trial: Side, thresholds: Thresholds) -> GateResult:
 
 
 def queue_gate(baseline: Side, trial: Side, thresholds: Thresholds) -> GateResult:
-    name = "queue_time_s"
-    drop, jitter = thresholds.queue_time_min_drop, thresholds.queue_max_p99_increase
-    threshold = f"trial mean falling{f' by >= {drop:.0%}' if drop else ''}; mean P99 rise <= {jitter:.0%}"
+    """Queue time must fall, and not merely turn into run-time jitter: the trial's P99 must not use
+    up most of the room between the baseline's P99 and the SLO, must stay steady across windows,
+    and the wait saved must outweigh the latency added."""
+    name, slo, drop = "queue_time_s", thresholds.p99_slo_ms, thresholds.queue_time_min_drop
+    max_used, max_spread = thresholds.jitter_max_headroom_used, thresholds.jitter_max_spread
+    threshold = (
+        f"mean falling{f' by >= {drop:.0%}' if drop else ''}; P99 windows within the SLO: mean rise "
+        f"<= {_pct(max_used)} and sd <= {_pct(max_spread)} of the baseline's headroom; wait + P99 falling"
+    )
     observed: dict[str, object] = {"baseline": _mean(baseline.queue_time_s), "trial": _mean(trial.queue_time_s)}
     if not baseline.queue_time_s or not trial.queue_time_s:
         return GateResult(name, "hold", observed, threshold, _no_data(baseline, trial, name))
@@ -127,14 +133,52 @@ def queue_gate(baseline: Side, trial: Side, thresholds: Thresholds) -> GateResul
         )
     base_p99, now_p99 = fmean(baseline.p99_ms), fmean(trial.p99_ms)
     observed |= {"baseline_p99_ms": base_p99, "trial_p99_ms": now_p99}
-    allowed = base_p99 * (1 + jitter)
-    if now_p99 > allowed and not _close(now_p99, allowed):
+    headroom = slo - base_p99
+    if headroom <= 0:
+        return GateResult(
+            name, "hold", observed, threshold,
+            f"queue time falling ({change}) but the baseline's P99 {_num(base_p99)} ms is not below the "
+            f"{_num(slo)} ms SLO: no headroom to judge run-time jitter against; check p99_slo_ms",
+        )
+    # Windows above the SLO are the p99_ms gate's to judge (hold, or rollback after
+    # p99_breach_windows in a row); jitter is judged on the windows within it.
+    within = [value for value in trial.p99_ms if not _above(value, slo)]
+    above = len(trial.p99_ms) - len(within)
+    if not within:
+        return GateResult(
+            name, "hold", observed, threshold,
+            f"queue time falling ({change}) but every P99 window is above the SLO: the p99_ms gate decides",
+        )
+    level, sd = fmean(within), pstdev(within)
+    used, spread = (level - base_p99) / headroom, sd / headroom
+    observed |= {"headroom_used": round(used, 6), "p99_spread": round(spread, 6)}
+    room = f"the {_num(headroom)} ms headroom to the {_num(slo)} ms SLO"
+    left = f" ({above} window(s) above the SLO left to the p99_ms gate)" if above else ""
+    problems = []
+    if _above(spread, max_spread):
+        problems.append(
+            f"P99 swings {_num(min(within))}-{_num(max(within))} ms across windows, "
+            f"sd {_num(sd)} ms = {_pct(spread)} of {room} (at most {_pct(max_spread)})"
+        )
+    if _above(used, max_used):
+        problems.append(
+            f"mean P99 rose {_num(base_p99)} -> {_num(level)} ms, {_pct(used)} of {room} (at most {_pct(max_used)})"
+        )
+    saved_ms, added_ms = (base - now) * 1000, now_p99 - base_p99
+    if not _above(saved_ms, added_ms):
+        problems.append(
+            f"the wait fell {_num(saved_ms)} ms and mean P99 rose {_num(added_ms)} ms: wait + P99 did not fall"
+        )
+    if problems:
         return GateResult(
             name, "rollback", observed, threshold,
-            f"queue time fell ({change}) but mean P99 rose {_num(base_p99)} -> {_num(now_p99)} ms: "
-            "the wait only turned into run-time jitter",
+            f"queue time fell ({change}) but {'; '.join(problems)}: the wait only turned into run-time jitter{left}",
         )
-    return GateResult(name, "continue", observed, threshold, f"queue time falling: {change}")
+    return GateResult(
+        name, "continue", observed, threshold,
+        f"queue time falling ({change}); mean P99 {_num(base_p99)} -> {_num(level)} ms uses {_pct(max(used, 0))} "
+        f"of {room}, sd {_pct(spread)} of it{left}",
+    )
 
 
 def longest_run(flags: list[bool]) -> int:
@@ -156,6 +200,15 @@ def _no_data(baseline: Side | None, trial: Side, key: str) -> str:
 def _close(a: float, b: float) -> bool:
     """Equal up to floating-point noise, so values exactly at a boundary land on its documented side."""
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def _above(value: float, limit: float) -> bool:
+    """Above the limit beyond floating-point noise: a value at the limit is within it."""
+    return value > limit and not _close(value, limit)
+
+
+def _pct(fraction: float) -> str:
+    return f"{fraction * 100:.3g}%"
 
 
 def _mean(values: tuple[float, ...]) -> float | None:

@@ -43,6 +43,7 @@ class Observations:
     baseline: Side
     trial: Side
     source: dict[str, object]
+    error: str | None = None  # why no data came at all (Prometheus unreachable), reported once
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,8 @@ class Thresholds:
     max_extra_restarts: float = 0
     max_correlated_failures: int = 0
     queue_time_min_drop: float = 0.0
-    queue_max_p99_increase: float = 0.10
+    jitter_max_headroom_used: float = 0.75
+    jitter_max_spread: float = 0.25
     latency_window_s: int = 300
     queries: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_QUERIES))
 
@@ -76,6 +78,7 @@ class Report:
     verdict: Status
     gates: tuple[GateResult, ...]
     source: dict[str, object]
+    error: str | None = None
 
     @property
     def exit_code(self) -> int:

@@ -3,7 +3,8 @@
 The trial is `(trial_end - window, trial_end]`; the baseline is the `baseline_window` right
 before it. P99 and queue time are read once per latency window over the trial, and once over
 the whole baseline. Baseline counts are scaled to the trial's length so both sides compare.
-A query that fails or returns no series leaves a gap that makes its gate hold.
+A query that fails or returns no series leaves a gap that makes its gate hold; a Prometheus
+that does not answer is asked once, and the report says so once (`Observations.error`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,13 @@ from gpushare.gates.timespec import format_duration, format_time
 
 class QueryError(Exception):
     """A query that produced no usable value; the message is the gate's hold reason."""
+
+
+class Unreachable(QueryError):
+    """Prometheus did not answer at all; `client.unreachable` holds the URL and the error."""
+
+    def __str__(self) -> str:
+        return "Prometheus did not answer"
 
 
 @dataclass(frozen=True)
@@ -45,12 +53,12 @@ class PrometheusClient:
     def __init__(self, url: str, timeout_s: float) -> None:
         self.url = url.rstrip("/")
         self.timeout_s = timeout_s
-        self._down: str | None = None
+        self.unreachable: str | None = None
 
     def value(self, query: str, at: float) -> float | None:
         """The single value of `query` at unix time `at`; None when it returns no series or NaN."""
-        if self._down:
-            raise QueryError(self._down)
+        if self.unreachable:
+            raise Unreachable()
         form = urlencode({"query": query, "time": f"{at:.3f}"}).encode()
         try:
             with urlopen(Request(f"{self.url}/api/v1/query", data=form), timeout=self.timeout_s) as response:
@@ -58,8 +66,11 @@ class PrometheusClient:
         except HTTPError as err:
             raise QueryError(f"Prometheus answered HTTP {err.code}: {_error_text(err)}") from None
         except (URLError, OSError) as err:
-            self._down = f"Prometheus at {self.url} did not answer ({getattr(err, 'reason', err)})"
-            raise QueryError(self._down) from None
+            self.unreachable = (
+                f"Prometheus at {self.url} did not answer ({getattr(err, 'reason', err)}): check the URL and "
+                "that Prometheus is running, then evaluate again; gates without data hold"
+            )
+            raise Unreachable() from None
         except json.JSONDecodeError:
             raise QueryError(f"{self.url} did not answer with Prometheus JSON; check the URL") from None
         return _single_value(body)
@@ -93,7 +104,7 @@ def collect(plan: QueryPlan, thresholds: Thresholds, client: PrometheusClient | 
     }
     if plan.nodes:
         source["nodes"] = list(plan.nodes)
-    return Observations(baseline=baseline, trial=trial, source=source)
+    return Observations(baseline=baseline, trial=trial, source=source, error=client.unreachable)
 
 
 class _Reader:
@@ -116,7 +127,7 @@ class _Reader:
         try:
             value = self.client.value(render(self.queries[key], format_duration(window_s), self.nodes), at)
         except QueryError as err:
-            gaps[key] = f"queries.{key}: {err}"
+            gaps[key] = _gap(key, err)
             return None
         if value is None:
             gaps[key] = f"queries.{key} returned no series for {format_duration(window_s)} up to {format_time(at)}"
@@ -131,13 +142,17 @@ class _Reader:
                 if value is not None:
                     values.append(value)
         except QueryError as err:
-            gaps[key] = f"queries.{key}: {err}"
+            gaps[key] = _gap(key, err)
             return ()
         if not values:
             gaps[key] = (
                 f"queries.{key} returned no series in any of {len(ends)} window(s) up to {format_time(ends[-1])}"
             )
         return tuple(values)
+
+
+def _gap(key: str, err: QueryError) -> str:
+    return str(err) if isinstance(err, Unreachable) else f"queries.{key}: {err}"
 
 
 def _scale_counts(side: Side, factor: float) -> Side:

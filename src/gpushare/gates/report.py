@@ -1,4 +1,4 @@
-"""Gate reports for people (a table) and for machines (JSON, read by the playbook)."""
+"""Gate reports for people (a table that fits 120 columns) and for machines (JSON, read by the playbook)."""
 
 from __future__ import annotations
 
@@ -6,23 +6,35 @@ import json
 from dataclasses import asdict
 
 from gpushare.gates.model import Report
-from gpushare.table import render_table
+from gpushare.table import render_table, wrap
+
+WIDTH = 120
 
 
 def to_json(report: Report) -> str:
     return json.dumps(
-        {"verdict": report.verdict, "source": report.source, "gates": [asdict(gate) for gate in report.gates]},
+        {
+            "verdict": report.verdict, "error": report.error, "source": report.source,
+            "gates": [asdict(gate) for gate in report.gates],
+        },
         indent=2,
     )
 
 
 def to_table(report: Report) -> str:
+    """One row per gate: its reason, then its threshold and the values it saw; the verdict last."""
     rows = [
-        (gate.name, gate.status, _observed(gate.observed), gate.threshold, gate.reason) for gate in report.gates
+        (gate.name, gate.status, f"{gate.reason}\nthreshold: {gate.threshold}\nobserved: {_observed(gate.observed)}")
+        for gate in report.gates
     ]
-    source = ", ".join(f"{key} {_short(value)}" for key, value in report.source.items())
-    table = render_table(("GATE", "STATUS", "OBSERVED", "THRESHOLD", "REASON"), rows)
-    return f"{table}\n\nverdict: {report.verdict}  ({source})"
+    table = render_table(("GATE", "STATUS", "REASON, THRESHOLD, OBSERVED"), rows, width=WIDTH)
+    footer = [("error", report.error)] if report.error else []
+    footer += [
+        ("source", ", ".join(f"{key} {_short(value)}" for key, value in report.source.items())),
+        ("verdict", report.verdict),
+    ]
+    lines = [line for label, text in footer for line in wrap(f"{label + ':':<9}{text}", WIDTH, " " * 9)]
+    return table + "\n\n" + "\n".join(lines)
 
 
 def _observed(values: dict[str, object]) -> str:

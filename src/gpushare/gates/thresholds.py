@@ -12,6 +12,7 @@ from gpushare.gates.model import GateInputError, Thresholds
 from gpushare.gates.queries import DEFAULT_QUERIES, PLACEHOLDERS
 from gpushare.gates.timespec import parse_duration
 
+_OF_HEADROOM = "a fraction between 0 and 1 of the room from the baseline's P99 to the SLO"
 # key -> (kind, lower bound, upper bound or None, help); required keys have no default in Thresholds.
 _FIELDS: dict[str, tuple[type, float, float | None, str]] = {
     "throughput_min_gain": (float, 0, None, "a fraction such as 0.10 for +10%"),
@@ -22,7 +23,13 @@ _FIELDS: dict[str, tuple[type, float, float | None, str]] = {
     "max_extra_restarts": (float, 0, None, "a count, 0 or more"),
     "max_correlated_failures": (int, 0, None, "a whole number, 0 or more"),
     "queue_time_min_drop": (float, 0, 1, "a fraction between 0 and 1"),
-    "queue_max_p99_increase": (float, 0, None, "a fraction such as 0.10 for +10%"),
+    "jitter_max_headroom_used": (float, 0, 1, _OF_HEADROOM),
+    "jitter_max_spread": (float, 0, 1, _OF_HEADROOM),
+}
+# Keys older thresholds files may still carry, with what replaced them.
+_RETIRED = {
+    "queue_max_p99_increase": "run-time jitter is judged against the SLO headroom now; "
+    "set jitter_max_headroom_used and jitter_max_spread instead (see examples/gates/thresholds.yaml)",
 }
 REQUIRED = ("throughput_min_gain", "p99_slo_ms", "p99_breach_windows")
 
@@ -40,6 +47,9 @@ def load_thresholds(path: Path) -> Thresholds:
 def parse_thresholds(document: object) -> Thresholds:
     if not isinstance(document, dict):
         raise GateInputError("thresholds: expected a mapping of keys such as p99_slo_ms: 500")
+    retired = sorted(key for key in _RETIRED if key in document)
+    if retired:
+        raise GateInputError(f"thresholds: {retired[0]} is no longer used: {_RETIRED[retired[0]]}")
     known = {*_FIELDS, "latency_window", "queries"}
     unknown = sorted(str(key) for key in set(document) - known)
     if unknown:
