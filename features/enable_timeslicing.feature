@@ -39,13 +39,44 @@ Feature: Enabling time-slicing on a trial node
     And node "gpu-node-2" has label "nvidia.com/gpu.product" set to "NVIDIA-H100-80GB-HBM3-SHARED"
     And every GPU node not targeted is exactly as before
 
-  Scenario: Raising the shares of a shared node restarts the device plugin and nothing else
+  Scenario: Raising the shares of a shared node restarts that node's device plugin and GFD, and nothing else
     Given the trial node is "gpu-node"
     And time-slicing is enabled on the trial node with 2 replicas
+    And the state of every GPU node is recorded
     When the operator enables time-slicing with 4 replicas
     Then the run succeeds
-    And the run does restart the device plugin
+    And the run restarted the device plugin and GFD on "gpu-node" only
     And the run leaves the ClusterPolicy as it was
     And node "gpu-node" advertises 4 "nvidia.com/gpu.shared"
     And node "gpu-node" has label "nvidia.com/gpu.replicas" set to "4"
+    And the GFD labels of every GPU node match what it advertises
     And every GPU node not targeted is exactly as before
+
+  Scenario: Once the cluster is prepared, a second trial node is a change of that node only
+    Given time-slicing is enabled on "gpu-node" with 2 replicas
+    And the state of every GPU node is recorded
+    And the trial node is "gpu-node-2"
+    When the operator enables time-slicing with 2 replicas
+    Then the run succeeds
+    And node "gpu-node-2" advertises 16 "nvidia.com/gpu.shared"
+    And on every GPU node not targeted, no operand pod was restarted
+    And the run leaves the ClusterPolicy as it was
+    And every GPU node not targeted is exactly as before
+
+  Scenario: The first trial restarts the device plugin and GFD elsewhere, as its plan says, and nothing else
+    Given the trial node is "gpu-node"
+    When the operator enables time-slicing with 2 replicas
+    Then the run succeeds
+    And the output says "their pods restart on all 3 GPU nodes (gpu-node, gpu-node-2, gpu-node-mig)"
+    And on every GPU node not targeted, no operand pod was restarted, but the device plugin and GFD
+    And the driver DaemonSet's template is unchanged and no node was cordoned
+    And every GPU node not targeted is exactly as before
+
+  Scenario: A run shows its plan, its writes and a summary, in a screenful
+    Given the trial node is "gpu-node"
+    When the operator enables time-slicing with 2 replicas
+    Then the run succeeds
+    And the run printed at most 30 lines
+    And the output says "Plan: time-slicing with 2 replicas per GPU on gpu-node"
+    And the output says "Done: time-slicing with 2 replicas per GPU on gpu-node."
+    And the output says "Next: ansible-playbook playbooks/verify-sharing.yml -l gpu-node"

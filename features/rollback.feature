@@ -22,14 +22,14 @@ Feature: Rolling back time-slicing gives the node its whole cards back and loses
     And node "gpu-node" has label "nvidia.com/gpu.sharing-strategy" set to "none"
     And node "gpu-node" has no label "gpu-mode"
     And node "gpu-node" has no label "nvidia.com/device-plugin.config"
-    And node "gpu-node" carries no shared-pool taint and no gpushare.io annotation
+    And node "gpu-node" carries no pool taint and no gpushare.io mark
     And node "gpu-node" is schedulable
-    And the ClusterPolicy spec equals the newest backup
-    And the time-slicing ConfigMap is gone and every backup is kept
+    And the ClusterPolicy is as before the first enable
+    And the time-slicing ConfigMap is gone and every run record and backup is kept
     And every GPU node not targeted is exactly as before
     When the operator rolls back time-slicing on "gpu-node" again
     Then the rollback succeeds with nothing to do
-    And the rollback sent no write to the API server
+    And the run sent no mutating request to the API server
 
   Scenario: A node the operator had cordoned before stays cordoned
     Given time-slicing was enabled on "gpu-node" with 2 replicas by the enable runbook
@@ -38,13 +38,13 @@ Feature: Rolling back time-slicing gives the node its whole cards back and loses
     Then the rollback succeeds
     And node "gpu-node" advertises 1 "nvidia.com/gpu"
     And node "gpu-node" is cordoned
-    And node "gpu-node" carries no shared-pool taint and no gpushare.io annotation
+    And node "gpu-node" carries no pool taint and no gpushare.io mark
 
   Scenario: A rollback on a node that was never shared is a no-op
     Given time-slicing was enabled on "gpu-node" with 2 replicas by the enable runbook
     When the operator rolls back time-slicing on "gpu-node-2"
     Then the rollback succeeds with nothing to do
-    And the rollback sent no write to the API server
+    And the run sent no mutating request to the API server
     And node "gpu-node" advertises 2 "nvidia.com/gpu.shared"
     And node "gpu-node-2" is schedulable
 
@@ -60,17 +60,18 @@ Feature: Rolling back time-slicing gives the node its whole cards back and loses
     When the operator rolls back time-slicing on "gpu-node-2"
     Then the rollback succeeds
     And node "gpu-node-2" advertises 8 "nvidia.com/gpu"
-    And the ClusterPolicy spec equals the newest backup
-    And the time-slicing ConfigMap is gone and every backup is kept
+    And the ClusterPolicy is as before the first enable
+    And the time-slicing ConfigMap is gone and every run record and backup is kept
     And every GPU node is exactly as before
 
   Scenario: A cluster-wide rollback needs the enable runbook's confirmation and restores every GPU node
     Given time-slicing was enabled cluster-wide from "gpu-node" with 2 replicas by the enable runbook
     When the operator rolls back time-slicing on "gpu-node"
-    Then the rollback is refused because the whole cluster would change, and nothing was written
+    Then the run is refused with "Re-run with -e timeslicing_confirm_cluster_scope=true"
+    And nothing was written to the cluster
     When the operator rolls back time-slicing on "gpu-node" confirming the cluster scope
     Then the rollback succeeds
-    And the ClusterPolicy spec equals the newest backup
+    And the ClusterPolicy is as before the first enable
     And every GPU node is exactly as before
 
   Scenario: A drain blocked by a PodDisruptionBudget stops clearly and completes once the budget is lifted
@@ -89,7 +90,44 @@ Feature: Rolling back time-slicing gives the node its whole cards back and loses
     And no pod on "gpu-node" holds a shared replica
     And node "gpu-node" advertises 1 "nvidia.com/gpu"
     And node "gpu-node" is schedulable
-    And the ClusterPolicy spec equals the newest backup
+    And the ClusterPolicy is as before the first enable
+
+  Scenario: A preview of the rollback writes nothing
+    Given time-slicing was enabled on "gpu-node" with 2 replicas by the enable runbook
+    When the operator runs "rollback-timeslicing.yml -l gpu-node --check --diff"
+    Then the run succeeds
+    And the output says "Plan: roll back time-slicing on gpu-node"
+    And the output says "CHECK MODE: nothing was changed"
+    And nothing was written to the cluster
+    And node "gpu-node" advertises 2 "nvidia.com/gpu.shared"
+    And node "gpu-node" is schedulable
+
+  Scenario: Shared pods that tolerate every taint go Pending instead of coming back, and the rollback completes
+    Given time-slicing was enabled on "gpu-node" with 4 replicas by the enable runbook
+    And 4 shared pods that tolerate every taint run on "gpu-node", selecting the shared pool
+    When the operator rolls back time-slicing on "gpu-node"
+    Then the rollback succeeds
+    And no pod on "gpu-node" holds a shared replica
+    And the shared workload still has its 4 pods
+    And the report says where each evicted pod went, with the scheduler's reason when Pending
+    And node "gpu-node" advertises 1 "nvidia.com/gpu"
+    And node "gpu-node" is schedulable
+
+  Scenario: Shared pods pinned to the node that tolerate every taint stop the drain clearly
+    Given time-slicing was enabled on "gpu-node" with 4 replicas by the enable runbook
+    And 4 shared pods that tolerate every taint run on "gpu-node", pinned to it by hostname
+    When the operator rolls back time-slicing on "gpu-node" with a drain timeout of 20 seconds
+    Then the plan warned that the shared pods will come back
+    And the rollback fails naming the workload that comes back to "gpu-node", its toleration and selector
+    And the failure says the ClusterPolicy is untouched
+    And node "gpu-node" is cordoned
+    And the ClusterPolicy is as the enable runbook left it
+    When the team scales the shared workload to 0
+    And the operator rolls back time-slicing on "gpu-node" again
+    Then the rollback succeeds
+    And node "gpu-node" advertises 1 "nvidia.com/gpu"
+    And node "gpu-node" is schedulable
+    And the ClusterPolicy is as before the first enable
 
   # The interruption is simulated with timeslicing_rollback_stop_after=<step>: the run stops right
   # after that step and fails like an interrupted run, reporting the steps done so far.
@@ -105,20 +143,21 @@ Feature: Rolling back time-slicing gives the node its whole cards back and loses
     And the shared workload still has its 4 pods
     And node "gpu-node" advertises 1 "nvidia.com/gpu"
     And node "gpu-node" has no label "gpu-mode"
-    And node "gpu-node" carries no shared-pool taint and no gpushare.io annotation
+    And node "gpu-node" carries no pool taint and no gpushare.io mark
     And node "gpu-node" is schedulable
-    And the ClusterPolicy spec equals the newest backup
-    And the time-slicing ConfigMap is gone and every backup is kept
+    And the ClusterPolicy is as before the first enable
+    And the time-slicing ConfigMap is gone and every run record and backup is kept
     And every GPU node not targeted is exactly as before
 
     Examples:
       | step          | done                                                         |
-      | drain         | cordon, drain                                                |
-      | clusterpolicy | cordon, drain, confirm, pool label and taint, ClusterPolicy  |
+      | drain         | cordon, drain                                                    |
+      | clusterpolicy | cordon, drain, confirm, restore node, restore cluster            |
 
   Scenario: Enable, rollback, enable, rollback ends where it started
-    Given the ClusterPolicy and the operator namespace's ConfigMaps are recorded
     When time-slicing is enabled on "gpu-node" with 2 replicas and rolled back, twice
     Then every rollback succeeded
     And every GPU node is exactly as before
-    And the ClusterPolicy and the operator namespace's ConfigMaps are as recorded, plus 2 backups
+    And the ClusterPolicy is as before
+    And the operator namespace's ConfigMaps are as before, but for the run records
+    And there are 4 run records

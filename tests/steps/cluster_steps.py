@@ -1,11 +1,26 @@
-"""Steps about the cluster and its nodes: what a node advertises and carries."""
+"""Steps about the cluster and its nodes: what a node advertises and carries, the shared pool, the
+GPU Operator's operands, and "exactly as before" judged independently of the runbooks' own code."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
 from pytest_bdd import given, parsers, then
 
+from gpushare.k8s.session import Session
 from gpushare.kube import wait_for
-from tests.support.cluster import Cluster
+from gpushare.model.node import Node, Pool
+from gpushare.model.operands import DRIVER, OperandPod
+from tests.support.cluster import REPO, Cluster
+
+# Labels that change without any change to sharing: GFD stamps every start of its pod.
+VOLATILE_LABELS = ("nvidia.com/gfd.timestamp",)
+ROLE_DEFAULTS = REPO / "roles" / "timeslicing" / "defaults" / "main.yml"
 
 
 @given("a cluster with the GPU Operator", target_fixture="kube")
@@ -13,26 +28,87 @@ def kube(clean_cluster: Cluster) -> Cluster:
     return clean_cluster
 
 
-@given("the state of every GPU node is recorded", target_fixture="nodes_before")
-def nodes_before(kube: Cluster) -> dict[str, dict]:
-    return {name: node_fingerprint(kube, name) for name in kube.gpu_nodes()}
+@pytest.fixture
+def session(kube: Cluster) -> Session:
+    return Session(kube.kubeconfig)
 
 
-def node_fingerprint(kube: Cluster, name: str) -> dict:
-    """What an operator compares to say a node is 'exactly as before'."""
-    node = kube.node(name)
+@pytest.fixture
+def pool(runbook_inputs: dict[str, Any]) -> Pool:
+    """The shared pool as the runbooks are told it: the role's defaults, overridden like -e."""
+    defaults = yaml.safe_load(ROLE_DEFAULTS.read_text())
+    value = {**defaults, **runbook_inputs}.get
+    taint = {"key": value("timeslicing_pool_taint_key"), "value": value("timeslicing_pool_taint_value")}
+    return Pool.of({"label_key": value("timeslicing_pool_label_key"), "label_value": value("timeslicing_pool_label_value"),
+                    "taint": taint if str(value("timeslicing_pool_taint")).lower() in ("true", "yes", "1") else None})
+
+
+def node_state(kube: Cluster, name: str) -> dict[str, Any]:
+    """Everything about a node that a sharing change could touch: every label but the volatile ones,
+    the marks, NVIDIA capacity and allocatable, taints and schedulability."""
+    node = Session(kube.kubeconfig).get("Node", name) or {}
+    metadata, status, spec = node.get("metadata") or {}, node.get("status") or {}, node.get("spec") or {}
     return {
-        "labels": dict(node.metadata.labels or {}),
-        "allocatable": {k: v for k, v in (node.status.allocatable or {}).items() if k.startswith("nvidia.com/")},
-        "taints": sorted((t.key, t.value or "", t.effect) for t in node.spec.taints or []),
-        "unschedulable": bool(node.spec.unschedulable),
+        "labels": {k: v for k, v in sorted((metadata.get("labels") or {}).items()) if k not in VOLATILE_LABELS},
+        "marks": {k: v for k, v in sorted((metadata.get("annotations") or {}).items()) if k.startswith("gpushare.io/")},
+        "capacity": {k: str(v) for k, v in sorted((status.get("capacity") or {}).items()) if k.startswith("nvidia.com/")},
+        "allocatable": {k: str(v) for k, v in sorted((status.get("allocatable") or {}).items())
+                        if k.startswith("nvidia.com/")},
+        "taints": sorted(f"{t.get('key')}={t.get('value') or ''}:{t.get('effect')}" for t in spec.get("taints") or []),
+        "unschedulable": bool(spec.get("unschedulable")),
     }
+
+
+@dataclass
+class Before:
+    """What the cluster looked like when a scenario started."""
+
+    nodes: dict[str, dict[str, Any]]
+    operand_pods: dict[str, dict[str, str]]  # node -> pod uid -> "daemonset/pod"
+    driver_template: str
+    clusterpolicy: dict[str, Any]
+    configmaps: dict[str, dict[str, str]]  # the operator namespace's, run records aside
+
+
+def operand_pods(kube: Cluster) -> dict[str, dict[str, str]]:
+    pods: dict[str, dict[str, str]] = {}
+    for raw in Session(kube.kubeconfig).list("Pod", kube.operator_namespace):
+        pod = OperandPod(raw)
+        if pod.daemonset and pod.node and not pod.terminating:
+            pods.setdefault(pod.node, {})[pod.uid] = f"{pod.daemonset}/{pod.name}"
+    return pods
+
+
+def driver_template(kube: Cluster) -> str:
+    daemonset = Session(kube.kubeconfig).get("DaemonSet", DRIVER, kube.operator_namespace) or {}
+    return json.dumps(((daemonset.get("spec") or {}).get("template") or {}), sort_keys=True)
+
+
+def operator_configmaps(kube: Cluster) -> dict[str, dict[str, str]]:
+    """The operator namespace's ConfigMaps (name -> data), the runbooks' run records aside."""
+    return {c["metadata"]["name"]: dict(c.get("data") or {}) for c in Session(kube.kubeconfig).list(
+        "ConfigMap", kube.operator_namespace) if "gpushare.io/run" not in (c["metadata"].get("labels") or {})}
+
+
+def clusterpolicy_spec(kube: Cluster) -> dict[str, Any]:
+    return (Session(kube.kubeconfig).get("ClusterPolicy", "cluster-policy") or {}).get("spec") or {}
+
+
+@given("the state of every GPU node is recorded", target_fixture="before")
+def record_state(kube: Cluster) -> Before:
+    return Before({name: node_state(kube, name) for name in kube.gpu_nodes()}, operand_pods(kube),
+                  driver_template(kube), clusterpolicy_spec(kube), operator_configmaps(kube))
+
+
+# ---- nodes ------------------------------------------------------------------------------------------
+def _allocatable(kube: Cluster, node: str, resource: str) -> int:
+    return int((kube.node(node).status.allocatable or {}).get(resource, "0"))
 
 
 @then(parsers.parse('node "{node}" advertises {count:d} "{resource}"'))
 def node_advertises(kube: Cluster, node: str, count: int, resource: str) -> None:
-    wait_for(lambda: int((kube.node(node).status.allocatable or {}).get(resource, "0")) == count, 10,
-             f"{node} to advertise {count} {resource} (now {(kube.node(node).status.allocatable or {}).get(resource, '0')})")
+    wait_for(lambda: _allocatable(kube, node, resource) == count, 10,
+             f"{node} to advertise {count} {resource} (now {_allocatable(kube, node, resource)})")
 
 
 @then(parsers.parse('node "{node}" has label "{key}" set to "{value}"'))
@@ -46,8 +122,98 @@ def node_lacks_label(kube: Cluster, node: str, key: str) -> None:
     assert key not in (kube.node(node).metadata.labels or {}), f"{node} still carries {key}"
 
 
+@then(parsers.re(r'node "(?P<node>[^"]+)" (?P<is_in>is in|is not in) the shared pool$'))
+def node_in_shared_pool(session: Session, pool: Pool, node: str, is_in: str) -> None:
+    current = Node(session.get("Node", node))
+    labelled, tainted = current.in_pool(pool), current.pool_taint(pool) == pool.taint
+    expected = is_in == "is in"
+    assert (labelled, tainted) == (expected, expected), f"{node}: pool label {labelled}, pool taint {tainted}"
+
+
+@then(parsers.parse('node "{node}" carries no pool taint and no gpushare.io mark'))
+def no_taint_no_mark(session: Session, pool: Pool, node: str) -> None:
+    current = Node(session.get("Node", node))
+    assert current.pool_taint(pool) is None, [str(t) for t in current.taints]
+    marks = [k for k in current.annotations if k.startswith("gpushare.io/")]
+    assert marks == [], marks
+
+
+@then(parsers.parse('node "{node}" is schedulable'))
+def schedulable(kube: Cluster, node: str) -> None:
+    assert not kube.node(node).spec.unschedulable, f"{node} is cordoned"
+
+
+@then(parsers.parse('node "{node}" is cordoned'))
+def cordoned(kube: Cluster, node: str) -> None:
+    assert kube.node(node).spec.unschedulable, f"{node} is schedulable"
+
+
+def _unchanged(kube: Cluster, before: Before, names: list[str]) -> None:
+    changed = {}
+    for name in names:
+        now = node_state(kube, name)
+        if now != before.nodes[name]:
+            changed[name] = {k: (before.nodes[name][k], now[k]) for k in now if now[k] != before.nodes[name][k]}
+    assert not changed, f"changed: {json.dumps(changed, indent=1, sort_keys=True)}"
+
+
 @then("every GPU node not targeted is exactly as before")
-def others_unchanged(kube: Cluster, nodes_before: dict[str, dict], targeted: list[str]) -> None:
-    for name, before in nodes_before.items():
-        if name not in targeted:
-            assert node_fingerprint(kube, name) == before, f"{name} changed although it was not targeted"
+def others_unchanged(kube: Cluster, before: Before, targeted: list[str]) -> None:
+    _unchanged(kube, before, [n for n in before.nodes if n not in targeted])
+
+
+@then("every GPU node is exactly as before")
+def all_unchanged(kube: Cluster, before: Before) -> None:
+    _unchanged(kube, before, list(before.nodes))
+
+
+# ---- the GPU Operator's operands ----------------------------------------------------------------------
+@then(parsers.re(r"on every GPU node not targeted, no operand pod was restarted(?P<but>, but the device plugin and GFD)?$"))
+def untargeted_pods_kept(kube: Cluster, before: Before, targeted: list[str], but: str | None) -> None:
+    now = operand_pods(kube)
+    allowed = ("nvidia-device-plugin-daemonset/", "gpu-feature-discovery/") if but else ()
+    restarted = {}
+    for node, pods in before.operand_pods.items():
+        if node in targeted:
+            continue
+        gone = sorted(name for uid, name in pods.items() if uid not in now.get(node, {}) and not name.startswith(allowed))
+        if gone:
+            restarted[node] = gone
+    assert not restarted, f"operand pods restarted outside the target: {restarted}"
+
+
+@then("the driver DaemonSet's template is unchanged and no node was cordoned")
+def driver_untouched(kube: Cluster, before: Before) -> None:
+    assert driver_template(kube) == before.driver_template, "the driver DaemonSet's template changed"
+    for name in kube.gpu_nodes():
+        labels = kube.node(name).metadata.labels or {}
+        assert "nvidia.com/gpu-driver-upgrade-state" not in labels or labels[
+            "nvidia.com/gpu-driver-upgrade-state"] == before.nodes[name]["labels"].get(
+            "nvidia.com/gpu-driver-upgrade-state"), f"{name}: driver upgrade {labels['nvidia.com/gpu-driver-upgrade-state']}"
+        assert not kube.node(name).spec.unschedulable or before.nodes[name]["unschedulable"], f"{name} is cordoned"
+
+
+@then("the GFD labels of every GPU node match what it advertises")
+def gfd_matches(kube: Cluster) -> None:
+    def problems() -> list[str]:
+        found = []
+        for name in kube.gpu_nodes():
+            node = Node(Session(kube.kubeconfig).get("Node", name))
+            if node.mig_enabled or node.gpus is None:
+                continue
+            resource = "nvidia.com/gpu.shared" if node.capacity("nvidia.com/gpu.shared") else "nvidia.com/gpu"
+            if node.allocatable(resource) != node.gpus * node.replicas:
+                found.append(f"{name}: {resource} {node.allocatable(resource)} != {node.gpus} GPUs x {node.replicas}")
+        return found
+
+    wait_for(lambda: not problems(), 30, f"GFD labels to match allocatable ({problems()})")
+
+
+# ---- the ClusterPolicy and the runbooks' records ----------------------------------------------------------
+@then("the ClusterPolicy is as before")
+def clusterpolicy_as_before(kube: Cluster, before: Before) -> None:
+    assert clusterpolicy_spec(kube) == before.clusterpolicy
+
+
+def backups(directory: Path) -> list[Path]:
+    return sorted(directory.glob("clusterpolicy-*.yaml"))

@@ -22,6 +22,7 @@ from kubernetes.client.exceptions import ApiException
 from pytest_bdd import given, parsers, then, when
 
 from gpushare.simulator import clusterpolicy as cp
+from tests.steps.cluster_steps import Before, backups, clusterpolicy_spec, operand_pods
 from tests.support.ansible import PlaybookRun, run_playbook
 from tests.support.cluster import Cluster
 
@@ -288,28 +289,44 @@ def no_mutating_request(runbook_run: RunbookRun) -> None:
     assert runbook_run.writes == [], [f"{w['verb']} {w['requestURI']}" for w in runbook_run.writes]
 
 
-@then(parsers.re(r"the run (?P<does>does|does not) restart the device plugin$"))
-def run_restarts_plugin(runbook_run: RunbookRun, does: str) -> None:
-    restarted = any("rollout restart" in task for task in runbook_run.run.changed_tasks())
-    assert restarted == (does == "does"), runbook_run.run.changed_tasks()
+@then(parsers.re(r'the run restarted the device plugin(?: and GFD)? on "(?P<node>[^"]+)"(?P<only> only)?$'))
+def run_restarted_on(kube: Cluster, before: Before, node: str, only: str | None) -> None:
+    now = operand_pods(kube)
+    readers = ("nvidia-device-plugin-daemonset/", "gpu-feature-discovery/")
+    restarted = sorted(name for uid, name in before.operand_pods.get(node, {}).items()
+                       if name.startswith(readers) and uid not in now.get(node, {}))
+    assert restarted, f"no device-plugin pod of {node} was restarted: {before.operand_pods.get(node)}"
+    if only:
+        elsewhere = {n: sorted(name for uid, name in pods.items() if uid not in now.get(n, {}))
+                     for n, pods in before.operand_pods.items() if n != node}
+        assert not any(elsewhere.values()), f"pods restarted elsewhere: {elsewhere}"
 
 
 @then("the run leaves the ClusterPolicy as it was")
-def clusterpolicy_untouched(runbook_run: RunbookRun) -> None:
-    touched = [t for t in runbook_run.run.changed_tasks() if "ClusterPolicy" in t]
-    assert not touched, touched
+def clusterpolicy_untouched(kube: Cluster, before: Before) -> None:
+    assert clusterpolicy_spec(kube) == before.clusterpolicy
 
 
 @then("the preview shows the ConfigMap, the ClusterPolicy and the trial node changing")
 def preview_shows_changes(runbook_run: RunbookRun, targeted: list[str]) -> None:
     changed = " | ".join(runbook_run.run.changed_tasks())
-    for task in ("Write the device-plugin ConfigMap", "Point the ClusterPolicy",
-                 f"Select the shared config on the node ({targeted[0]})", f"Put the node in the shared pool ({targeted[0]})"):
+    for task in ("Write the device-plugin configs", "Point the ClusterPolicy", "Select the shared config and join"):
         assert task in changed, f"{task!r} not among the changes: {changed}"
     out = runbook_run.run.stdout
-    for diff_line in ("+                name: time-slicing-config", "+            nvidia.com/device-plugin.config: shared",
-                      "+            gpu-mode: shared"):
-        assert diff_line in out, f"the diff does not show {diff_line.strip()!r}"
+    for diff_line in ("+      name: time-slicing-config", "+    nvidia.com/device-plugin.config: shared",
+                      "+    gpu-mode: shared", f"Node {targeted[0]}"):
+        assert diff_line in out, f"the diff does not show {diff_line.strip()!r}:\n{out[-3000:]}"
+
+
+@then(parsers.parse("the run printed at most {count:d} lines"))
+def printed_at_most(runbook_run: RunbookRun, count: int) -> None:
+    lines = [line for line in runbook_run.run.stdout.splitlines() if line.strip()]
+    assert len(lines) <= count, f"{len(lines)} lines:\n" + "\n".join(lines)
+
+
+@then(parsers.parse('the output says "{text}"'))
+def output_says(runbook_run: RunbookRun, text: str) -> None:
+    assert text in " ".join(runbook_run.run.stdout.split()), runbook_run.run.stdout[-3000:]
 
 
 @then(parsers.parse('the report shows node "{node}" with {gpus:d} physical GPUs, {replicas:d} replicas '
@@ -321,22 +338,13 @@ def report_shows(runbook_run: RunbookRun, node: str, gpus: int, replicas: int, s
 
 
 @then("the ClusterPolicy was saved before the change")
-def clusterpolicy_saved(kube: Cluster, backup_dir: Path) -> None:
-    files = sorted(backup_dir.glob("clusterpolicy-*.yaml"))
+def clusterpolicy_saved(kube: Cluster, backup_dir: Path, before: Before) -> None:
+    files = backups(backup_dir)
     assert len(files) == 1, files
     assert files[0].stat().st_mode & 0o777 == 0o600, oct(files[0].stat().st_mode)
+    assert files[0].parent.stat().st_mode & 0o777 == 0o700, oct(files[0].parent.stat().st_mode)
     saved = yaml.safe_load(files[0].read_text())
-    assert saved["kind"] == "ClusterPolicy" and not (saved["spec"]["devicePlugin"].get("config") or {}).get("name")
-    backups = kube.core.list_namespaced_config_map(kube.operator_namespace,
-                                                   label_selector="gpushare.io/backup=clusterpolicy").items
-    assert [yaml.safe_load(b.data["clusterpolicy.yaml"])["spec"] for b in backups] == [saved["spec"]]
-
-
-@then(parsers.re(r'node "(?P<node>[^"]+)" (?P<is_in>is in|is not in) the shared pool$'))
-def node_in_shared_pool(kube: Cluster, node: str, is_in: str) -> None:
-    """The pool of the seed: label gpu-mode=shared and taint gpu-mode=shared:NoSchedule."""
-    current = kube.node(node)
-    labelled = (current.metadata.labels or {}).get("gpu-mode") == "shared"
-    tainted = any((t.key, t.value, t.effect) == ("gpu-mode", "shared", "NoSchedule") for t in current.spec.taints or [])
-    expected = is_in == "is in"
-    assert (labelled, tainted) == (expected, expected), f"{node}: pool label {labelled}, pool taint {tainted}"
+    assert saved["kind"] == "ClusterPolicy" and saved["spec"] == before.clusterpolicy
+    records = [yaml.safe_load(c.data["clusterpolicy.yaml"])["spec"] for c in kube.core.list_namespaced_config_map(
+        kube.operator_namespace, label_selector="gpushare.io/run=enable-timeslicing").items]
+    assert records == [before.clusterpolicy], "the run record holds another ClusterPolicy backup"

@@ -66,6 +66,9 @@ def run_playbook(
         "ANSIBLE_ROLES_PATH": str(REPO / "roles"),
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "ANSIBLE_NOCOLOR": "1",
+        # What an operator sees (ansible-runner wraps this callback to record its events).
+        "ANSIBLE_STDOUT_CALLBACK": "gpushare",
+        "ANSIBLE_CALLBACK_PLUGINS": str(REPO / "plugins" / "callback"),
     }
     runner = ansible_runner.run(
         private_data_dir=str(workdir),

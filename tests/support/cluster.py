@@ -18,6 +18,8 @@ from gpushare.kube import api_client, wait_for
 REPO = Path(__file__).resolve().parents[2]
 ADMIN_USER = "gpushare-admin"
 MUTATING = {"create", "update", "patch", "delete", "deletecollection"}
+# "create" requests that only ask a question and persist nothing.
+REVIEWS = ("selfsubjectreviews", "selfsubjectaccessreviews", "subjectaccessreviews", "tokenreviews")
 
 
 @dataclass
@@ -89,6 +91,7 @@ class Cluster:
             if e.get("verb") in MUTATING and e.get("user", {}).get("username") == user
             and e.get("stage") == "ResponseComplete"
             and (dry_runs or "dryRun=All" not in e.get("requestURI", ""))
+            and (e.get("objectRef") or {}).get("resource") not in REVIEWS
         ]
 
     def plugin_hash(self) -> str | None:

@@ -23,6 +23,7 @@ class ClusterState:
     pods: list[OperandPod]
     lease: dict[str, Any] | None
     records: list[Record] = field(default_factory=list)
+    plugin_namespaces: list[str] = field(default_factory=list)  # where a device-plugin DaemonSet runs
 
     @classmethod
     def of(cls, read: dict[str, Any]) -> ClusterState:
@@ -39,6 +40,7 @@ class ClusterState:
             pods=[OperandPod(p) for p in read.get("pods") or []],
             lease=read.get("lease"),
             records=sorted((Record.of(c) for c in configmaps.values() if Record.is_record(c)), key=lambda r: r.name),
+            plugin_namespaces=sorted({d["metadata"]["namespace"] for d in read.get("plugin_anywhere") or []}),
         )
 
     @property
@@ -91,9 +93,12 @@ class ClusterState:
 def operator_problems(state: ClusterState, namespace: str, clusterpolicy: str) -> list[str]:
     """What is missing of the GPU Operator for a runbook to work; empty when it is all there."""
     if not state.namespace_exists:
-        return [f"Namespace {namespace!r} does not exist, so the GPU Operator is not installed there: set "
-                "gpu_operator_namespace to its namespace (gpu-operator in NVIDIA's docs, nvidia-gpu-operator on NVIDIA's "
-                "cloud-native stack and OpenShift)."]
+        where = (f"The device-plugin DaemonSet runs in namespace {state.plugin_namespaces[0]!r}: set "
+                 f"gpu_operator_namespace={state.plugin_namespaces[0]}." if state.plugin_namespaces else
+                 "No device-plugin DaemonSet runs in any namespace: install the GPU Operator first, or set "
+                 "gpu_operator_namespace to its namespace (gpu-operator in NVIDIA's docs, nvidia-gpu-operator on "
+                 "NVIDIA's cloud-native stack and OpenShift).")
+        return [f"Namespace {namespace!r} does not exist, so the GPU Operator is not installed there. {where}"]
     if not state.clusterpolicy_served:
         return ["The ClusterPolicy API (nvidia.com/v1) is not served by this cluster: the GPU Operator is not installed."]
     if state.clusterpolicy is None:

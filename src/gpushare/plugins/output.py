@@ -1,0 +1,123 @@
+"""What a runbook run prints by default: the plan, the writes it made, each failure once and the
+final summary, and nothing of the tasks that only checked or were skipped. `-v` prints Ansible's
+usual output instead."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible.plugins.callback.default import CallbackModule as DefaultCallback
+
+NOTHING = "Nothing was changed."
+
+
+def message_lines(msg: Any) -> list[str]:
+    if isinstance(msg, (list, tuple)):
+        return [str(line) for line in msg]
+    return str(msg).splitlines() or [""]
+
+
+def failure_text(result: dict[str, Any], changed_before: bool) -> list[str]:
+    """A failure's message, first line first, once; no spec dump, no source excerpt."""
+    msg = str(result.get("msg") or result.get("message") or "failed without a message")
+    if msg.startswith("Validation of arguments failed:"):
+        errors = [str(e) for e in result.get("argument_errors") or []] or msg.splitlines()[1:]
+        msg = "Bad input: " + "; ".join(e.strip() for e in errors if e.strip())
+    lines = msg.splitlines()
+    if not changed_before and NOTHING not in msg:
+        lines.append(NOTHING)
+    return lines
+
+
+def _in_rescued_block(task: Any) -> bool:
+    parent = getattr(task, "_parent", None)
+    while parent is not None:
+        if getattr(parent, "rescue", None):
+            return True
+        parent = getattr(parent, "_parent", None)
+    return False
+
+
+class QuietCallback(DefaultCallback):
+    """The `gpushare` stdout callback."""
+
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "stdout"
+    CALLBACK_NAME = "gpushare"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._changed = False
+
+    @property
+    def _quiet(self) -> bool:
+        return self._display.verbosity < 1
+
+    def v2_playbook_on_start(self, playbook: Any) -> None:
+        if not self._quiet:
+            super().v2_playbook_on_start(playbook)
+
+    def v2_playbook_on_play_start(self, play: Any) -> None:
+        self._play = play
+        if not self._quiet:
+            super().v2_playbook_on_play_start(play)
+
+    def v2_playbook_on_task_start(self, task: Any, is_conditional: bool) -> None:
+        if not self._quiet:
+            super().v2_playbook_on_task_start(task, is_conditional)
+
+    def v2_playbook_on_handler_task_start(self, task: Any) -> None:
+        if not self._quiet:
+            super().v2_playbook_on_handler_task_start(task)
+
+    def v2_runner_on_start(self, host: Any, task: Any) -> None:
+        if not self._quiet:
+            super().v2_runner_on_start(host, task)
+
+    def v2_runner_on_ok(self, result: Any) -> None:
+        if not self._quiet:
+            super().v2_runner_on_ok(result)
+            return
+        data = result.result
+        if result.task.action in ("ansible.builtin.debug", "debug") and "msg" in data:
+            self._display.display("\n".join(message_lines(data["msg"])))
+        elif data.get("changed"):
+            self._changed = True
+            self._display.display(f"changed: {result.task.get_name()}", color="yellow")
+
+    def v2_runner_on_skipped(self, result: Any) -> None:
+        if not self._quiet:
+            super().v2_runner_on_skipped(result)
+
+    def v2_runner_on_failed(self, result: Any, ignore_errors: bool = False) -> None:
+        if not self._quiet:
+            super().v2_runner_on_failed(result, ignore_errors)
+            return
+        if ignore_errors or _in_rescued_block(result.task):
+            return  # the rescue says what happened
+        self._display.display("\n".join(failure_text(result.result, self._changed)), color="red", stderr=False)
+
+    def v2_runner_on_unreachable(self, result: Any) -> None:
+        self.v2_runner_on_failed(result)
+
+    def v2_on_file_diff(self, result: Any) -> None:
+        if not self._quiet:
+            super().v2_on_file_diff(result)
+            return
+        data = result.result
+        if data.get("diff") and data.get("changed"):
+            diff = self._get_diff(data["diff"])
+            if diff:
+                self._display.display(diff)
+
+    def v2_playbook_on_stats(self, stats: Any) -> None:
+        if not self._quiet:
+            super().v2_playbook_on_stats(stats)
+            return
+        for host in sorted(stats.processed.keys()):
+            totals = stats.summarize(host)
+            if totals["failures"] or totals["unreachable"]:
+                self._display.display(f"Result: FAILED ({host}).", color="red")
+                return
+        changed = sum(stats.summarize(h)["changed"] for h in stats.processed)
+        self._display.display(f"Result: ok, {changed} change(s)." if changed else "Result: ok, nothing changed.")

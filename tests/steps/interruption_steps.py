@@ -1,0 +1,103 @@
+"""Steps about interrupted runs: the rehearsal switch (`timeslicing_stop_after`) and a real SIGKILL
+of ansible-playbook in the middle of an enable, and what the run records say afterwards."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pytest_bdd import parsers, then, when
+
+from gpushare.clock import parse_time, utc_now
+from gpushare.k8s.session import Session
+from gpushare.kube import wait_for
+from tests.steps.cluster_steps import Before, operator_configmaps
+from tests.steps.runbook_steps import ENABLE, RunbookRun, _run
+from tests.support.cluster import REPO, Cluster
+
+RECORDS = "gpushare.io/run"
+
+
+def _records(kube: Cluster, runbook: str) -> list[dict[str, Any]]:
+    return sorted(Session(kube.kubeconfig).list("ConfigMap", kube.operator_namespace,
+                                                label_selector=f"{RECORDS}={runbook}"),
+                  key=lambda c: c["metadata"]["name"])
+
+
+@when(parsers.parse('the enable of "{node}" is interrupted right after the {step}'), target_fixture="runbook_run")
+def enable_interrupted(kube: Cluster, tmp_path: Path, run_counter: Iterator[int], runbook_inventory: Path,
+                       runbook_inputs: dict[str, Any], node: str, step: str) -> RunbookRun:
+    return _run(kube, tmp_path, run_counter, runbook_inventory, runbook_inputs,
+                f"{ENABLE} -l {node} -e timeslicing_stop_after={step}")
+
+
+@when(parsers.parse('the enable of "{node}" is killed right after it changed the ClusterPolicy, '
+                    'holding a {seconds:d}-second lock'))
+def enable_killed(kube: Cluster, tmp_path: Path, runbook_inventory: Path, runbook_inputs: dict[str, Any],
+                  node: str, seconds: int) -> None:
+    """A real `ansible-playbook` killed with SIGKILL (a lost session) once the ClusterPolicy points at
+    the ConfigMap and before the node is labelled."""
+    extravars = {"gpushare_kubeconfig": str(kube.kubeconfig), "gpu_operator_namespace": kube.operator_namespace,
+                 "gpu_operator_lock_duration": seconds, **runbook_inputs}
+    command = [str(Path(sys.executable).parent / "ansible-playbook"), str(REPO / "playbooks" / ENABLE),
+               "-i", str(runbook_inventory), "-l", node, "-e", json.dumps(extravars)]
+    env = {**os.environ, **kube.env(), "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")}
+    log = (tmp_path / "killed-enable.log").open("w")
+    process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    session = Session(kube.kubeconfig)
+
+    def policy_changed() -> bool:
+        config = ((session.get("ClusterPolicy", "cluster-policy") or {}).get("spec", {}).get("devicePlugin") or {}).get(
+            "config") or {}
+        return bool(config.get("name")) or process.poll() is not None
+
+    try:
+        wait_for(policy_changed, 120, "the enable to change the ClusterPolicy", interval_s=0.02)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        log.close()
+    assert process.returncode == -signal.SIGKILL, f"the enable ended by itself: {(tmp_path / 'killed-enable.log').read_text()}"
+    labels = (session.get("Node", node) or {})["metadata"].get("labels") or {}
+    assert "nvidia.com/device-plugin.config" not in labels, "killed too late: the node is labelled already"
+
+
+@when("the lock of the killed run has expired")
+def lock_expired(kube: Cluster) -> None:
+    session = Session(kube.kubeconfig)
+
+    def expired() -> bool:
+        lease = session.get("Lease", "gpushare-runbook-lock", kube.operator_namespace)
+        if lease is None:
+            return True
+        spec = lease["spec"]
+        return (utc_now() - parse_time(spec["renewTime"])).total_seconds() > int(spec["leaseDurationSeconds"])
+
+    deadline = time.monotonic() + 60
+    while not expired():
+        assert time.monotonic() < deadline, "the lock did not expire"
+        time.sleep(0.5)
+
+
+@then(parsers.parse("the interrupted run's record says \"{state}\""))
+def record_state(kube: Cluster, state: str) -> None:
+    records = _records(kube, "enable-timeslicing")
+    assert records, "no enable run record"
+    assert records[0]["metadata"]["annotations"]["gpushare.io/state"] == state, records[0]["metadata"]["annotations"]
+
+
+@then("there is one enable run record")
+def one_record(kube: Cluster) -> None:
+    assert len(_records(kube, "enable-timeslicing")) == 1, [r["metadata"]["name"] for r in _records(kube, "enable-timeslicing")]
+
+
+@then("the operator namespace's ConfigMaps are as before, but for the run records")
+def configmaps_as_before(kube: Cluster, before: Before) -> None:
+    assert operator_configmaps(kube) == before.configmaps
