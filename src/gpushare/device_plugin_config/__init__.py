@@ -5,10 +5,12 @@
 parseConfig: sigs.k8s.io/yaml, then encoding/json into the v1 structs; see sigs_yaml, go_json and
 api_v1), lets the container's environment override the file's flags as NewConfig does (by
 default the environment the GPU Operator gives the plugin), and checks the flags as validateFlags
-does. A refusal is a ConfigError whose text is the plugin's own.
+does. A refusal is a ConfigError whose text is the plugin's own (save one: a text nested deeper
+than MAX_DEPTH levels is refused in our words, not judged).
 
-`lint` adds what the plugin accepts and then silently ignores or overrides (a key in the wrong
-place, a flag its environment sets, renaming it switches off), so a runbook can refuse it first.
+`lint` adds what the plugin accepts and then silently ignores (a key in the wrong place or the
+wrong case, renaming and device selection it switches off, time-slicing under MPS, a bad flag
+value that only its environment's override hides), so a runbook can refuse it first.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from typing import Any
 
 from gpushare.device_plugin_config import api_v1
 from gpushare.device_plugin_config.go_json import GoError, StructType, fold, unmarshal
-from gpushare.device_plugin_config.sigs_yaml import MAX_DEPTH, TooDeep, YAMLError, to_json
+from gpushare.device_plugin_config.go_yaml import MAX_DEPTH, TooDeep, YAMLError
+from gpushare.device_plugin_config.sigs_yaml import to_json
 
 # The plugin's wrapping of config-file errors (startPlugins > loadConfig > NewConfig > parseConfig),
 # so that every message here is a verbatim part of the line the plugin logs before it exits.
@@ -59,7 +62,7 @@ MPS_MAX_CLIENTS = 48  # cmd/mps-control-daemon/mps/device.go: maxClients (Volta 
 
 
 class ConfigError(ValueError):
-    """The plugin would refuse this config; str() is the plugin's own error text."""
+    """The plugin would refuse this config; str() is the plugin's own error text (see the module doc)."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,7 @@ def parse(text: str, env: Mapping[str, str] | None = None) -> PluginConfig:
 
 
 def lint(text: str, env: Mapping[str, str] | None = None) -> list[str]:
-    """What the plugin accepts in this config but ignores or overrides; [] when parse refuses it."""
+    """What the plugin accepts in this config but ignores; [] when parse refuses it (its error says why)."""
     env = OPERATOR_ENV if env is None else env
     try:
         document, config, _ = _judge(text, env)
@@ -210,10 +213,13 @@ def _members(block: Any, struct: StructType, where: str, problems: list[str]) ->
     for key, value in block.items():
         name = struct.field_name(key)
         if name is None:
-            problems.append(f"unknown {'' if where else 'top-level '}key '{where}{key}' is ignored by the device plugin")
+            scope = "" if where else "top-level "
+            problems.append(f"unknown {scope}key '{where}{key}' is ignored by the device plugin")
         else:
             if name != key:
-                problems.append(f"'{where}{key}' is read as '{where}{name}' (the plugin ignores case there); write '{name}'")
+                problems.append(
+                    f"'{where}{key}' is read as '{where}{name}' (the plugin ignores case there); write '{name}'"
+                )
             members.append((name, value))
     return members
 
@@ -253,9 +259,12 @@ def _lint_overridden_flags(config: dict[str, Any], env: Mapping[str, str]) -> li
         for name in names
     }
     try:
-        _validate_flags(config, {name: value for name, value in env.items() if name not in overriding}, _strategy(config))
+        _validate_flags(config, {name: env[name] for name in env if name not in overriding}, _strategy(config))
     except GoError as err:
-        return [f"'flags' holds a value the device plugin refuses when its environment does not override it: {VALIDATE_ERROR}{err}"]
+        return [
+            "'flags' holds a value the device plugin refuses when its environment does not override it: "
+            f"{VALIDATE_ERROR}{err}"
+        ]
     return []
 
 
@@ -292,7 +301,9 @@ def _lint_resources(mechanism: str, block: dict[str, Any]) -> list[str]:
     for resource in block.get("resources") or []:
         name = resource["name"]
         if name in seen:
-            problems.append(f"resource '{name}' is listed twice in 'sharing.{mechanism}.resources'; the node's labels use the first")
+            problems.append(
+                f"resource '{name}' is listed twice in 'sharing.{mechanism}.resources'; the node's labels use the first"
+            )
         seen.add(name)
         if name != "nvidia.com/gpu" and not name.startswith("nvidia.com/mig-"):
             problems.append(f"resource '{name}' cannot be shared; only nvidia.com/gpu and MIG devices can")

@@ -13,11 +13,12 @@ from typing import Any
 from gpushare.device_plugin_config.go_json import (
     Decode,
     Decoder,
+    INT64_MAX,
     GoError,
     Number,
     bool_type,
     int_type,
-    parse_duration,
+    json_text,
     pointer_to,
     raw_map,
     raw_message,
@@ -26,7 +27,6 @@ from gpushare.device_plugin_config.go_json import (
     StructType,
     unmarshal,
 )
-from gpushare.device_plugin_config.sigs_yaml import json_text
 
 RESOURCE_PREFIX = "nvidia.com/"  # consts.go: ResourceNamePrefix
 MAX_RESOURCE_NAME_LENGTH = 63  # consts.go: MaxResourceNameLength
@@ -89,7 +89,8 @@ def _replicated_resources(value: Any, current: Any) -> dict[str, Any]:
     """ReplicatedResources.UnmarshalJSON: sharing.timeSlicing and sharing.mps (keys are case-sensitive)."""
     fields = unmarshal(value, raw_map)
     result = dict(current or {})
-    result["renameByDefault"] = unmarshal(fields.get("renameByDefault", False), bool_type, result.get("renameByDefault"))
+    rename_by_default = fields.get("renameByDefault", False)
+    result["renameByDefault"] = unmarshal(rename_by_default, bool_type, result.get("renameByDefault"))
     if "failRequestsGreaterThanOne" in fields:
         result["failRequestsGreaterThanOne"] = unmarshal(
             fields["failRequestsGreaterThanOne"], pointer_to(bool_type), result.get("failRequestsGreaterThanOne")
@@ -223,10 +224,80 @@ def _duration(value: Any, _: Any) -> Any:
     """Duration.UnmarshalJSON: a number of nanoseconds, "infinite", or what time.ParseDuration reads."""
     if isinstance(value, str):
         if value != "infinite":
-            parse_duration(value)
+            _parse_duration(value)
     elif not isinstance(value, Number):
         raise GoError("invalid duration")
     return value
+
+
+def _parse_duration(text: str) -> None:
+    """Go's time.ParseDuration, for its verdict: raise its error, or return."""
+    units = {"ns": 1, "us": 10**3, "µs": 10**3, "μs": 10**3, "ms": 10**6, "s": 10**9, "m": 60 * 10**9}
+    units["h"] = 60 * units["m"]
+    invalid = GoError(f"time: invalid duration {_time_quote(text)}")
+    rest = text[1:] if text[:1] in ("+", "-") else text
+    if rest == "0":
+        return
+    if not rest:
+        raise invalid
+    total = 0
+    while rest:
+        if not (rest[0] == "." or "0" <= rest[0] <= "9"):
+            raise invalid
+        whole, i = 0, 0
+        while i < len(rest) and "0" <= rest[i] <= "9":
+            if whole > 2**63 // 10:
+                raise invalid
+            whole = whole * 10 + int(rest[i])
+            if whole > 2**63:
+                raise invalid
+            i += 1
+        before_point, rest = i > 0, rest[i:]
+        fraction, scale, after_point = 0, 1.0, False
+        if rest[:1] == ".":
+            rest, i, overflow = rest[1:], 0, False
+            while i < len(rest) and "0" <= rest[i] <= "9":
+                grown = fraction * 10 + int(rest[i])
+                if overflow or fraction > INT64_MAX // 10 or grown > 2**63:
+                    overflow = True
+                else:
+                    fraction, scale = grown, scale * 10
+                i += 1
+            after_point, rest = i > 0, rest[i:]
+        if not before_point and not after_point:
+            raise invalid
+        i = 0
+        while i < len(rest) and rest[i] != "." and not "0" <= rest[i] <= "9":
+            i += 1
+        if i == 0:
+            raise GoError(f"time: missing unit in duration {_time_quote(text)}")
+        unit_name, rest = rest[:i], rest[i:]
+        if unit_name not in units:
+            raise GoError(f"time: unknown unit {_time_quote(unit_name)} in duration {_time_quote(text)}")
+        unit = units[unit_name]
+        if whole > 2**63 // unit:
+            raise invalid
+        whole *= unit
+        if fraction > 0:
+            whole += int(float(fraction) * (float(unit) / scale))
+            if whole > 2**63:
+                raise invalid
+        total += whole
+        if total > 2**63:
+            raise invalid
+    if text[:1] != "-" and total > INT64_MAX:
+        raise invalid
+
+
+def _time_quote(text: str) -> str:
+    """The time package's quote: bytes that are not printable ASCII as \\xNN."""
+    out = []
+    for char in text:
+        if char < " " or not char.isascii():
+            out.extend(f"\\x{byte:02x}" for byte in char.encode("utf-8", "surrogatepass"))
+        else:
+            out.append("\\" + char if char in '"\\' else char)
+    return '"' + "".join(out) + '"'
 
 
 def _field(name: str, decode: Decode) -> tuple[tuple[str, ...], Decode]:

@@ -1,12 +1,13 @@
 """Go's encoding/json (Go 1.26) decoding a JSON value into typed Go values, errors included.
 
-A decoder is a function (Decoder, JSON value, current Go value or None for its zero value) ->
-new Go value, the way json.Unmarshal fills a variable: null leaves a plain value as it is and sets
-a pointer or slice to nil; a value of the wrong JSON type is an UnmarshalTypeError that is saved and decoding goes
-on (decode.go: saveError, the first one wins); an error a custom UnmarshalJSON returns stops
-decoding at once. Both carry the struct and field path where they happened (addErrorContext),
-which is the `Go struct field Sharing.sharing.timeSlicing` in the plugin's messages. Structs are
-dicts keyed by JSON field name; a missing key is the zero value (or a nil pointer).
+JSON values are None, bool, str, Number, list and dict. A decoder is a function (Decoder, JSON
+value, current Go value or None for its zero value) -> new Go value, the way json.Unmarshal fills
+a variable: null leaves a plain value as it is and sets a pointer or slice to nil; a value of the
+wrong JSON type is an UnmarshalTypeError that is saved while decoding goes on (decode.go:
+saveError, the first one wins); an error a custom UnmarshalJSON returns stops decoding at once.
+Both carry the struct and field path where they happened (addErrorContext), which is the
+`Go struct field Sharing.sharing.timeSlicing` of the plugin's messages. Structs are dicts keyed
+by JSON field name; a missing key is the zero value (or a nil pointer).
 """
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-INT64_MAX = 2**63 - 1
-UINT64_MAX = 2**64 - 1
+from gpushare.device_plugin_config.go_format import INT64_MAX, UINT64_MAX, json_quote
 
 Decode = Callable[["Decoder", Any, Any], Any]
 
@@ -79,6 +79,21 @@ def unmarshal(value: Any, decode: Decode, current: Any = None) -> Any:
     if decoder.saved is not None:
         raise decoder.saved
     return result
+
+
+def json_text(value: Any) -> str:
+    """The compact JSON text encoding/json writes for a JSON value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Number):
+        return value.text
+    if isinstance(value, str):
+        return json_quote(value)
+    if isinstance(value, list):
+        return "[" + ",".join(json_text(item) for item in value) + "]"
+    return "{" + ",".join(f"{json_quote(key)}:{json_text(item)}" for key, item in value.items()) + "}"
 
 
 def json_kind(value: Any) -> str:
@@ -173,7 +188,6 @@ class StructType:
 
     def __init__(self, type_name: str, fields: dict[str, tuple[tuple[str, ...], Decode]]) -> None:
         self.type_name, self.fields = type_name, fields
-        self.names = tuple(fields)
         self._folded = {fold(name): name for name in fields}
 
     def field_name(self, key: str) -> str | None:
@@ -204,72 +218,3 @@ class StructType:
 def fold(name: str) -> str:
     """decode.go's foldName for matching ASCII field names: ASCII case, plus ſ (s) and K (k)."""
     return "".join({"\u017f": "s", "\u212a": "k"}.get(char, char.lower() if char.isascii() else char) for char in name)
-
-
-def parse_duration(text: str) -> None:
-    """time.ParseDuration's verdict on text: raise its error, or return."""
-    units = {"ns": 1, "us": 10**3, "µs": 10**3, "μs": 10**3, "ms": 10**6, "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9}
-    invalid = GoError(f"time: invalid duration {_time_quote(text)}")
-    rest = text[1:] if text[:1] in ("+", "-") else text
-    if rest == "0":
-        return
-    if not rest:
-        raise invalid
-    total = 0
-    while rest:
-        if not (rest[0] == "." or "0" <= rest[0] <= "9"):
-            raise invalid
-        whole, i = 0, 0
-        while i < len(rest) and "0" <= rest[i] <= "9":
-            if whole > 2**63 // 10:
-                raise invalid
-            whole = whole * 10 + int(rest[i])
-            if whole > 2**63:
-                raise invalid
-            i += 1
-        before_point, rest = i > 0, rest[i:]
-        fraction, scale, after_point = 0, 1.0, False
-        if rest[:1] == ".":
-            rest, i, overflow = rest[1:], 0, False
-            while i < len(rest) and "0" <= rest[i] <= "9":
-                grown = fraction * 10 + int(rest[i])
-                if overflow or fraction > INT64_MAX // 10 or grown > 2**63:
-                    overflow = True
-                else:
-                    fraction, scale = grown, scale * 10
-                i += 1
-            after_point, rest = i > 0, rest[i:]
-        if not before_point and not after_point:
-            raise invalid
-        i = 0
-        while i < len(rest) and rest[i] != "." and not "0" <= rest[i] <= "9":
-            i += 1
-        if i == 0:
-            raise GoError(f"time: missing unit in duration {_time_quote(text)}")
-        unit_name, rest = rest[:i], rest[i:]
-        if unit_name not in units:
-            raise GoError(f"time: unknown unit {_time_quote(unit_name)} in duration {_time_quote(text)}")
-        unit = units[unit_name]
-        if whole > 2**63 // unit:
-            raise invalid
-        whole *= unit
-        if fraction > 0:
-            whole += int(float(fraction) * (float(unit) / scale))
-            if whole > 2**63:
-                raise invalid
-        total += whole
-        if total > 2**63:
-            raise invalid
-    if text[:1] != "-" and total > INT64_MAX:
-        raise invalid
-
-
-def _time_quote(text: str) -> str:
-    """The time package's quote: bytes that are not printable ASCII as \\xNN."""
-    out = []
-    for char in text:
-        if char < " " or not char.isascii():
-            out.extend(f"\\x{byte:02x}" for byte in char.encode("utf-8", "surrogatepass"))
-        else:
-            out.append("\\" + char if char in '"\\' else char)
-    return '"' + "".join(out) + '"'
