@@ -72,10 +72,13 @@ def test_config_text_refuses_other_types(bad: Any) -> None:
     pytest.param({"version": "v1", "sharing": {"timeSlicing": {"resources": [{"replicas": 4}]}}},
                  [LOAD_ERROR + "no resource name specified"], id="no name"),
     pytest.param({"version": "v2"}, [PARSE_ERROR + "unknown version: v2"], id="unknown version"),
+    # the GPU Operator's MIG_STRATEGY overrides the file's, so the plugin starts: lint still refuses it
     pytest.param({"version": "v1", "flags": {"migStrategy": "bogus"}},
-                 ["unable to validate flags: unknown MIG strategy: bogus"], id="bad mig strategy"),
+                 ["'flags' holds a value the device plugin refuses when its environment does not override it: "
+                  "unable to validate flags: unknown MIG strategy: bogus"], id="bad mig strategy"),
     pytest.param(ts_config(replicas="4"),
-                 [LOAD_ERROR + "json: cannot unmarshal string into Go value of type int"], id="replicas as string"),
+                 [LOAD_ERROR + "json: cannot unmarshal string into Go struct field Sharing.sharing.timeSlicing of type int"],
+                 id="replicas as string"),
 ])
 def test_config_problems_surface_the_plugins_error(config: Any, expected: list[str]) -> None:
     assert config_problems(config) == expected
