@@ -121,10 +121,8 @@ class Session:
             options["preconditions"] = preconditions
         if grace_period_seconds is not None:
             options["gracePeriodSeconds"] = grace_period_seconds
-        if dry_run:
-            options["dryRun"] = ["All"]
         try:
-            return self.request("DELETE", k.path(namespace, name), body=options)
+            return self.request("DELETE", k.path(namespace, name), body=options, query=_dry(dry_run))
         except ApiError as err:
             if err.status == 404 and not isinstance(err, KindNotServed):
                 return None
@@ -136,11 +134,9 @@ class Session:
         options: dict[str, Any] = {}
         if grace_period_seconds is not None:
             options["gracePeriodSeconds"] = grace_period_seconds
-        if dry_run:
-            options["dryRun"] = ["All"]
         eviction = {"apiVersion": "policy/v1", "kind": "Eviction",
                     "metadata": {"name": name, "namespace": namespace}, "deleteOptions": options}
-        self.request("POST", kind_of("Pod").path(namespace, name, "eviction"), body=eviction)
+        self.request("POST", kind_of("Pod").path(namespace, name, "eviction"), body=eviction, query=_dry(dry_run))
 
     def whoami(self) -> str:
         """The user name the API server sees for this session (a SelfSubjectReview persists nothing)."""

@@ -61,7 +61,7 @@ def drain(session: Session, nodes: list[str], timeout_s: float, retry_s: float, 
                 session.evict(pod.name, pod.namespace, dry_run=check_mode, grace_period_seconds=grace_period_s)
             except ApiError as err:
                 if err.status == 429:
-                    refused[pod.ref] = _budget_text(err)
+                    refused[pod.ref] = _budget_text(err, pod.namespace)
                     continue
                 if err.status == 404:
                     continue
@@ -87,11 +87,11 @@ def drain(session: Session, nodes: list[str], timeout_s: float, retry_s: float, 
         time.sleep(retry_s if refused else min(retry_s, 1.0))
 
 
-def _budget_text(err: ApiError) -> str:
+def _budget_text(err: ApiError, namespace: str) -> str:
     causes = [c.get("message", "") for c in (err.details or {}).get("causes") or [] if c.get("message")]
     text = "; ".join(causes) or err.message
     match = BUDGET.search(text)
-    return f"PodDisruptionBudget {match.group(1)}: {text}" if match else text
+    return f"PodDisruptionBudget {namespace}/{match.group(1)}: {text}" if match else text
 
 
 def _comeback(back: list[Pod]) -> str:
