@@ -44,7 +44,7 @@ Feature: An interrupted enable leaves nothing half-changed
       | nodes         |
 
   Scenario: An enable killed after it changed the ClusterPolicy is rolled back once its lock has expired
-    When the enable of "gpu-node" is killed right after it changed the ClusterPolicy, holding a 5-second lock
+    When the enable of "gpu-node" is killed right after it changed the ClusterPolicy, holding a 30-second lock
     And the operator runs "rollback-timeslicing.yml -l gpu-node"
     Then the run is refused with "is held by enable-timeslicing@"
     When the lock of the killed run has expired

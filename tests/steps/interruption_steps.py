@@ -80,7 +80,7 @@ def lock_expired(kube: Cluster) -> None:
         spec = lease["spec"]
         return (utc_now() - parse_time(spec["renewTime"])).total_seconds() > int(spec["leaseDurationSeconds"])
 
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 90
     while not expired():
         assert time.monotonic() < deadline, "the lock did not expire"
         time.sleep(0.5)

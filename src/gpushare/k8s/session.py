@@ -95,6 +95,10 @@ class Session:
             "labelSelector": label_selector, "fieldSelector": field_selector})
         return [_with_kind(item, k) for item in (result or {}).get("items") or []]
 
+    def pods_on(self, nodes: list[str], namespace: str | None = None) -> list[dict[str, Any]]:
+        """The pods of some nodes only (one field-selected list per node: cheap on a large fleet)."""
+        return [pod for node in sorted(set(nodes)) for pod in self.list("Pod", namespace, field_selector=f"spec.nodeName={node}")]
+
     def create(self, obj: dict[str, Any], dry_run: bool = False) -> dict[str, Any]:
         k = kind_of(obj["kind"], obj.get("apiVersion"))
         namespace = (obj.get("metadata") or {}).get("namespace")

@@ -19,7 +19,7 @@ def _reader_problems(session: Session, namespace: str, nodes: list[str]) -> list
     """Config-reader pods of `nodes` that are not Ready on the current template."""
     operands = {d["metadata"]["name"]: Operand(d) for d in session.list("DaemonSet", namespace)
                 if d["metadata"]["name"] in CONFIG_READERS}
-    pods = [OperandPod(p) for p in session.list("Pod", namespace)]
+    pods = [OperandPod(p) for p in session.pods_on(nodes, namespace)]
     problems = []
     for node in nodes:
         for name, operand in sorted(operands.items()):

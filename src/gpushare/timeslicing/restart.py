@@ -39,7 +39,7 @@ def restart_readers(session: Session, namespace: str, nodes: list[str], configma
                     check_mode: bool, timeout_s: float, interval_s: float = 1.0) -> RestartResult:
     operands = {d["metadata"]["name"]: Operand(d) for d in session.list("DaemonSet", namespace)
                 if d["metadata"]["name"] in CONFIG_READERS}
-    pods = [OperandPod(p) for p in session.list("Pod", namespace)]
+    pods = [OperandPod(p) for p in session.pods_on(nodes, namespace)]
     configmap = session.get("ConfigMap", configmap_name, namespace) if configmap_name else None
     result = RestartResult()
     stale = stale_pods(operands, pods, nodes, configmap, force)
@@ -54,7 +54,7 @@ def restart_readers(session: Session, namespace: str, nodes: list[str], configma
     while True:
         operands = {d["metadata"]["name"]: Operand(d) for d in session.list("DaemonSet", namespace)
                     if d["metadata"]["name"] in CONFIG_READERS}
-        pods = [OperandPod(p) for p in session.list("Pod", namespace) if p["metadata"]["uid"] not in gone]
+        pods = [OperandPod(p) for p in session.pods_on(nodes, namespace) if p["metadata"]["uid"] not in gone]
         problems = []
         for node, daemonset in sorted(wanted):
             mine = [p for p in pods if p.node == node and p.daemonset == daemonset and not p.terminating]
