@@ -39,8 +39,18 @@ sim-down:
 	@if [ -x $(BIN)/gpushare ]; then gpushare sim down; fi
 
 demo: sim-up
+	@echo "== preview: what enabling time-slicing on gpu-node would change (writes nothing)"
+	ansible-playbook playbooks/enable-timeslicing.yml -l gpu-node --check --diff
+	@echo "== the change"
 	ansible-playbook playbooks/enable-timeslicing.yml -l gpu-node
 	gpushare sim status
+	@echo
+	@echo "Next, in this shell:"
+	@echo "  source .venv/bin/activate                      # puts ansible-playbook and gpushare on the PATH"
+	@echo "  export KUBECONFIG=$$(.venv/bin/gpushare sim kubeconfig)   # for kubectl"
+	@echo "  ansible-playbook playbooks/verify-sharing.yml -l gpu-node"
+	@echo "  ansible-playbook playbooks/rollback-timeslicing.yml -l gpu-node --check --diff"
+	@echo "  ansible-playbook playbooks/rollback-timeslicing.yml -l gpu-node"
 
 unit: $(STAMP)
 	pytest tests/unit -q

@@ -1,63 +1,83 @@
-"""Runbook timings on the embedded cluster: the enable playbook side by side with the seed's own
-kubectl sequence, the idempotent re-run (time and writes), and a rollback with 4 shared pods."""
+"""Runbook timings on the embedded cluster, side by side in one run: Ansible's floor (one
+kubernetes.core task), the seed's own kubectl sequence, the enable (first run, idempotent re-run,
+replicas change, a second trial node), the rollback with 4 shared pods; and the same one-node
+runs on the 500-node fleet, with the operand pods restarted outside the target."""
 
 from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from kubernetes import client
-
-from gpushare.kube import api_client, wait_for
+from gpushare.k8s.session import Session
+from gpushare.kube import wait_for
+from gpushare.model.operands import OperandPod
 
 REPO = Path(__file__).resolve().parents[1]
 SEED_CONFIGMAP = (REPO / "examples" / "seed" / "time-slicing-config.yaml").read_text()
 SHARE_CHECK = {
-    "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "gpu-share-check"},
+    "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "gpu-share-check", "namespace": "default"},
     "spec": {"replicas": 4, "selector": {"matchLabels": {"app": "gpu-share-check"}},
              "template": {"metadata": {"labels": {"app": "gpu-share-check"}}, "spec": {
                  "nodeSelector": {"gpu-mode": "shared"},
-                 "tolerations": [{"key": "gpu-mode", "operator": "Exists", "effect": "NoSchedule"}],
+                 "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
                  "containers": [{"name": "check", "image": "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu22.04",
                                  "resources": {"limits": {"nvidia.com/gpu.shared": "1"}}}]}}},
 }
 
 
-def _sim(state: Path, *args: str) -> None:
+def sim(state: Path, *args: str) -> None:
     subprocess.run([sys.executable, "-m", "gpushare", "sim", *args, "--state-dir", str(state)],
                    check=True, capture_output=True)
 
 
-def _playbook(state: Path, playbook: str, *args: str) -> float:
+def playbook(state: Path, path: str, *args: str) -> float:
     env = {**os.environ, "GPUSHARE_STATE_DIR": str(state), "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     began = time.perf_counter()
-    result = subprocess.run(["ansible-playbook", f"playbooks/{playbook}", *args], cwd=REPO, env=env,
-                            capture_output=True, text=True)
+    result = subprocess.run(["ansible-playbook", path, *args], cwd=REPO, env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - began
     if result.returncode != 0:
-        raise RuntimeError(f"{playbook} failed:\n{result.stdout[-3000:]}")
+        raise RuntimeError(f"{path} {' '.join(args)} failed:\n{result.stdout[-3000:]}")
     return elapsed
 
 
-def _writes(state: Path, since: int) -> int:
+def writes(state: Path, since: int) -> int:
     with (state / "audit.log").open() as log:
         log.seek(since)
         events = [json.loads(line) for line in log if line.strip()]
     return sum(1 for e in events if e.get("stage") == "ResponseComplete"
                and e.get("user", {}).get("username") == "gpushare-admin"
-               and e.get("verb") in ("create", "update", "patch", "delete", "deletecollection"))
+               and e.get("verb") in ("create", "update", "patch", "delete", "deletecollection")
+               and (e.get("objectRef") or {}).get("resource") != "selfsubjectreviews")
 
 
-def _seed_sequence(state: Path) -> float:
+def operand_pods(session: Session) -> dict[str, str]:
+    """uid -> node of every operand pod."""
+    pods = (OperandPod(p) for p in session.list("Pod", "gpu-operator"))
+    return {p.uid: p.node for p in pods if p.daemonset and not p.terminating}
+
+
+def measured(state: Path, session: Session, target: str, *args: str) -> dict[str, float]:
+    """One runbook run: seconds, mutating requests, operand pods restarted on other nodes."""
+    mark = (state / "audit.log").stat().st_size
+    before = operand_pods(session)
+    seconds = playbook(state, *args)
+    after = operand_pods(session)
+    elsewhere = sum(1 for uid, node in before.items() if node != target and uid not in after)
+    return {"s": seconds, "writes": writes(state, mark), "restarted_elsewhere": elsewhere}
+
+
+def seed_sequence(state: Path) -> float:
     """The seed's commands as written, until gpu-node shows its shared allocatable."""
     info = json.loads((state / "cluster.json").read_text())
     kubectl = [str(Path(info["bin_dir"]) / "kubectl"), f"--kubeconfig={state / 'kubeconfig'}"]
-    core = client.CoreV1Api(api_client(state / "kubeconfig"))
+    session = Session(state / "kubeconfig")
     began = time.perf_counter()
     subprocess.run([*kubectl, "apply", "-f", "-"], input=SEED_CONFIGMAP, text=True, check=True, capture_output=True)
     for argv in (
@@ -68,32 +88,42 @@ def _seed_sequence(state: Path) -> float:
         ["label", "node", "gpu-node", "gpu-mode=shared"],
     ):
         subprocess.run([*kubectl, *argv], check=True, capture_output=True)
-    wait_for(lambda: (core.read_node("gpu-node").status.allocatable or {}).get("nvidia.com/gpu.shared") == "4",
-             60, "gpu-node to advertise 4 shared")
+    wait_for(lambda: ((session.get("Node", "gpu-node") or {}).get("status", {}).get("allocatable") or {}).get(
+        "nvidia.com/gpu.shared") == "4", 120, "gpu-node to advertise 4 shared")
     return time.perf_counter() - began
 
 
-def bench_runbooks(state: Path) -> dict[str, dict[str, float]]:
-    """Seed sequence and playbook on fresh clusters of the default fleet, one after the other."""
-    _sim(state, "down")
-    _sim(state, "up")
-    seed_s = _seed_sequence(state)
-    _sim(state, "down")
-    _sim(state, "up")
-    mark = (state / "audit.log").stat().st_size
-    enable_s = _playbook(state, "enable-timeslicing.yml", "-l", "gpu-node", "-e", "timeslicing_replicas=4")
-    enable_writes = _writes(state, mark)
-    mark = (state / "audit.log").stat().st_size
-    rerun_s = _playbook(state, "enable-timeslicing.yml", "-l", "gpu-node", "-e", "timeslicing_replicas=4")
-    rerun_writes = _writes(state, mark)
-    core = client.CoreV1Api(api_client(state / "kubeconfig"))
-    apps = client.AppsV1Api(api_client(state / "kubeconfig"))
-    apps.create_namespaced_deployment("default", SHARE_CHECK)
-    wait_for(lambda: sum(p.status.phase == "Running" for p in core.list_namespaced_pod(
-        "default", label_selector="app=gpu-share-check").items) == 4, 60, "4 shared pods running")
-    rollback_s = _playbook(state, "rollback-timeslicing.yml", "-l", "gpu-node")
-    return {
-        "enable": {"seed_kubectl_s": seed_s, "playbook_s": enable_s, "ratio": enable_s / seed_s,
-                   "playbook_writes": enable_writes, "rerun_s": rerun_s, "rerun_writes": rerun_writes},
-        "rollback": {"rollback_4_pods_s": rollback_s},
-    }
+def one_node_runs(state: Path, prepare: bool) -> dict[str, Any]:
+    """enable gpu-node, re-run, replicas 2 -> 4, rollback of gpu-node (4 shared pods), on a fresh cluster."""
+    session = Session(state / "kubeconfig")
+    runs: dict[str, Any] = {}
+    if prepare:
+        runs["prepare"] = measured(state, session, "", "playbooks/prepare-timeslicing.yml")
+    runs["enable"] = measured(state, session, "gpu-node", "playbooks/enable-timeslicing.yml", "-l", "gpu-node")
+    runs["rerun"] = measured(state, session, "gpu-node", "playbooks/enable-timeslicing.yml", "-l", "gpu-node")
+    runs["replicas"] = measured(state, session, "gpu-node", "playbooks/enable-timeslicing.yml", "-l", "gpu-node",
+                                "-e", "timeslicing_replicas=4")
+    session.create(SHARE_CHECK)
+    wait_for(lambda: sum(p["status"].get("phase") == "Running" for p in session.list(
+        "Pod", "default", label_selector="app=gpu-share-check")) == 4, 60, "4 shared pods running")
+    runs["rollback"] = measured(state, session, "gpu-node", "playbooks/rollback-timeslicing.yml", "-l", "gpu-node")
+    return runs
+
+
+def bench_runbooks(state: Path) -> dict[str, Any]:
+    sim(state, "down")
+    sim(state, "up")
+    env = {"gpushare_kubeconfig": str(state / "kubeconfig"), "ansible_python_interpreter": sys.executable}
+    floor = statistics.median(playbook(state, "scripts/bench/floor.yml", "-e", json.dumps(env)) for _ in range(3))
+    seed = seed_sequence(state)
+    sim(state, "down")
+    sim(state, "up")
+    default = one_node_runs(state, prepare=False)
+    sim(state, "down")
+    sim(state, "up", "--fleet", str(REPO / "fleets" / "scale-500.yaml"))
+    fleet = one_node_runs(state, prepare=True)
+    sim(state, "down")
+    sim(state, "up")
+    small = one_node_runs(state, prepare=True)
+    return {"runbooks": {"floor_s": floor, "seed_s": seed, "default": default, "prepared_default": small,
+                         "prepared_500": fleet}}

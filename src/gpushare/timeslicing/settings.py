@@ -124,9 +124,11 @@ class Settings:
         try:
             parsed = dpc.parse(text)
         except dpc.ConfigError as err:
-            advice = (" Use at least 2 shares per GPU (1 means no sharing)." if "replicas must be >= 2" in str(err)
-                      else "")
-            return [f"The device plugin would refuse {source} for key `{self.key}`.{advice} Its error: {err}"]
+            if "replicas must be >= 2" in str(err) and not self.override:
+                return [f"timeslicing_replicas={self.replicas}: use at least 2 shares per GPU (1 means no sharing). "
+                        f"The device plugin would refuse this config: {err}"]
+            fix = "Fix timeslicing_config_override, or leave it empty. " if self.override else ""
+            return [f"The device plugin would refuse {source} for key `{self.key}`. {fix}Its error: {err}"]
         problems = [f"{source}: {p} (the device plugin would silently ignore it)" for p in dpc.lint(text)]
         if parsed.sharing.strategy != "time-slicing":
             problems.append(f"{source} gives sharing strategy `{parsed.sharing.strategy}`, not time-slicing of "
