@@ -80,7 +80,9 @@ class QuietCallback(DefaultCallback):
             return
         data = result.result
         if result.task.action in ("ansible.builtin.debug", "debug") and "msg" in data:
-            self._display.display("\n".join(message_lines(data["msg"])))
+            lines = message_lines(data["msg"])
+            if any(line.strip() for line in lines):
+                self._display.display("\n".join(lines))
         elif data.get("changed"):
             self._changed = True
             self._display.display(f"changed: {result.task.get_name()}", color="yellow")

@@ -272,7 +272,9 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
     result.backup_stamp = now.strftime("%Y%m%dT%H%M%SZ")
     if not (configmap_changes or policy_changes or node_changes or restart) and not adopted:
         result.lines = [f"Nothing to change: time-slicing is already enabled as asked ({settings.sharing().replicas} "
-                        f"replicas, key {settings.key}, scope {settings.scope}) on {', '.join(sorted(set(targets)))}."]
+                        f"replicas, key {settings.key}, scope {settings.scope}) on {', '.join(sorted(set(targets)))}."
+                        if targets else f"Nothing to change: the cluster is prepared for time-slicing trials "
+                        f"(ConfigMap {settings.namespace}/{settings.configmap}, key {settings.key})."]
         result.expected = _expected(state, settings, affected, targets, False)
         return result
 
@@ -354,7 +356,9 @@ def _lines(state: ClusterState, settings: Settings, result: EnablePlan, affected
            field_changes: list[FieldChange], readers: list[str], creates_cm: bool, data: dict[str, str]) -> list[str]:
     sharing = settings.sharing()
     lines = [f"Plan: time-slicing with {sharing.replicas} replicas per GPU on {', '.join(sorted(set(targets)))} "
-             f"(key {settings.key} of {settings.namespace}/{settings.configmap}, scope {settings.scope})"]
+             f"(key {settings.key} of {settings.namespace}/{settings.configmap}, scope {settings.scope})" if targets else
+             f"Plan: prepare the cluster for time-slicing trials (ConfigMap {settings.namespace}/{settings.configmap}, "
+             f"key {settings.key} with {sharing.replicas} replicas)"]
     lines += [f"  note: {n}" for n in result.notes]
     if result.changes.get("configmap"):
         added = [k for k in sorted({settings.key, DEFAULT_KEY}) if k not in data]

@@ -41,7 +41,7 @@ def enable_report(nodes: list[dict[str, Any]], daemonsets: list[dict[str, Any]],
     if check_mode:
         lines = ["CHECK MODE: nothing was changed; the nodes as they are now:"]
     elif not plan.get("writes"):
-        lines = list(plan.get("lines") or [])
+        lines = []  # the plan said there is nothing to change
     else:
         lines = [f"Done: time-slicing with {expected.get('replicas')} replicas per GPU on {', '.join(targets)}."
                  if targets else "Done: the cluster is prepared for time-slicing trials."]

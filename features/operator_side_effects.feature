@@ -1,0 +1,63 @@
+@cluster
+Feature: A trial on one node disturbs no other node, on the chart-default GPU Operator
+  The GPU Operator renders every operand from the ClusterPolicy: a change of spec.daemonsets.*
+  re-renders all of them, the driver's included, and with the chart's driver auto-upgrade that
+  cordons, drains and reloads every GPU node in turn. A change of spec.devicePlugin.config restarts
+  the device plugin and GFD everywhere. So a one-node trial may restart, on the other GPU nodes,
+  only the device plugin and GFD, only when the plan says so (the first trial), never touches the
+  driver and cordons nothing; afterwards every step changes only the node it names.
+
+  Background:
+    Given a cluster with the GPU Operator
+    And the state of every GPU node is recorded
+
+  Scenario: Enable on gpu-node, then on gpu-node-2, raise the replicas, roll both back
+    Given the trial node is "gpu-node"
+    When the operator enables time-slicing with 2 replicas
+    Then the run succeeds
+    And on every GPU node not targeted, no operand pod was restarted, but the device plugin and GFD
+    And the driver DaemonSet's template is unchanged and no node was cordoned
+    And the GFD labels of every GPU node match what it advertises
+    Given the state of every GPU node is recorded
+    And the trial node is "gpu-node-2"
+    When the operator enables time-slicing with 2 replicas
+    Then the run succeeds
+    And on every GPU node not targeted, no operand pod was restarted
+    And the driver DaemonSet's template is unchanged and no node was cordoned
+    And the GFD labels of every GPU node match what it advertises
+    Given the state of every GPU node is recorded
+    When the operator runs "enable-timeslicing.yml -l gpu-node-2 -e timeslicing_replicas=4"
+    Then the run succeeds
+    And the run restarted the device plugin and GFD on "gpu-node-2" only
+    And node "gpu-node-2" has label "nvidia.com/gpu.replicas" set to "4"
+    And the GFD labels of every GPU node match what it advertises
+    Given the state of every GPU node is recorded
+    When the operator runs "rollback-timeslicing.yml -l gpu-node-2"
+    Then the run succeeds
+    And on every GPU node not targeted, no operand pod was restarted
+    And the driver DaemonSet's template is unchanged and no node was cordoned
+    And the GFD labels of every GPU node match what it advertises
+    When the operator runs "rollback-timeslicing.yml -l gpu-node"
+    Then the run succeeds
+    And the output says "their pods restart on all 3 GPU nodes"
+    And on every GPU node not targeted, no operand pod was restarted, but the device plugin and GFD
+    And the driver DaemonSet's template is unchanged and no node was cordoned
+    And the GFD labels of every GPU node match what it advertises
+
+  Scenario: The prepare step is the one fleet-wide change; a trial after it touches its node only
+    When the operator runs "prepare-timeslicing.yml"
+    Then the run succeeds
+    And the output says "Done: the cluster is prepared for time-slicing trials."
+    And the driver DaemonSet's template is unchanged and no node was cordoned
+    Given the state of every GPU node is recorded
+    And the trial node is "gpu-node"
+    When the operator enables time-slicing with 2 replicas
+    Then the run succeeds
+    And on every GPU node not targeted, no operand pod was restarted
+    And every GPU node not targeted is exactly as before
+
+  Scenario: A pool taint the operands do not tolerate needs the fleet-wide change confirmed
+    Given the trial node is "gpu-node"
+    When the operator runs "enable-timeslicing.yml -l gpu-node -e timeslicing_pool_taint_key=gpu-mode"
+    Then the run is refused with "Adding that toleration re-renders every operand DaemonSet"
+    And nothing was written to the cluster
