@@ -1,6 +1,7 @@
 """Session fixtures: the cluster under test and a clean slate per scenario.
 
-By default the embedded cluster is started once per session (state in .gpushare-test/). To run the
+By default the embedded cluster is started once per session (state in .gpushare-test/, or
+.gpushare-test-<worker>/ for each pytest-xdist worker). To run the
 same tests and features against another cluster (kind with the simulator, or staging with real
 GPUs), pass `--kubeconfig FILE --inventory DIR` (or set GPUSHARE_TEST_KUBECONFIG and
 GPUSHARE_TEST_INVENTORY)."""
@@ -39,7 +40,10 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
             pytest.fail("--kubeconfig needs --inventory: the Ansible inventory listing that cluster's GPU nodes")
         yield Cluster(Path(kubeconfig), Path(inventory), request.config.getoption("--operator-namespace"))
         return
-    state_dir = Path(os.environ.get("GPUSHARE_TEST_STATE_DIR", REPO / ".gpushare-test")).resolve()
+    # Under pytest-xdist every worker runs its own embedded cluster, so feature files run in parallel.
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    base = Path(os.environ.get("GPUSHARE_TEST_STATE_DIR", REPO / ".gpushare-test")).resolve()
+    state_dir = base.with_name(f"{base.name}-{worker}") if worker else base
     started = embedded_cluster(state_dir)
     yield started
     if not request.config.getoption("--keep-cluster"):
