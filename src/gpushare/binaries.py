@@ -6,8 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-REQUIRED = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok", "kueue",
-            "kueue-crds")
+REQUIRED = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kwok")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO_ROOT / "scripts" / "build-binaries.sh"
 
@@ -29,7 +28,7 @@ def binary_dir() -> Path:
         directory = Path(result.stdout.strip().splitlines()[-1])
     else:
         raise BinaryError("set GPUSHARE_BIN_DIR to a directory holding " + ", ".join(REQUIRED))
-    missing = [name for name in REQUIRED if not (directory / name).exists()]
+    missing = [name for name in REQUIRED if not (directory / name).is_file()]
     if missing:
         raise BinaryError(
             f"missing in {directory}: {', '.join(missing)}; run `make binaries` "

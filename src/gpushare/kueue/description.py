@@ -154,7 +154,7 @@ class _Checker:
         return number
 
 
-def parse(cohort: Any, flavors: Any, teams: Any, priority_classes: Any = ()) -> Description:
+def parse(cohort: Any, flavors: Any, teams: Any, priority_classes: Any = None) -> Description:
     """Check the description alone (no cluster needed); raise DescriptionError listing every problem."""
     check = _Checker()
     cohort_name = check.name(cohort, "the cohort (queue_backfill_cohort)")
@@ -260,9 +260,10 @@ def _quotas(check: _Checker, team: str, value: Any, flavors: set[str]) -> dict[s
                            f"{quota.text['nominalQuota']}: a team can lend at most its own quota; lower lendingLimit")
             quotas[flavor][resource] = quota
     _check_groups(check, team, quotas)
-    if not any(quotas.values()):
+    given = value if isinstance(value, Mapping) else {}
+    if not any(isinstance(resources, Mapping) and resources for resources in given.values()):
         check.fail(f"team {team}: no quotas; give it at least one, e.g. quotas: {{<flavor>: {{nvidia.com/gpu: "
-                   "{nominalQuota: 2}}}}")
+                   "{nominalQuota: 2}}}")
     return quotas
 
 
