@@ -13,6 +13,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -242,6 +243,7 @@ class Launcher:
             f"--audit-policy-file={state.root / 'audit-policy.yaml'}", f"--audit-log-path={state.audit_log}",
             "--audit-log-maxsize=200", "--profiling=false", "--allow-privileged=true",
         ], lambda: _https_ok(f"{server}/readyz", client_context), timeout_s=90)
+        kueue_crds = self._install_kueue_crds(bins) if "kueue" in self.components else None
         for name in ("kube-controller-manager", "kube-scheduler"):
             kubeconfig = state.component_kubeconfig(name)
             extra = (
@@ -270,8 +272,8 @@ class Launcher:
             f"--operator-namespace={self.operator_namespace}",
             f"--ready-file={state.root / 'gpu-operator-sim.ready'}",
         ], lambda: (state.root / "gpu-operator-sim.ready").exists())
-        if "kueue" in self.components:
-            self._start_kueue(bins)
+        if kueue_crds is not None:
+            self._start_kueue(bins, kueue_crds)
         cluster_bootstrap.wait_until_ready(state.kubeconfig, self.fleet, self.operator_namespace)
         info = {"server": server, "ports": ports, "bin_dir": str(bins), "operator_namespace": self.operator_namespace,
                 "components": list(self.components),
@@ -279,10 +281,20 @@ class Launcher:
         state.info.write_text(json.dumps(info, indent=2))
         return info
 
-    def _start_kueue(self, bins: Path) -> None:
+    def _install_kueue_crds(self, bins: Path) -> Future:
+        """Kueue's CRDs take the API server seconds to establish: applied while the others start."""
         root = self.state.root / "kueue"
         root.mkdir(parents=True, exist_ok=True)
-        kueue_embedded.install(bins / "kubectl", self.state.kubeconfig, bins, root)
+        background = ThreadPoolExecutor(max_workers=1)
+        installing = background.submit(kueue_embedded.install, bins / "kubectl", self.state.kubeconfig, bins, root)
+        background.shutdown(wait=False)
+        return installing
+
+    def _start_kueue(self, bins: Path, crds: Future) -> None:
+        began = time.monotonic()
+        crds.result()
+        self.progress(f"kueue CRDs established (waited {time.monotonic() - began:.1f}s)")
+        root = self.state.root / "kueue"
         config = kueue_embedded.prepare(root, self.state.pki, pki.ensure_ca(self.state.pki), self.ports)
         health = self.ports["kueue-health"]
         self.run("kueue", kueue_embedded.argv(bins / "kueue", self.state.component_kubeconfig("kueue"), config),
