@@ -54,7 +54,8 @@ def admission_latency(state: Path, jobs: int = 100) -> dict[str, float]:
     api = api_client(state / "kubeconfig")
     core, batch, custom = client.CoreV1Api(api), client.BatchV1Api(api), client.CustomObjectsApi(api)
     core.create_namespace({"metadata": {"name": NAMESPACE}})
-    for obj in _queues(jobs):
+    queues = _queues(jobs)
+    for obj in queues:
         _create(custom, obj)
     wait_for(lambda: (condition(custom.get_cluster_custom_object(GROUP, VERSION, "clusterqueues", "bench"), "Active")
                       or {}).get("status") == "True", 60, "the bench ClusterQueue to be active")
@@ -82,8 +83,10 @@ def admission_latency(state: Path, jobs: int = 100) -> dict[str, float]:
     result = {"jobs": float(jobs), "admission_median_s": statistics.median(latencies),
               "admission_p95_s": latencies[int(len(latencies) * 0.95) - 1], "admission_max_s": latencies[-1],
               "all_admitted_s": max(admitted.values()) - min(created.values())}
-    core.delete_namespace(NAMESPACE)
-    custom.delete_cluster_custom_object(GROUP, VERSION, "clusterqueues", "bench")
+    core.delete_namespace(NAMESPACE)  # with the Jobs, Workloads and the LocalQueue
+    for obj in reversed(queues):
+        if "namespace" not in obj["metadata"]:
+            custom.delete_cluster_custom_object(GROUP, VERSION, PLURALS[obj["kind"]], obj["metadata"]["name"])
     return result
 
 
