@@ -46,7 +46,11 @@ def configuration(ports: dict[str, int], cert_dir: Path) -> dict:
                            "leaseDuration": "60s", "renewDeadline": "45s", "retryPeriod": "5s"},
         "internalCertManagement": {"enable": False},
         "featureGates": {"VisibilityOnDemand": False},
-        "clientConnection": {"qps": 50, "burst": 100},  # as in Kueue's shipped configuration
+        # As in Kueue's shipped configuration (config/components/manager/controller_manager_config.yaml).
+        "controller": {"groupKindConcurrency": {
+            "Job.batch": 5, "Pod": 5, "Workload.kueue.x-k8s.io": 5, "LocalQueue.kueue.x-k8s.io": 1,
+            "Cohort.kueue.x-k8s.io": 1, "ClusterQueue.kueue.x-k8s.io": 1, "ResourceFlavor.kueue.x-k8s.io": 1}},
+        "clientConnection": {"qps": 50, "burst": 100},
         "integrations": {"frameworks": ["batch/job"]},
     }
 
