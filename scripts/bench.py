@@ -70,12 +70,12 @@ def bench_cold_build() -> dict[str, float]:
     return {"cold_build_s": seconds, "cache_mib": size / 2**20}
 
 
-def bench_sim_up(fleet: Path | None, runs: int) -> dict[str, float]:
+def bench_sim_up(fleet: Path | None, runs: int, extra: tuple[str, ...] = ()) -> dict[str, float]:
     samples = []
     memory = (0.0, 0.0)
     for _ in range(runs):
         sim("down")
-        args = ["up"] + (["--fleet", str(fleet)] if fleet else [])
+        args = ["up", *extra] + (["--fleet", str(fleet)] if fleet else [])
         samples.append(timed(lambda: sim(*args)))
         memory = cluster_memory_mib(STATE)
     return {"up_median_s": statistics.median(samples), "up_min_s": min(samples), "up_max_s": max(samples),
@@ -142,6 +142,13 @@ def main() -> int:
     print("sim up, default fleet ...", file=sys.stderr)
     results["up_default"] = bench_sim_up(None, runs=3)
     results["reaction_default"] = bench_reaction(samples=10, burst=0)
+    from scripts.bench_kueue import admission_latency, kueue_cold_build  # noqa: PLC0415
+
+    print("Kueue admission of 100 Jobs ...", file=sys.stderr)
+    results["kueue_admission"] = admission_latency(STATE)
+    results["kueue_cold_build"] = kueue_cold_build()
+    print("sim up, default fleet, without Kueue ...", file=sys.stderr)
+    results["up_without_kueue"] = bench_sim_up(None, runs=3, extra=("--without", "kueue"))
     sim("down")
     print("sim up, 500 GPU nodes ...", file=sys.stderr)
     results["up_500"] = bench_sim_up(REPO / "fleets" / "scale-500.yaml", runs=1)
@@ -171,13 +178,22 @@ def previous_cold_build(path: Path) -> dict[str, float]:
 def render(r: dict[str, dict[str, float]]) -> str:
     cold, up, up500 = r.get("cold_build", {}), r["up_default"], r["up_500"]
     react, react500, enable, rollback = r["reaction_default"], r["reaction_500"], r["enable"], r["rollback"]
+    kueue_build, no_kueue, admission = r["kueue_cold_build"], r["up_without_kueue"], r["kueue_admission"]
     reused = ("\n- The cold-build figures were kept from an earlier measurement (`--skip-cold-build`): "
               "a cold build takes minutes and is not part of every run." if r.get("cold_build_reused") else "")
     rows = [
         ("Cold build of all binaries (empty Go build cache, modules already downloaded)", f"{cold.get('cold_build_s', float('nan')):.0f} s"),
         ("Binary cache size (`~/.cache/gpushare/bin`)", f"{cold.get('cache_mib', float('nan')):.0f} MiB"),
-        ("`gpushare sim up`, default fleet, cached binaries (median of 3; min–max)",
+        ("Cold build of Kueue v0.17.0 alone (recorded by build-binaries.sh when it built it; "
+         f"-p {kueue_build.get('kueue_build_jobs', 0):.0f})", f"{kueue_build.get('kueue_build_s', float('nan')):.0f} s"),
+        ("`gpushare sim up`, default fleet, cached binaries, with Kueue (median of 3; min–max)",
          f"{up['up_median_s']:.1f} s ({up['up_min_s']:.1f}–{up['up_max_s']:.1f})"),
+        ("`gpushare sim up --without kueue`, default fleet (median of 3; min–max)",
+         f"{no_kueue['up_median_s']:.1f} s ({no_kueue['up_min_s']:.1f}–{no_kueue['up_max_s']:.1f})"),
+        (f"Kueue admission, {admission['jobs']:.0f} suspended Jobs created at once → each Workload Admitted "
+         "(median / p95 / max; until all admitted)",
+         f"{admission['admission_median_s']:.2f} / {admission['admission_p95_s']:.2f} / "
+         f"{admission['admission_max_s']:.2f} s; {admission['all_admitted_s']:.1f} s"),
         ("`gpushare sim up`, 500 GPU nodes + 1 CPU node", f"{up500['up_median_s']:.1f} s"),
         ("Peak RSS of the whole embedded cluster, default fleet (sum of VmHWM)", f"{up['peak_rss_mib']:.0f} MiB"),
         ("Peak RSS of the whole embedded cluster, 500 GPU nodes", f"{up500['peak_rss_mib']:.0f} MiB"),

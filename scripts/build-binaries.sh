@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the embedded control plane (kube-apiserver, kube-controller-manager, kube-scheduler,
-# kubectl, etcd, kwok) from the Go module proxy at the versions pinned in build/versions.env,
+# kubectl, etcd, kwok) and the Kueue controller from the Go module proxy at the versions pinned in build/versions.env,
 # into a cache outside the work tree keyed by version and by the wrapper modules' go.sum.
 # Prints the cache directory of the built binaries on the last line of stdout.
 set -euo pipefail
@@ -85,13 +85,31 @@ build_kwok() {
   echo "$out"
 }
 
+# Kueue's CRDs of the same version come from the module it was built from (never committed).
+build_kueue() {
+  local wrapper="$repo_root/build/kueue" out
+  out="$(build_dir kueue "$KUEUE_VERSION" "$wrapper")"
+  if [[ -x "$out/kueue" && -f "$out/build.json" ]]; then log "kueue $KUEUE_VERSION cached in $out"; echo "$out"; return; fi
+  log "building kueue $KUEUE_VERSION"
+  local began=$SECONDS module
+  with_heartbeat "kueue $KUEUE_VERSION" go_build "$wrapper" "$out" \
+    "-X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION -X sigs.k8s.io/kueue/pkg/version.GitCommit=unknown -X sigs.k8s.io/kueue/pkg/version.BuildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+    sigs.k8s.io/kueue/cmd/kueue
+  module="$(cd "$wrapper" && GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)"
+  mkdir -p "$out/kueue-crds" && cp "$module"/config/components/crd/bases/*.yaml "$out/kueue-crds/"
+  # The cold-build time, for the benchmarks (they do not rebuild).
+  printf '{"version": "%s", "build_s": %d, "build_jobs": %d}\n' "$KUEUE_VERSION" "$((SECONDS - began))" "$build_jobs" >"$out/build.json"
+  echo "$out"
+}
+
 # All binaries are linked into one directory per combination, the one gpushare uses.
 started=$SECONDS
 k8s_dir="$(build_kubernetes)"
 etcd_dir="$(build_etcd)"
 kwok_dir="$(build_kwok)"
-combo="$cache_root/bin/current-$(echo "$k8s_dir $etcd_dir $kwok_dir" | sha256sum | cut -c1-10)"
+kueue_dir="$(build_kueue)"
+combo="$cache_root/bin/current-$(echo "$k8s_dir $etcd_dir $kwok_dir $kueue_dir" | sha256sum | cut -c1-10)"
 mkdir -p "$combo"
-for bin in "$k8s_dir"/* "$etcd_dir/etcd" "$kwok_dir/kwok"; do ln -sf "$bin" "$combo/"; done
+for bin in "$k8s_dir"/* "$etcd_dir/etcd" "$kwok_dir/kwok" "$kueue_dir/kueue" "$kueue_dir/kueue-crds"; do ln -sfn "$bin" "$combo/"; done
 log "binaries ready in $combo ($((SECONDS - started))s)"
 echo "$combo"

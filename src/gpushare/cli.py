@@ -1,18 +1,41 @@
-"""The `gpushare` command line: the embedded cluster, the GPU Operator simulator, release gates."""
+"""The `gpushare` command line: the embedded cluster, the GPU Operator simulator, release gates,
+queue status."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 
-from gpushare import gates_cli, sim_cli
+from gpushare import __version__, gates_cli, sim_cli
+from gpushare.kueue import status_cli as queue_cli
+
+
+def _missing_command(parser: argparse.ArgumentParser, commands: tuple[str, ...], _args: argparse.Namespace) -> int:
+    parser.print_usage(sys.stderr)
+    print(f"{parser.prog}: error: choose a command: {', '.join(commands)} (see `{parser.prog} --help`)",
+          file=sys.stderr)
+    return 2
+
+
+def _require_commands(parser: argparse.ArgumentParser) -> None:
+    """A command group run without its subcommand lists them (argparse alone says `required: sim_command`)."""
+    for action in parser._actions:  # noqa: SLF001 - argparse exposes no public walk of subparsers
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            parser.set_defaults(handler=functools.partial(_missing_command, parser, tuple(action.choices)))
+            for child in action.choices.values():
+                _require_commands(child)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpushare", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}",
+                        help="print the gpushare version and exit")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     sim_cli.register(commands)
     gates_cli.register(commands)
+    queue_cli.register(commands)
+    _require_commands(parser)
     return parser
 
 

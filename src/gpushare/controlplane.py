@@ -1,8 +1,10 @@
-"""The embedded cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK and
-the GPU Operator simulator on free loopback ports, with state under one directory."""
+"""The embedded cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK, the
+GPU Operator simulator and Kueue on free loopback ports, with state under one directory."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import shutil
 import socket
@@ -11,6 +13,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -20,10 +23,13 @@ import yaml
 from gpushare import pki
 from gpushare.binaries import binary_dir
 from gpushare.fleet import Fleet
+from gpushare.kueue import embedded as kueue_embedded
 from gpushare.processes import Component, ComponentError, alive, start, stop_all, wait_ready
 
 # Start order; `down` stops in reverse.
-COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "gpu-operator-sim")
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "gpu-operator-sim",
+              "kueue")
+OPTIONAL_COMPONENTS = ("kueue",)  # `gpushare sim up --without NAME`
 # Client identities: file stem -> (user, group). Distinct users keep the audit log readable.
 IDENTITIES = {
     "admin": ("gpushare-admin", "system:masters"),
@@ -31,6 +37,7 @@ IDENTITIES = {
     "kube-scheduler": ("system:kube-scheduler", None),
     "kwok": ("system:kwok", "system:masters"),
     "gpu-operator-sim": ("system:gpushare-gpu-operator-sim", "system:masters"),
+    "kueue": ("system:kueue", "system:masters"),
 }
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
@@ -122,16 +129,36 @@ def _insecure_context() -> ssl.SSLContext:
     return context
 
 
+def fleet_digest(fleet: Fleet) -> str:
+    """Identifies a fleet by its content, wherever it was read from."""
+    return hashlib.sha256(json.dumps(dataclasses.asdict(fleet), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def recorded_info(state: StateDir) -> dict:
+    """What `up` recorded in cluster.json ({} when nothing was recorded)."""
+    try:
+        return json.loads(state.info.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def started_components(state: StateDir) -> tuple[str, ...]:
+    return tuple(recorded_info(state).get("components", COMPONENTS))
+
+
 def running(state: StateDir) -> bool:
-    return state.info.exists() and all(alive(p) for p in state.pid_files())
+    return state.info.exists() and all(alive(state.pid_file(name)) for name in started_components(state))
 
 
 class Launcher:
     """Brings the components up one by one; on any failure stops what it started."""
 
-    def __init__(self, state: StateDir, fleet: Fleet, operator_namespace: str, apiserver_port: int | None):
+    def __init__(self, state: StateDir, fleet: Fleet, operator_namespace: str, apiserver_port: int | None,
+                 components: tuple[str, ...] = COMPONENTS, fleet_source: str = "default"):
         self.state = state
         self.fleet = fleet
+        self.components = components
+        self.fleet_source = fleet_source
         self.operator_namespace = operator_namespace
         self.apiserver_port = apiserver_port
         self.started: list[Path] = []
@@ -182,6 +209,8 @@ class Launcher:
             "kube-scheduler": free_port(),
             "kwok": free_port(),
         }
+        if "kueue" in self.components:
+            self.ports.update({name: free_port() for name in kueue_embedded.PORTS})
 
     def _up(self) -> dict:
         bins = binary_dir()
@@ -214,6 +243,7 @@ class Launcher:
             f"--audit-policy-file={state.root / 'audit-policy.yaml'}", f"--audit-log-path={state.audit_log}",
             "--audit-log-maxsize=200", "--profiling=false", "--allow-privileged=true",
         ], lambda: _https_ok(f"{server}/readyz", client_context), timeout_s=90)
+        kueue_crds = self._install_kueue_crds(bins) if "kueue" in self.components else None
         for name in ("kube-controller-manager", "kube-scheduler"):
             kubeconfig = state.component_kubeconfig(name)
             extra = (
@@ -242,10 +272,33 @@ class Launcher:
             f"--operator-namespace={self.operator_namespace}",
             f"--ready-file={state.root / 'gpu-operator-sim.ready'}",
         ], lambda: (state.root / "gpu-operator-sim.ready").exists())
+        if kueue_crds is not None:
+            self._start_kueue(bins, kueue_crds)
         cluster_bootstrap.wait_until_ready(state.kubeconfig, self.fleet, self.operator_namespace)
-        info = {"server": server, "ports": ports, "bin_dir": str(bins), "operator_namespace": self.operator_namespace}
+        info = {"server": server, "ports": ports, "bin_dir": str(bins), "operator_namespace": self.operator_namespace,
+                "components": list(self.components),
+                "fleet": {"source": self.fleet_source, "digest": fleet_digest(self.fleet)}}
         state.info.write_text(json.dumps(info, indent=2))
         return info
+
+    def _install_kueue_crds(self, bins: Path) -> Future:
+        """Kueue's CRDs take the API server seconds to establish: applied while the others start."""
+        root = self.state.root / "kueue"
+        root.mkdir(parents=True, exist_ok=True)
+        background = ThreadPoolExecutor(max_workers=1)
+        installing = background.submit(kueue_embedded.install, bins / "kubectl", self.state.kubeconfig, bins, root)
+        background.shutdown(wait=False)
+        return installing
+
+    def _start_kueue(self, bins: Path, crds: Future) -> None:
+        began = time.monotonic()
+        crds.result()
+        self.progress(f"kueue CRDs established (waited {time.monotonic() - began:.1f}s)")
+        root = self.state.root / "kueue"
+        config = kueue_embedded.prepare(root, self.state.pki, pki.ensure_ca(self.state.pki), self.ports)
+        health = self.ports["kueue-health"]
+        self.run("kueue", kueue_embedded.argv(bins / "kueue", self.state.component_kubeconfig("kueue"), config),
+                 lambda: _http_ok(f"http://127.0.0.1:{health}/readyz"))
 
 
 def _http_ok(url: str) -> bool:

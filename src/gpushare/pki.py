@@ -86,7 +86,10 @@ def ensure_ca(directory: Path) -> KeyPair:
     return _issue(directory, "ca", _name("gpushare-embedded-ca"), None)
 
 
-def ensure_serving_cert(directory: Path, ca: KeyPair) -> KeyPair:
+def ensure_serving_cert(
+    directory: Path, ca: KeyPair, name: str = "apiserver", common_name: str = "kube-apiserver"
+) -> KeyPair:
+    """A serving cert for the loopback address: the API server's, or another component's."""
     sans: list[x509.GeneralName] = [
         x509.DNSName("localhost"),
         x509.DNSName("kubernetes"),
@@ -95,7 +98,7 @@ def ensure_serving_cert(directory: Path, ca: KeyPair) -> KeyPair:
         x509.IPAddress(ipaddress.ip_address("10.96.0.1")),
     ]
     return _issue(
-        directory, "apiserver", _name("kube-apiserver"), _load(ca),
+        directory, name, _name(common_name), _load(ca),
         usage=[ExtendedKeyUsageOID.SERVER_AUTH], sans=sans,
     )
 

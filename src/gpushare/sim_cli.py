@@ -4,22 +4,33 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
 
 from gpushare.binaries import BinaryError
-from gpushare.controlplane import COMPONENTS, Launcher, StateDir, down, running
+from gpushare.controlplane import (
+    COMPONENTS,
+    OPTIONAL_COMPONENTS,
+    Launcher,
+    StateDir,
+    down,
+    fleet_digest,
+    recorded_info,
+    running,
+    started_components,
+)
 from gpushare.fleet import FleetError, load_fleet
-from gpushare.processes import ComponentError, alive
+from gpushare.processes import ComponentError, alive, log_tail, recorded_pid
 from gpushare.table import render_table
 
 DEFAULT_STATE_DIR = ".gpushare"
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    sim = commands.add_parser("sim", help="the embedded cluster and the GPU Operator simulator")
-    sub = sim.add_subparsers(dest="sim_command", required=True)
+    sim = commands.add_parser("sim", help="the embedded cluster and the GPU Operator simulator", description=__doc__)
+    sub = sim.add_subparsers(dest="sim_command", metavar="COMMAND")
 
     def with_state(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         parser.add_argument(
@@ -28,43 +39,86 @@ def register(commands: argparse._SubParsersAction) -> None:
         )
         return parser
 
-    up = with_state(sub.add_parser("up", help="start the embedded cluster (idempotent)"))
+    up = with_state(sub.add_parser(
+        "up", help="start the embedded cluster (idempotent)",
+        description="Start the embedded cluster. On a running cluster: nothing to do when the options given "
+                    "match the ones it was started with; otherwise a refusal that says how to restart it.",
+    ))
     up.add_argument("--fleet", type=Path, help="fleet YAML file (default: the shipped default fleet)")
-    up.add_argument("--operator-namespace", default="gpu-operator")
+    up.add_argument("--without", action="append", default=[], choices=OPTIONAL_COMPONENTS, metavar="COMPONENT",
+                    help=f"do not start this optional component ({', '.join(OPTIONAL_COMPONENTS)}); repeatable")
+    up.add_argument("--operator-namespace", default="gpu-operator",
+                    help="namespace of the simulated GPU Operator (default: gpu-operator)")
     up.add_argument("--apiserver-port", type=int, help="fixed API server port (default: a free one)")
     up.set_defaults(handler=cmd_up)
     with_state(sub.add_parser("down", help="stop what `up` started and remove the state")).set_defaults(
         handler=cmd_down
     )
-    with_state(sub.add_parser("status", help="components and nodes")).set_defaults(handler=cmd_status)
+    with_state(sub.add_parser("status", help="components (pid, log) and nodes")).set_defaults(handler=cmd_status)
     with_state(sub.add_parser("kubeconfig", help="print the admin kubeconfig path")).set_defaults(
         handler=cmd_kubeconfig
     )
     operator = sub.add_parser("gpu-operator", help="run the GPU Operator simulator against any cluster")
     operator.add_argument("--kubeconfig", type=Path, help="kubeconfig (default: $KUBECONFIG or ~/.kube/config)")
-    operator.add_argument("--context")
-    operator.add_argument("--operator-namespace", default="gpu-operator")
+    operator.add_argument("--context", help="kubeconfig context (default: its current context)")
+    operator.add_argument("--operator-namespace", default="gpu-operator",
+                          help="namespace of the GPU Operator's DaemonSets and ConfigMaps (default: gpu-operator)")
     operator.add_argument("--ready-file", type=Path, help="touched once the simulator has synced")
     operator.set_defaults(handler=cmd_gpu_operator)
 
 
+def _restart_command(args: argparse.Namespace) -> str:
+    up = ["gpushare", "sim", "up"]
+    if args.fleet:
+        up += ["--fleet", str(args.fleet)]
+    for name in args.without:
+        up += ["--without", name]
+    state = [] if args.state_dir == Path(os.environ.get("GPUSHARE_STATE_DIR", DEFAULT_STATE_DIR)) else [
+        "--state-dir", str(args.state_dir)]
+    return f"{shlex.join(['gpushare', 'sim', 'down', *state])} && {shlex.join(up + state)}"
+
+
+def _conflicts(state: StateDir, args: argparse.Namespace) -> list[str]:
+    """The options given to `up` that the running cluster was not started with."""
+    info = recorded_info(state)
+    conflicts = []
+    if args.fleet:
+        fleet = load_fleet(args.fleet)
+        started_with = info.get("fleet", {})
+        if fleet_digest(fleet) != started_with.get("digest"):
+            conflicts.append(f"it runs the fleet {started_with.get('source', 'unknown')}, not {args.fleet}")
+    if args.without:
+        wanted = tuple(name for name in COMPONENTS if name not in args.without)
+        if wanted != started_components(state):
+            conflicts.append(f"it runs {', '.join(started_components(state))}")
+    return conflicts
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     state = StateDir(args.state_dir.resolve())
-    if running(state):
-        print(f"embedded cluster already running; kubeconfig: {state.kubeconfig}")
-        return 0
-    if state.root.exists():
-        down(state)  # a half-started or crashed cluster: start clean
     try:
+        if running(state):
+            conflicts = _conflicts(state, args)
+            if conflicts:
+                print(f"error: the embedded cluster in {state.root} is already running and {'; '.join(conflicts)}. "
+                      f"To restart it with these options (its state is lost): {_restart_command(args)}",
+                      file=sys.stderr)
+                return 1
+            print(f"embedded cluster already running; kubeconfig: {state.kubeconfig}")
+            return 0
         fleet = load_fleet(args.fleet)
     except FleetError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if state.root.exists():
+        down(state)  # a half-started or crashed cluster: start clean
+    components = tuple(name for name in COMPONENTS if name not in args.without)
     began = time.monotonic()
     print(f"starting the embedded cluster ({len(fleet.nodes)} nodes) in {state.root}", file=sys.stderr)
     state.root.mkdir(parents=True, exist_ok=True)
     try:
-        Launcher(state, fleet, args.operator_namespace, args.apiserver_port).up()
+        Launcher(state, fleet, args.operator_namespace, args.apiserver_port, components,
+                 str(args.fleet or "default")).up()
     except (ComponentError, BinaryError, TimeoutError) as err:
         print(f"error: {err}", file=sys.stderr)
         print(f"the cluster was not started; logs stay in {state.root / 'logs'}", file=sys.stderr)
@@ -92,10 +146,24 @@ def cmd_kubeconfig(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     state = StateDir(args.state_dir.resolve())
-    rows = [[name, "running" if alive(state.pid_file(name)) else "stopped"] for name in COMPONENTS]
-    print(render_table(["component", "state"], rows))
+    started = started_components(state) if state.info.exists() else ()
+    rows, dead = [], []
+    for name in COMPONENTS:
+        pid = recorded_pid(state.pid_file(name))
+        if alive(state.pid_file(name)):
+            rows.append([name, "running", pid, state.log(name)])
+        elif name in started:
+            rows.append([name, "stopped", "-", state.log(name)])
+            dead.append(name)
+        else:
+            rows.append([name, "not started", "-", "-"])
+    print(render_table(["component", "state", "pid", "log"], rows))
+    for name in dead:
+        print(f"\n{name} has stopped. Last lines of {state.log(name)}:\n{log_tail(state.log(name))}")
     if not running(state):
-        print(f"\nthe embedded cluster in {state.root} is not running")
+        print(f"\nthe embedded cluster in {state.root} is not running; restart it with "
+              f"`gpushare sim down` then `gpushare sim up`" if dead else
+              f"\nthe embedded cluster in {state.root} is not running; start it with `gpushare sim up`")
         return 1
     from gpushare.fleet_report import fleet_rows
 

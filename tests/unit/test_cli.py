@@ -1,0 +1,128 @@
+"""The `gpushare` command line: --version, readable errors for a missing subcommand, help for every
+option, and `sim up` / `sim status` on a cluster that is already running (no cluster needed: the
+running cluster is a process recorded in the state directory, as `sim up` records its components)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gpushare import __version__
+from gpushare.cli import build_parser, main
+from gpushare.controlplane import COMPONENTS, StateDir, fleet_digest
+from gpushare.fleet import default_fleet_path, load_fleet
+from gpushare.processes import Component, start, stop
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.strip() == f"gpushare {__version__}"
+
+
+@pytest.mark.parametrize(("argv", "commands"), [
+    ([], "sim, gate, queue"),
+    (["sim"], "up, down, status, kubeconfig, gpu-operator"),
+    (["queue"], "status"),
+])
+def test_a_missing_subcommand_lists_the_subcommands(capsys: pytest.CaptureFixture[str], argv: list[str],
+                                                    commands: str) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    prog = " ".join(["gpushare", *argv])
+    assert f"{prog}: error: choose a command: {commands} (see `{prog} --help`)" in err
+    assert "required" not in err
+
+
+def parsers(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ("gate",)) -> Iterator[argparse.ArgumentParser]:
+    yield parser
+    for action in parser._actions:  # noqa: SLF001
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            for name, child in action.choices.items():
+                if name not in skip:
+                    yield from parsers(child, skip)
+
+
+def test_every_option_of_gpushare_sim_and_queue_has_help() -> None:
+    missing = [f"{p.prog} {'/'.join(a.option_strings)}" for p in parsers(build_parser()) for a in p._actions  # noqa: SLF001
+               if a.option_strings and not a.help]
+    assert missing == []
+
+
+@pytest.fixture
+def running_cluster(tmp_path: Path) -> Iterator[StateDir]:
+    """A state directory as `sim up` leaves it, its components played by one live process."""
+    state = StateDir(tmp_path / "state")
+    sleeper = Component("etcd", (sys.executable, "-c", "import time; time.sleep(120)"), state.log("etcd"),
+                        state.pid_file("etcd"))
+    start(sleeper)
+    for name in COMPONENTS[1:]:
+        state.pid_file(name).write_text(state.pid_file("etcd").read_text())
+    state.info.write_text(json.dumps({"components": list(COMPONENTS),
+                                      "fleet": {"source": "default", "digest": fleet_digest(load_fleet())}}))
+    yield state
+    stop(state.pid_file("etcd"))
+
+
+def other_fleet(tmp_path: Path) -> Path:
+    path = tmp_path / "other.yaml"
+    path.write_text("nodes:\n  - name: gpu-node\n    gpus: 2\n    product: NVIDIA-H100-80GB-HBM3\n")
+    return path
+
+
+def test_up_with_another_fleet_on_a_running_cluster_refuses_and_says_how_to_restart(
+        running_cluster: StateDir, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fleet = other_fleet(tmp_path)
+    assert main(["sim", "up", "--fleet", str(fleet), "--state-dir", str(running_cluster.root)]) == 1
+    err = capsys.readouterr().err
+    assert f"is already running and it runs the fleet default, not {fleet}" in err
+    state = f"--state-dir {running_cluster.root}"
+    assert f"gpushare sim down {state} && gpushare sim up --fleet {fleet} {state}" in err
+
+
+@pytest.mark.parametrize("fleet", [None, "default file"])
+def test_up_with_the_same_fleet_is_idempotent(running_cluster: StateDir, capsys: pytest.CaptureFixture[str],
+                                              fleet: str | None) -> None:
+    extra = ["--fleet", str(default_fleet_path())] if fleet else []
+    assert main(["sim", "up", *extra, "--state-dir", str(running_cluster.root)]) == 0
+    assert "embedded cluster already running" in capsys.readouterr().out
+
+
+def test_up_without_kueue_on_a_cluster_running_it_refuses(running_cluster: StateDir,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "up", "--without", "kueue", "--state-dir", str(running_cluster.root)]) == 1
+    err = capsys.readouterr().err
+    assert "it runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, gpu-operator-sim, kueue" in err
+    assert "gpushare sim up --without kueue" in err
+
+
+def test_up_with_a_broken_fleet_on_a_running_cluster_is_bad_input(running_cluster: StateDir, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("nodes: 3\n")
+    assert main(["sim", "up", "--fleet", str(broken), "--state-dir", str(running_cluster.root)]) == 2
+    assert "expected a mapping with a `nodes:` list" in capsys.readouterr().err
+
+
+def test_an_unknown_component_to_leave_out_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["sim", "up", "--without", "etcd"])
+    assert "argument --without: invalid choice: 'etcd' (choose from 'kueue')" in capsys.readouterr().err
+
+
+def test_status_shows_a_dead_component_with_its_log_tail(running_cluster: StateDir,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    running_cluster.pid_file("kueue").write_text(json.dumps({"pid": 1, "started": "0", "argv0": "kueue"}))
+    running_cluster.log("kueue").write_text('{"level":"error","msg":"Unable to start manager"}\n')
+    assert main(["sim", "status", "--state-dir", str(running_cluster.root)]) == 1
+    out = capsys.readouterr().out
+    assert any(line.split()[:2] == ["kueue", "stopped"] for line in out.splitlines())
+    assert f"kueue has stopped. Last lines of {running_cluster.log('kueue')}:\n" in out
+    assert "Unable to start manager" in out
+    assert "restart it with `gpushare sim down` then `gpushare sim up`" in out
