@@ -33,7 +33,7 @@ LONG_RUNNING = "600s"  # outlives every scenario; the cleanup deletes it
 WAIT_S = 90
 COHORT = "gpu-teams-test"
 SHARED_POOL = {"name": "shared", "nodeLabels": {"gpu-mode": "shared"},
-               "tolerations": [{"key": "gpu-mode", "operator": "Equal", "value": "shared", "effect": "NoSchedule"}]}
+               "tolerations": [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "shared", "effect": "NoSchedule"}]}
 
 
 @dataclasses.dataclass
