@@ -4,6 +4,7 @@ change_record role's filter plugin, which registers them."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import re
 from typing import Any
 
@@ -139,7 +140,7 @@ def test_gates_are_the_gate_commands_own_report() -> None:
 
 
 @pytest.mark.parametrize("check_status, metrics, action, said", [
-    ("passed", None, "none", "share check passed; release gates not evaluated (the run stopped before the gates)"),
+    ("passed", None, "none", "share check passed; release gates not evaluated"),
     ("check mode", None, "none", "share check not run to the end (check mode)"),
     ("passed", "metrics-continue.json", "none", "continue: the share check passed and every release gate says continue"),
     ("passed", "metrics-hold.json", "held", "hold: not enough data to decide"),
@@ -216,7 +217,7 @@ F = load_filters("roles/change_record/filter_plugins/change_record.py")
 
 
 def test_the_role_registers_them() -> None:
-    assert sorted(F) == ["change_record_render", "change_record_snapshot", "change_record_summary"]
+    assert sorted(F) == ["change_record_directory", "change_record_render", "change_record_snapshot", "change_record_summary"]
     snap = F["change_record_snapshot"]({"resources": {"nodes": [node(4)]}, "caller": CALLER})
     assert snap["caller"] == CALLER and list(snap["nodes"]) == ["gpu-node"]
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", snap["started"])
@@ -224,3 +225,12 @@ def test_the_role_registers_them() -> None:
                                         TARGETS, {"dir": "/r", "ticket": "", "namespace": "gpu-operator"})
     assert written["path"] == f"/r/verify-sharing-{re.sub('[-:]', '', snap['started'])}-trial.md"
     assert written["content"].startswith("# Change record")
+
+
+def test_directory(tmp_path: Path) -> None:
+    assert record.directory("reports", str(tmp_path)) == {"path": str(tmp_path / "reports"), "problem": ""}
+    (tmp_path / "file").write_text("")
+    assert record.directory("file", str(tmp_path))["problem"] == (
+        "change_record_dir file is not a directory; set change_record_dir to a directory this user can write")
+    assert record.directory(str(tmp_path / "file" / "sub"), "/")["problem"].startswith(
+        f"change_record_dir {tmp_path / 'file' / 'sub'} cannot be created: {tmp_path / 'file'} is not a directory")

@@ -8,6 +8,10 @@ from gpushare.change_record import record, summary
 from gpushare.plugins.filters import plain
 
 
+def change_record_directory(given: str, cwd: str) -> dict[str, str]:
+    return record.directory(str(given), str(cwd))
+
+
 def change_record_snapshot(read: dict[str, Any]) -> dict[str, Any]:
     return record.snapshot(plain(read))
 
@@ -25,6 +29,7 @@ def change_record_summary(check: dict[str, Any], gates: dict[str, Any] | None, p
 
 
 FILTERS = {
+    "change_record_directory": change_record_directory,
     "change_record_snapshot": change_record_snapshot,
     "change_record_render": change_record_render,
     "change_record_summary": change_record_summary,

@@ -4,8 +4,10 @@ Every value in a table cell goes through `cell`, so a reason with a "|" cannot b
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from gpushare.clock import stamp, utc_now
@@ -47,6 +49,22 @@ def snapshot(read: dict[str, Any]) -> dict[str, Any]:
             "nodes": {n["metadata"]["name"]: n for n in (read.get("resources") or {}).get("nodes") or []}}
 
 
+def directory(given: str, cwd: str) -> dict[str, str]:
+    """{path, problem}: the records' directory as an absolute path (a relative one is taken from
+    where ansible-playbook runs), and why it cannot hold them ("" when it can)."""
+    where = Path(cwd, given).resolve()
+    existing = next(p for p in (where, *where.parents) if p.exists())
+    if not existing.is_dir():
+        problem = "is not a directory"
+    elif not os.access(existing, os.W_OK | os.X_OK):
+        problem = "is not writable by this user"
+    else:
+        return {"path": str(where), "problem": ""}
+    said = (f"change_record_dir {given} {problem}" if existing == where
+            else f"change_record_dir {given} cannot be created: {existing} {problem}")
+    return {"path": str(where), "problem": f"{said}; set change_record_dir to a directory this user can write"}
+
+
 def path(directory: str, started: str, ticket: str, hosts: list[str]) -> str:
     """reports/verify-sharing-<UTC start>[-<ticket>]-<first host>[-and-<n>-more].md"""
     name = "verify-sharing-" + re.sub(r"[-:]", "", started)
@@ -64,7 +82,7 @@ def outcome(check: dict[str, Any], gates: dict[str, Any]) -> str:
     if status != "passed":
         return f"share check not run to the end ({status})"
     if not gates.get("evaluated"):
-        return f"share check passed; release gates not evaluated ({gates.get('reason')})"
+        return "share check passed; release gates not evaluated"
     verdict, action = gates.get("verdict"), gates.get("action")
     if verdict == "continue":
         return "continue: the share check passed and every release gate says continue"
@@ -187,7 +205,7 @@ def render(snapshot: dict[str, Any], after: dict[str, Any], check: dict[str, Any
 
 def write(snapshot: dict[str, Any], after: dict[str, Any], check: dict[str, Any], gates: dict[str, Any] | None,
           targets: dict[str, str], inputs: dict[str, Any]) -> dict[str, str]:
-    """{path, content} of the record, finished now. `inputs`: dir, ticket, namespace."""
+    """{path, content} of the record, finished now. `inputs`: dir (absolute), ticket, namespace."""
     return {"path": path(str(inputs["dir"]), snapshot["started"], str(inputs.get("ticket") or ""), list(targets)),
             "content": render(snapshot, after, check, gates, targets, str(inputs.get("ticket") or ""),
                               str(inputs["namespace"]), stamp(utc_now()))}

@@ -16,6 +16,10 @@ def _wrapped(text: str, indent: str = "  ") -> list[str]:
     return wrap(indent + text, WIDTH, indent + "  ")
 
 
+def _line(text: str) -> list[str]:
+    return wrap(text, WIDTH, "  ")
+
+
 def _node_lines(node: dict[str, Any]) -> list[str]:
     lines = [f"Share check on {node['node']}: {node_status(node)}."]
     pods = ", ".join(p["name"] for p in node["pods"] if p["phase"] == "Running" and p["node"] == node["node"])
@@ -37,9 +41,9 @@ def _node_lines(node: dict[str, Any]) -> list[str]:
 
 def _gate_lines(gates: dict[str, Any]) -> list[str]:
     if not gates.get("evaluated"):
-        return [f"Release gates: not evaluated ({gates.get('reason')})."]
+        return _line(f"Release gates: not evaluated ({gates.get('reason')}).")
     source = ", ".join(f"{k} {', '.join(v) if isinstance(v, list) else v}" for k, v in (gates.get("source") or {}).items())
-    lines = [f"Release gates: {gates['verdict']} ({source})."]
+    lines = _line(f"Release gates: {gates['verdict']} ({source}).")
     if gates.get("error"):
         lines += _wrapped(f"Prometheus: {gates['error']}.")
     rows = [(g["name"], g["status"], g["reason"]) for g in gates.get("gates") or []]
@@ -74,6 +78,7 @@ def summary(check: dict[str, Any], gates: dict[str, Any] | None, record: str, ho
         lines = [line for node in check["nodes"] for line in _node_lines(node)]
         lines.append(f"Cleanup: {check.get('cleanup', 'not run')}.")
     lines += _gate_lines(gates)
-    lines.append(f"Outcome: {outcome(check, gates)}.")
+    lines += _line(f"Outcome: {outcome(check, gates)}.")
+    # Not wrapped, so that it can be copied.
     lines.append(f"Change record: {record}" + (" (check mode: not written)" if check_mode else ""))
-    return lines + wrap(f"Next: {next_step(check, gates, hosts, command, check_mode)}", WIDTH, "  ")
+    return lines + _line(f"Next: {next_step(check, gates, hosts, command, check_mode)}")
