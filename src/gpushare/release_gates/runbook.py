@@ -46,14 +46,14 @@ def plan(inputs: dict[str, Any], cwd: str, nodes: list[str]) -> dict[str, Any]:
     problems = []
     if metrics and prometheus:
         problems.append("give ONE source of metrics: release_gates_metrics_file or release_gates_prometheus_url, not both")
+    if prometheus and not re.match(r"^https?://", str(inputs["prometheus_url"])):
+        problems.append(f"release_gates_prometheus_url {inputs['prometheus_url']!r} is not an http(s):// URL")
     if on and not (metrics or prometheus):
         problems.append("release_gates_enabled is true but no source of metrics is given: set release_gates_metrics_file "
                         "(a JSON metrics file) or release_gates_prometheus_url (http(s)://host:port)")
     if on and not _given(inputs.get("thresholds_file")):
         problems.append("release_gates_thresholds_file is required when the gates run (the SLOs, see "
                         "examples/gates/thresholds.yaml)")
-    if prometheus and not re.match(r"^https?://", str(inputs["prometheus_url"])):
-        problems.append(f"release_gates_prometheus_url {inputs['prometheus_url']!r} is not an http(s):// URL")
     thresholds, metrics_path = _path(inputs.get("thresholds_file"), cwd), _path(inputs.get("metrics_file"), cwd)
     argv: list[str] = []
     dry: list[str] = []
