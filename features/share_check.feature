@@ -68,10 +68,10 @@ Feature: Verify GPU sharing on the trial node: the four-pod check, the release g
     And node "gpu-node" advertises 4 "nvidia.com/gpu.shared"
 
     Examples:
-      | verdict  | metrics               | ends                                   |
-      | continue | metrics-continue.json | succeeds                               |
-      | hold     | metrics-hold.json     | succeeds                               |
-      | rollback | metrics-rollback.json | fails with the reasons of the gates    |
+      | verdict  | metrics               | ends                                     |
+      | continue | metrics-continue.json | succeeds                                 |
+      | hold     | metrics-hold.json     | succeeds                                 |
+      | rollback | metrics-rollback.json | fails naming the gates that say rollback |
 
   Scenario: The release gates say rollback and the operator asked for an automatic rollback
     Given time-slicing is enabled on the trial node with 4 replicas

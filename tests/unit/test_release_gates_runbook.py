@@ -96,8 +96,10 @@ def test_result_keeps_the_gate_report_and_prints_it_with_its_own_table() -> None
 @pytest.mark.parametrize("metrics, auto, hold, action, failure", [
     ("metrics-continue.json", False, False, "none", ""),
     ("metrics-hold.json", False, False, "held", ""),
-    ("metrics-hold.json", False, True, "failed the run", "Release gates say hold (release_gates_fail_on_hold is true): "),
-    ("metrics-rollback.json", False, False, "none", "Release gates say rollback: "),
+    ("metrics-hold.json", False, True, "failed the run", "Release gates say hold (throughput_per_gpu, p99_ms, queue_time_s) "
+                                                         "and release_gates_fail_on_hold is true"),
+    ("metrics-rollback.json", False, False, "none", "Release gates say rollback (oom_kills, restarts, correlated_failures, "
+                                                    "xid_errors, queue_time_s): roll the trial back with "),
     ("metrics-rollback.json", "true", False, "rollback started", ""),
 ])
 def test_outcome(metrics: str, auto: Any, hold: bool, action: str, failure: str) -> None:
@@ -106,8 +108,6 @@ def test_outcome(metrics: str, auto: Any, hold: bool, action: str, failure: str)
     assert decided["action"] == action
     assert decided["failure"].startswith(failure) and bool(decided["failure"]) == bool(failure)
     if metrics == "metrics-rollback.json" and not auto:
-        for gate in found["gates"]:
-            assert (f"{gate['name']}: {gate['reason']}." in decided["failure"]) == (gate["status"] == "rollback")
         assert decided["failure"].endswith("ansible-playbook playbooks/rollback-timeslicing.yml -l trial,trial-2 (or "
                                            "re-run with -e release_gates_auto_rollback=true).")
     assert runbook.outcome(runbook.not_evaluated(plan()), True, True, ["x"]) == {"action": "none", "failure": ""}

@@ -112,8 +112,9 @@ def table(result: dict[str, Any]) -> str:
     return to_table(report_of(result))
 
 
-def reasons(result: dict[str, Any], status: str) -> str:
-    return " ".join(f"{g['name']}: {g['reason']}." for g in result.get("gates") or [] if g["status"] == status)
+def failing(result: dict[str, Any], status: str) -> str:
+    """The gates that say `status`; their reasons are in the summary that follows."""
+    return ", ".join(g["name"] for g in result.get("gates") or [] if g["status"] == status)
 
 
 def outcome(result: dict[str, Any], auto_rollback: Any, fail_on_hold: Any, hosts: list[str]) -> dict[str, str]:
@@ -122,13 +123,13 @@ def outcome(result: dict[str, Any], auto_rollback: Any, fail_on_hold: Any, hosts
     limit = ",".join(hosts)
     if verdict == "hold":
         if _bool(fail_on_hold):
-            return {"action": "failed the run", "failure": f"Release gates say hold (release_gates_fail_on_hold is "
-                                                           f"true): {reasons(result, 'hold')}"}
+            return {"action": "failed the run", "failure": f"Release gates say hold ({failing(result, 'hold')}) and "
+                                                           "release_gates_fail_on_hold is true: evaluate again later."}
         return {"action": "held", "failure": ""}
     if verdict == "rollback":
         if _bool(auto_rollback):
             return {"action": "rollback started", "failure": ""}
         return {"action": "none", "failure": (
-            f"Release gates say rollback: {reasons(result, 'rollback')} Roll the trial back: ansible-playbook "
+            f"Release gates say rollback ({failing(result, 'rollback')}): roll the trial back with ansible-playbook "
             f"playbooks/rollback-timeslicing.yml -l {limit} (or re-run with -e release_gates_auto_rollback=true).")}
     return {"action": "none", "failure": ""}
