@@ -218,13 +218,18 @@ F = load_filters("roles/change_record/filter_plugins/change_record.py")
 
 def test_the_role_registers_them() -> None:
     assert sorted(F) == ["change_record_directory", "change_record_render", "change_record_snapshot", "change_record_summary"]
-    snap = F["change_record_snapshot"]({"resources": {"nodes": [node(4)]}, "caller": CALLER})
-    assert snap["caller"] == CALLER and list(snap["nodes"]) == ["gpu-node"]
+    typed = {"command": CALLER["command"], "user": "alice"}
+    snap = F["change_record_snapshot"]({"resources": {"nodes": [node(4)]}, "caller": typed})
+    assert snap["caller"] == typed and list(snap["nodes"]) == ["gpu-node"]
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", snap["started"])
-    written = F["change_record_render"](snap, {"resources": {"nodes": [node(4)], "backups": []}}, check(), None,
-                                        TARGETS, {"dir": "/r", "ticket": "", "namespace": "gpu-operator"})
+    written = F["change_record_render"](snap, {"resources": {"nodes": [node(4)], "backups": []}, "caller": CALLER},
+                                        check(), None, TARGETS, {"dir": "/r", "ticket": "", "namespace": "gpu-operator"})
     assert written["path"] == f"/r/verify-sharing-{re.sub('[-:]', '', snap['started'])}-trial.md"
     assert written["content"].startswith("# Change record")
+    assert row(written["content"], "Operator")[1] == "alice as gpushare-admin"
+    unknown = F["change_record_render"](snap, {"resources": {}}, check(), None, TARGETS,
+                                        {"dir": "/r", "ticket": "", "namespace": "gpu-operator"})
+    assert row(unknown["content"], "Operator")[1] == "alice"
 
 
 def test_directory(tmp_path: Path) -> None:

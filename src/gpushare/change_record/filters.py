@@ -18,9 +18,13 @@ def change_record_snapshot(read: dict[str, Any]) -> dict[str, Any]:
 
 def change_record_render(snapshot: dict[str, Any], after: dict[str, Any], check: dict[str, Any],
                          gates: dict[str, Any] | None, targets: dict[str, str], inputs: dict[str, Any]) -> dict[str, str]:
-    """{path, content} of the record (gpushare.change_record.record)."""
-    return record.write(plain(snapshot), plain(after).get("resources") or {}, plain(check), plain(gates),
-                        plain(targets), plain(inputs))
+    """{path, content} of the record (gpushare.change_record.record); `after`: the final gpushare_read,
+    whose caller names the operator with the kubeconfig's identity."""
+    after = plain(after)
+    snapshot = plain(snapshot)
+    snapshot = {**snapshot, "caller": {**(snapshot.get("caller") or {}), **(after.get("caller") or {})}}
+    return record.write(snapshot, after.get("resources") or {}, plain(check), plain(gates), plain(targets),
+                        plain(inputs))
 
 
 def change_record_summary(check: dict[str, Any], gates: dict[str, Any] | None, path: str, hosts: list[str],
