@@ -1,16 +1,19 @@
 """Steps about verifying sharing (playbooks/verify-sharing.yml): the four-pod share check on the
-trial node, the release gates, and the change record the run leaves for the ticket.
+trial node, the release gates, the summary the run ends with, and the change record it leaves.
 
 Runs go through the same runner as every runbook (`run_runbook`), so the generic steps of
-runbook_steps ("the run succeeds", "the run is refused with ...", "nothing was written to the
-cluster") apply to them. Each scenario writes its change records to its own folder.
+runbook_steps ("the run succeeds", "nothing was written to the cluster") apply to them. Each
+scenario writes its change records to its own folder.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import getpass
+import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,25 +26,34 @@ from pytest_bdd import given, parsers, then, when
 from gpushare.gates.evaluate import evaluate
 from gpushare.gates.inputs import load_metrics
 from gpushare.gates.model import Report
+from gpushare.gates.prometheus import QueryPlan, collect
+from gpushare.gates.report import to_table
 from gpushare.gates.thresholds import load_thresholds
 from gpushare.kube import wait_for
-from tests.prometheus_fixture import THRESHOLDS, TRIAL_END, serve_gate_cases
+from gpushare.model.taints import Taint, tolerated
+from tests.prometheus_fixture import THRESHOLDS, TRIAL_END, free_port, serve_gate_cases
 from tests.steps.runbook_steps import RunbookRun, run_runbook
+from tests.support.ansible import PlaybookRun, run_playbook
 from tests.support.cluster import REPO, TEST_NAMESPACE_LABEL, Cluster
 
 VERIFY = "verify-sharing.yml"
 NAMESPACE = "gpushare-share-check"
 APP = "gpu-share-check"
 EXAMPLES = REPO / "examples" / "gates"
+SCREEN = (40, 120)  # lines, columns
 
 
 @dataclass
 class Verification:
-    """What a scenario handed to verify-sharing.yml, to compare the run and its record with."""
+    """What a scenario handed to verify-sharing.yml, to compare the run, its summary and its record with."""
 
     reports: Path
     metrics: Path | None = None
     thresholds: Path | None = None
+    prometheus: str = ""
+    expected: Report | None = None
+    started: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
+    pods: list[str] = field(default_factory=list)
 
 
 @pytest.fixture
@@ -77,17 +89,18 @@ def share_check_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
 def _verify(kube: Cluster, tmp_path: Path, run_counter: Iterator[int], runbook_inventory: Path,
             runbook_inputs: dict[str, Any], targeted: list[str], verification: Verification,
-            preview: bool = False, **extravars: Any) -> RunbookRun:
-    typed = {
+            preview: bool = False, typed: dict[str, Any] | None = None, options: str = "") -> RunbookRun:
+    extravars = {
         **runbook_inputs,
         "change_record_dir": str(verification.reports),
         # A check the scenario keeps is deleted with the scenario's namespaces.
         "share_check_namespace_labels": {TEST_NAMESPACE_LABEL: "share-check"},
-        **extravars,
+        **(typed or {}),
     }
-    command = f"{VERIFY} -l {','.join(targeted)}{' --check --diff' if preview else ''}"
+    verification.started = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    command = f"{VERIFY} -l {','.join(targeted)}{options}{' --check --diff' if preview else ''}"
     return run_runbook(kube, tmp_path / f"run-{next(run_counter)}", command, inventory=runbook_inventory,
-                       extravars=typed)
+                       extravars=extravars)
 
 
 # ---- situations -------------------------------------------------------------------------------------
@@ -97,6 +110,24 @@ def prometheus_case(share_check_prometheus: str, case: str) -> dict[str, str]:
     return {"url": share_check_prometheus, "node": case}
 
 
+@given(parsers.parse('the inventory lists host "{host}" for the Kubernetes node "{node}"'),
+       target_fixture="runbook_inventory")
+def inventory_naming_the_node(tmp_path: Path, kube: Cluster, host: str, node: str) -> Path:
+    path = tmp_path / "inventory.yml"
+    path.write_text(yaml.safe_dump({"all": {
+        "vars": {"gpushare_kubeconfig": str(kube.kubeconfig), "ansible_connection": "local",
+                 "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+                 "gpu_operator_namespace": kube.operator_namespace},
+        "children": {"gpu_nodes": {"hosts": {host: {"gpushare_node_name": node}}}},
+    }}))
+    return path
+
+
+@given(parsers.parse('the runs target host "{host}"'), target_fixture="targeted")
+def runs_target_host(host: str) -> list[str]:
+    return [host]
+
+
 # ---- what the operator does --------------------------------------------------------------------------
 @when(parsers.re(r"the operator (?P<mode>verifies|previews verifying) sharing on the trial node"
                  r"(?P<keep>, keeping the check pods)?$"),
@@ -104,8 +135,19 @@ def prometheus_case(share_check_prometheus: str, case: str) -> dict[str, str]:
 def operator_verifies(kube: Cluster, tmp_path: Path, run_counter: Iterator[int], runbook_inventory: Path,
                       runbook_inputs: dict[str, Any], targeted: list[str], verification: Verification,
                       share_check_namespace_removed: None, mode: str, keep: str | None) -> RunbookRun:
+    run = _verify(kube, tmp_path, run_counter, runbook_inventory, runbook_inputs, targeted, verification,
+                  preview=mode == "previews verifying", typed={"share_check_keep": bool(keep)})
+    if keep:
+        verification.pods = sorted(p.metadata.name for p in _check_pods(kube, "replica"))
+    return run
+
+
+@when(parsers.parse("the operator verifies sharing on the trial node with -e {option}"), target_fixture="runbook_run")
+def operator_verifies_with_option(kube: Cluster, tmp_path: Path, run_counter: Iterator[int], runbook_inventory: Path,
+                                  runbook_inputs: dict[str, Any], targeted: list[str], verification: Verification,
+                                  share_check_namespace_removed: None, option: str) -> RunbookRun:
     return _verify(kube, tmp_path, run_counter, runbook_inventory, runbook_inputs, targeted, verification,
-                   preview=mode == "previews verifying", share_check_keep=bool(keep))
+                   options=f" -e {option}")
 
 
 @when(parsers.re(r'the operator verifies sharing on the trial node with the release gates on "(?P<metrics>[^"]+)"'
@@ -116,10 +158,11 @@ def operator_verifies_with_gates(kube: Cluster, tmp_path: Path, run_counter: Ite
                                  share_check_namespace_removed: None, metrics: str, auto: str | None) -> RunbookRun:
     verification.metrics = EXAMPLES / metrics
     verification.thresholds = EXAMPLES / "thresholds.yaml"
-    return _verify(kube, tmp_path, run_counter, runbook_inventory, runbook_inputs, targeted, verification,
-                   release_gates_metrics_file=str(verification.metrics),
-                   release_gates_thresholds_file=str(verification.thresholds),
-                   release_gates_auto_rollback=bool(auto))
+    verification.expected = evaluate(load_metrics(verification.metrics), load_thresholds(verification.thresholds))
+    return _verify(kube, tmp_path, run_counter, runbook_inventory, runbook_inputs, targeted, verification, typed={
+        "release_gates_metrics_file": str(verification.metrics),
+        "release_gates_thresholds_file": str(verification.thresholds),
+        "release_gates_auto_rollback": bool(auto)})
 
 
 @when("the operator verifies sharing on the trial node with the release gates read from that Prometheus",
@@ -130,10 +173,44 @@ def operator_verifies_with_prometheus(kube: Cluster, tmp_path: Path, run_counter
                                       prometheus_case: dict[str, str]) -> RunbookRun:
     verification.thresholds = tmp_path / "thresholds.yaml"
     verification.thresholds.write_text(yaml.safe_dump(THRESHOLDS))
-    return _verify(kube, tmp_path, run_counter, runbook_inventory, runbook_inputs, targeted, verification,
-                   release_gates_prometheus_url=prometheus_case["url"], release_gates_window="1h",
-                   release_gates_trial_end=str(TRIAL_END), release_gates_nodes=[prometheus_case["node"]],
-                   release_gates_thresholds_file=str(verification.thresholds))
+    verification.prometheus = prometheus_case["url"]
+    return _verify(kube, tmp_path, run_counter, runbook_inventory, runbook_inputs, targeted, verification, typed={
+        "release_gates_prometheus_url": prometheus_case["url"], "release_gates_window": "1h",
+        "release_gates_trial_end": str(TRIAL_END), "release_gates_nodes": [prometheus_case["node"]],
+        "release_gates_thresholds_file": str(verification.thresholds)})
+
+
+@when("the operator verifies sharing on the trial node with the release gates read from a Prometheus that does not answer",
+      target_fixture="runbook_run")
+def operator_verifies_without_prometheus(kube: Cluster, tmp_path: Path, run_counter: Iterator[int],
+                                         runbook_inputs: dict[str, Any], runbook_inventory: Path, targeted: list[str],
+                                         verification: Verification, share_check_namespace_removed: None) -> RunbookRun:
+    verification.thresholds = EXAMPLES / "thresholds.yaml"
+    verification.prometheus = f"http://127.0.0.1:{free_port()}"
+    thresholds = load_thresholds(verification.thresholds)
+    # What the gates make of a Prometheus nobody answers at (the same code the run's gate command runs).
+    verification.expected = evaluate(collect(QueryPlan(verification.prometheus, TRIAL_END, 3600, 7 * 86400,
+                                                       timeout_s=1), thresholds), thresholds)
+    return _verify(kube, tmp_path, run_counter, runbook_inventory, runbook_inputs, targeted, verification, typed={
+        "release_gates_prometheus_url": verification.prometheus, "release_gates_query_timeout": 1,
+        "release_gates_thresholds_file": str(verification.thresholds)})
+
+
+@when(parsers.parse("the operator runs the {role} role's {entry} entry point alone with -e {option}"),
+      target_fixture="runbook_run")
+def entry_point_alone(kube: Cluster, tmp_path: Path, targeted: list[str], role: str, entry: str,
+                      option: str) -> RunbookRun:
+    """A one-task playbook that imports only this entry point, the way verify-sharing.yml does."""
+    playbook = tmp_path / f"{role}-{entry}.yml"
+    imported = {"name": role, **({"tasks_from": entry} if entry != "main" else {})}
+    playbook.write_text(yaml.safe_dump([{
+        "name": f"{role} {entry} alone", "hosts": "gpu_nodes", "gather_facts": False,
+        "tasks": [{"name": "The entry point", "ansible.builtin.import_role": imported}]}], sort_keys=False))
+    key, _, value = option.partition("=")
+    mark = kube.audit_mark() if kube.embedded else None
+    run = run_playbook(kube, str(playbook), tmp_path / "run", limit=",".join(targeted), extravars={key: value})
+    return RunbookRun(run, kube.audit_writes(mark, dry_runs=True) if mark is not None else None,
+                      f"{playbook.name} -l {','.join(targeted)} -e {option}")
 
 
 # ---- what the check left in the cluster ---------------------------------------------------------------
@@ -143,17 +220,19 @@ def _check_pods(kube: Cluster, role: str) -> list[client.V1Pod]:
             if p.metadata.deletion_timestamp is None]
 
 
-@then(parsers.parse('{count:d} pods of the share check run on "{node}"'))
+@then(parsers.parse('{count:d} pods of the share check run on "{node}", tolerating its pool taint'))
 def check_pods_run(kube: Cluster, count: int, node: str) -> None:
     pods = _check_pods(kube, "replica")
     where = [(p.metadata.name, p.status.phase, p.spec.node_name) for p in pods]
     assert len(pods) == count, where
     assert all(p.status.phase == "Running" and p.spec.node_name == node for p in pods), where
+    taints = [Taint.of(t.to_dict()) for t in kube.node(node).spec.taints or [] if t.effect == "NoSchedule"]
+    assert taints, f"{node} carries no NoSchedule taint: the enable runbook taints the shared pool"
     for pod in pods:
-        limits = pod.spec.containers[0].resources.limits
-        assert limits == {"nvidia.com/gpu.shared": "1"}, limits
+        assert pod.spec.containers[0].resources.limits == {"nvidia.com/gpu.shared": "1"}
         assert pod.spec.node_selector == {"gpu-mode": "shared", "kubernetes.io/hostname": node}, pod.spec.node_selector
-        assert any(t.key == "gpu-mode" and t.effect == "NoSchedule" for t in pod.spec.tolerations), pod.spec.tolerations
+        tolerations = [client.ApiClient().sanitize_for_serialization(t) for t in pod.spec.tolerations or []]
+        assert all(tolerated(tolerations, t) for t in taints), (tolerations, taints)
 
 
 @then(parsers.parse('one more pod stays Pending because "{message}"'))
@@ -167,7 +246,7 @@ def overflow_pending(kube: Cluster, message: str) -> None:
 
 @then(parsers.parse('the pod asking for 2 replicas failed with {reason} because "{message}"'))
 def two_refused(kube: Cluster, reason: str, message: str) -> None:
-    (pod,) = [p for p in kube.core.list_namespaced_pod(NAMESPACE, label_selector=f"app={APP},gpushare.io/share-check=two").items]
+    (pod,) = kube.core.list_namespaced_pod(NAMESPACE, label_selector=f"app={APP},gpushare.io/share-check=two").items
     assert pod.spec.containers[0].resources.limits == {"nvidia.com/gpu.shared": "2"}
     assert (pod.status.phase, pod.status.reason) == ("Failed", reason), pod.status
     assert message in pod.status.message, pod.status.message
@@ -183,20 +262,106 @@ def nothing_left(kube: Cluster) -> None:
 
 
 # ---- what the run said ------------------------------------------------------------------------------
-def _expected_report(verification: Verification) -> Report:
-    assert verification.metrics and verification.thresholds
-    return evaluate(load_metrics(verification.metrics), load_thresholds(verification.thresholds))
+def _flat(text: str) -> str:
+    return " ".join(text.split())
 
 
-@then("the run fails with the reasons of the gates")
-def run_fails_with_gate_reasons(runbook_run: RunbookRun, verification: Verification) -> None:
+def refusal(run: PlaybookRun) -> list[str]:
+    """The refusal as the operator reads it: for an argument-spec failure its errors (Ansible's
+    "Validation of arguments failed:" header says nothing), otherwise the message's lines."""
+    for event in run.events:
+        data = event.get("event_data") or {}
+        if event.get("event") == "runner_on_failed" and not data.get("ignore_errors"):
+            res = data.get("res") or {}
+            return [str(e) for e in res.get("argument_errors") or []] or str(res.get("msg", "")).splitlines()
+    return []
+
+
+@then(parsers.parse('the first line of the refusal says "{message}"'))
+def refusal_first_line(runbook_run: RunbookRun, message: str) -> None:
+    assert not runbook_run.run.ok, f"the run was not refused: {runbook_run.describe()}"
+    lines = refusal(runbook_run.run)
+    assert lines and message in lines[0], (message, lines, runbook_run.describe())
+
+
+@then(parsers.parse('the first line of the refusal ends with "{text}"'))
+def refusal_ends(runbook_run: RunbookRun, text: str) -> None:
+    lines = refusal(runbook_run.run)
+    assert lines and lines[0].endswith(text), lines
+
+
+@then("the run fails naming the gates that say rollback")
+def run_fails_naming_gates(runbook_run: RunbookRun, verification: Verification) -> None:
     run = runbook_run.run
     assert not run.ok, runbook_run.describe()
-    said = " ".join(" ".join(run.failure_messages()).split())
-    assert "Release gates say rollback" in said, said
-    for gate in _expected_report(verification).gates:
-        if gate.status == "rollback":
-            assert f"{gate.name}: {gate.reason}" in said, (gate, said)
+    assert verification.expected
+    failing = ", ".join(g.name for g in verification.expected.gates if g.status == "rollback")
+    said = _flat(" ".join(run.failure_messages()))
+    assert f"Release gates say rollback ({failing}): roll the trial back with ansible-playbook " in said, said
+
+
+# ---- the summary the run ends with -------------------------------------------------------------------
+def summary(run: PlaybookRun) -> list[str]:
+    """The lines of the run's last debug message that names the change record: its summary."""
+    found = [e["event_data"]["res"]["msg"] for e in run.events
+             if e.get("event") == "runner_on_ok" and isinstance((e["event_data"].get("res") or {}).get("msg"), list)
+             and any(str(line).startswith("Change record: ") for line in e["event_data"]["res"]["msg"])]
+    assert found, f"the run printed no summary: {run.stdout[-3000:]}"
+    return [str(line) for line in found[-1]]
+
+
+@then(parsers.re(r'the summary says the share check passed on "(?P<node>[^"]+)" with (?P<those>those )?'
+                 r'(?P<count>\d+) pods and (?P<free>\d+) "(?P<resource>[^"]+)" free$'))
+def summary_check_passed(runbook_run: RunbookRun, verification: Verification, node: str, those: str | None, count: str,
+                         free: str, resource: str) -> None:
+    lines = summary(runbook_run.run)
+    assert f"Share check on {node}: passed." in lines, lines
+    text = _flat("\n".join(lines))
+    assert f"{count} of {count} pods ran on {node}, 1 {resource} each ({free} allocatable, {free} free)" in text, text
+    assert "The pod asking for 2 was refused by the kubelet: UnexpectedAdmissionError" in text, text
+    assert "The pod beyond the free replicas stayed Pending: Unschedulable: " in text and f"Insufficient {resource}" in text
+    if those:
+        assert len(verification.pods) == int(count) and all(pod in text for pod in verification.pods), (
+            verification.pods, text)
+
+
+@then(parsers.parse('the summary names the change record and the next command "{text}"'))
+def summary_record_and_next(runbook_run: RunbookRun, verification: Verification, text: str) -> None:
+    lines = summary(runbook_run.run)
+    (record,) = sorted(verification.reports.glob("verify-sharing-*.md"))
+    assert f"Change record: {record}" in lines, lines
+    following = _flat(" ".join(lines[lines.index(f"Change record: {record}") + 1:]))
+    assert following.startswith("Next: ") and text in following, following
+
+
+@then("the summary fits on one screen")
+def summary_fits(runbook_run: RunbookRun) -> None:
+    lines = summary(runbook_run.run)
+    assert len(lines) <= SCREEN[0], f"{len(lines)} lines:\n" + "\n".join(lines)
+    # The record's path is not wrapped, so that it can be copied.
+    assert all(len(line) <= SCREEN[1] for line in lines if not line.startswith("Change record: ")), "\n".join(lines)
+
+
+@then(parsers.parse('the summary begins with "{text}"'))
+def summary_begins(runbook_run: RunbookRun, text: str) -> None:
+    lines = summary(runbook_run.run)
+    assert lines[0].startswith(text), lines
+
+
+@then(parsers.parse("the summary gives the verdict \"{verdict}\" with each gate's verdict and reason"))
+def summary_gates(runbook_run: RunbookRun, verification: Verification, verdict: str) -> None:
+    lines = summary(runbook_run.run)
+    assert any(line.startswith(f"Release gates: {verdict} (") for line in lines), lines
+    assert verification.expected and verification.expected.verdict == verdict
+    text = _flat("\n".join(lines))
+    for gate in verification.expected.gates:
+        assert f"{gate.name} {gate.status} {_flat(gate.reason)}" in text, (gate, text)
+
+
+@then("the summary says once that Prometheus at that address did not answer")
+def summary_prometheus_once(runbook_run: RunbookRun, verification: Verification) -> None:
+    text = _flat("\n".join(summary(runbook_run.run)))
+    assert text.count(f"Prometheus at {verification.prometheus} did not answer") == 1, text
 
 
 # ---- the change record ------------------------------------------------------------------------------
@@ -229,9 +394,25 @@ def record_check_passed(verification: Verification, node: str) -> None:
     assert "Insufficient nvidia.com/gpu.shared" in record and "UnexpectedAdmissionError" in record
 
 
+@then("the change record names the exact command, the operator and when the run started and ended")
+def record_header(verification: Verification, targeted: list[str], kube: Cluster) -> None:
+    record = _record(verification)
+    (command,) = _table_rows(record, "Command")
+    assert "verify-sharing.yml" in command[1] and ",".join(targeted) in command[1] and " -e " in command[1], command
+    (operator,) = _table_rows(record, "Operator")
+    user = os.environ.get("USER") or getpass.getuser()
+    assert operator[1].startswith(f"{user} as "), operator
+    if kube.embedded:
+        assert operator[1] == f"{user} as gpushare-admin", operator
+    (started,), (finished,) = (_table_rows(record, f"{when} (UTC)") for when in ("Started", "Finished"))
+    times = [dt.datetime.strptime(row[1], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc)
+             for row in (started, finished)]
+    assert verification.started <= times[0] <= times[1] <= dt.datetime.now(dt.timezone.utc), times
+
+
 @then(parsers.parse('the change record says "{text}"'))
 def record_says(verification: Verification, text: str) -> None:
-    record = " ".join(_record(verification).split())
+    record = _flat(_record(verification))
     assert text in record, record
 
 
@@ -243,18 +424,15 @@ def record_before_after(verification: Verification, node: str, before: str, afte
     assert cells[1:] == [before, after], cells
 
 
-@then(parsers.parse('the change record gives the verdict "{verdict}" with every gate, its values and its reason'))
+@then(parsers.parse("the change record gives the verdict \"{verdict}\" with the gate command's own report"))
 def record_gates(verification: Verification, verdict: str) -> None:
     record = _record(verification)
     assert f"Verdict: **{verdict}**" in record, record
     assert "ClusterPolicy backup | ConfigMap `" in record, record
-    gates_section = record.split("## Release gates", 1)[1]
-    expected = _expected_report(verification).gates if verification.metrics else None
-    rows = [_cells(line) for line in gates_section.splitlines() if line.startswith("| ") and not line.startswith("| gate ")]
-    assert len(rows) >= 6, gates_section
-    for name, status, observed, threshold, reason in rows:
-        assert observed and threshold and reason, (name, observed, threshold, reason)
-        assert status.strip("*") in ("continue", "hold", "rollback"), status
-    if expected is not None:
-        assert [(r[0], r[1].strip("*"), r[3], r[4]) for r in rows] == [
-            (g.name, g.status, g.threshold, g.reason) for g in expected], rows
+    report = record.split("## Release gates", 1)[1].split("```\n", 1)[1].split("\n```", 1)[0]
+    if verification.expected is not None:
+        assert report == to_table(verification.expected), report
+    lines = report.splitlines()
+    assert lines[0].split() == ["GATE", "STATUS", "REASON,", "THRESHOLD,", "OBSERVED"] and lines[-1] == f"verdict: {verdict}"
+    statuses = [line.split()[1] for line in lines[2:] if line[:1].isalpha() and not line.startswith(("source:", "verdict:", "error:"))]
+    assert len(statuses) >= 6 and set(statuses) <= {"continue", "hold", "rollback"}, report

@@ -132,6 +132,24 @@ class Pod:
                 return condition.get("message") or condition.get("reason") or ""
         return ""
 
+    @property
+    def unschedulable(self) -> bool:
+        """The scheduler has said it cannot place the pod (PodScheduled False)."""
+        return any(c.get("type") == "PodScheduled" and c.get("status") == "False"
+                   for c in (self.raw.get("status") or {}).get("conditions") or [])
+
+    @property
+    def reason(self) -> str:
+        """Why the pod is in its phase: the kubelet's reason (UnexpectedAdmissionError), else the scheduler's."""
+        status = self.raw.get("status") or {}
+        scheduled = next((c for c in status.get("conditions") or [] if c.get("type") == "PodScheduled"), {})
+        return status.get("reason") or (scheduled.get("reason") if scheduled.get("status") == "False" else "") or ""
+
+    @property
+    def message(self) -> str:
+        """The kubelet's message for the phase, else the scheduler's reason for keeping it Pending."""
+        return (self.raw.get("status") or {}).get("message") or self.pending_reason()
+
 
 def _matches(expression: dict[str, Any], value: str | None) -> bool:
     operator, values = expression.get("operator"), [str(v) for v in expression.get("values") or []]

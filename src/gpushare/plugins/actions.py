@@ -66,7 +66,8 @@ class KubeAction(ActionBase):
 
 class ReadAction(KubeAction):
     """`objects: {alias: {kind, name?, namespace?, label_selector?, field_selector?}}` ->
-    `resources: {alias: object | None | [objects]}`, `not_served: [aliases]`, `invocation`."""
+    `resources: {alias: object | None | [objects]}`, `not_served: [aliases]`, `caller` {command, user,
+    operator (with whoami)}. Not `invocation`: Ansible drops that key from registered results."""
 
     def act(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
         session = self.session(task_vars)
@@ -95,7 +96,7 @@ class ReadAction(KubeAction):
                 who["operator"] = f"{who['user']} as {session.whoami()}"
             except ApiError:
                 who["operator"] = who["user"]
-        return {"changed": False, "resources": resources, "not_served": not_served, "invocation": who,
+        return {"changed": False, "resources": resources, "not_served": not_served, "caller": who,
                 "server": session.server}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpushare.share_check import checks as share_check
 from gpushare.timeslicing import checks as timeslicing
 
-CHECKS = {**timeslicing.CHECKS}
+CHECKS = {**timeslicing.CHECKS, **share_check.CHECKS}
