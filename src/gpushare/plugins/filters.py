@@ -78,10 +78,12 @@ def timeslicing_node_table(read: dict[str, Any], names: list[str], pool: dict[st
     return report.node_table((read.get("resources") or {}).get("nodes") or [], names, pool)
 
 
-def timeslicing_enable_report(read: dict[str, Any], plan: dict[str, Any], check_mode: bool) -> list[str]:
-    read, plan = plain(read), plain(plan)
+def timeslicing_enable_report(read: dict[str, Any], plan: dict[str, Any], check_mode: bool,
+                              hosts: list[str]) -> list[str]:
+    read, plan, hosts = plain(read), plain(plan), plain(hosts)
     resources = read.get("resources") or {}
-    return report.enable_report(resources.get("nodes") or [], resources.get("daemonsets") or [], plan, bool(check_mode))
+    return report.enable_report(resources.get("nodes") or [], resources.get("daemonsets") or [], plan, bool(check_mode),
+                                hosts)
 
 
 def text_table(rows: list[list[Any]], headers: list[str]) -> str:

@@ -31,7 +31,7 @@ def node_table(nodes: list[dict[str, Any]], names: list[str], pool: dict[str, An
 
 
 def enable_report(nodes: list[dict[str, Any]], daemonsets: list[dict[str, Any]], plan: dict[str, Any],
-                  check_mode: bool) -> list[str]:
+                  check_mode: bool, hosts: list[str]) -> list[str]:
     """The summary an enable (or prepare) run ends with."""
     from gpushare.model.operands import CONFIG_READERS, Operand  # noqa: PLC0415
 
@@ -56,9 +56,10 @@ def enable_report(nodes: list[dict[str, Any]], daemonsets: list[dict[str, Any]],
                              "(it goes on by itself, one node at a time).")
     if plan.get("writes") and not check_mode:
         lines.append(f"Run record and ClusterPolicy backup: ConfigMap {plan.get('record')}.")
-    if targets and not check_mode:
-        lines.append(f"Next: ansible-playbook playbooks/verify-sharing.yml -l {','.join(targets)}   "
-                     f"(rollback: playbooks/rollback-timeslicing.yml -l {','.join(targets)})")
+    if targets and hosts and not check_mode:  # -l takes inventory host names
+        limit = ",".join(sorted(hosts))
+        lines.append(f"Next: ansible-playbook playbooks/verify-sharing.yml -l {limit}   "
+                     f"(rollback: playbooks/rollback-timeslicing.yml -l {limit})")
     return lines
 
 
