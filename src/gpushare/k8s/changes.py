@@ -36,6 +36,9 @@ class Change:
         unknown = set(data) - {"action", "kind", "name", "namespace", "body", "exists", "preconditions", "why"}
         if unknown:
             raise ValueError(f"unknown keys in change: {', '.join(sorted(unknown))}")
+        missing = [k for k in ("action", "kind", "name") if not data.get(k)]
+        if missing:
+            raise ValueError(f"a change needs {', '.join(missing)}: {data!r}")
         change = cls(**{k: v for k, v in data.items() if v is not None or k == "body"})
         if change.action not in ACTIONS:
             raise ValueError(f"change action must be one of {', '.join(ACTIONS)}, got {change.action!r}")
