@@ -127,8 +127,9 @@ def _taint_ops(node: dict[str, Any], taint: dict[str, Any], add: bool) -> list[d
     if add:
         if index is not None:
             return []
-        if not taints:
-            return [{"op": "add", "path": "/spec/taints", "value": [taint]}]
+        if not taints:  # the test fails if a controller added a taint since the read (null: still absent)
+            return [{"op": "test", "path": "/spec/taints", "value": (node.get("spec") or {}).get("taints")},
+                    {"op": "add", "path": "/spec/taints", "value": [taint]}]
         return [{"op": "test", "path": "/spec/taints", "value": taints}, {"op": "add", "path": "/spec/taints/-",
                                                                            "value": taint}]
     if index is None or (taints[index].get("value") or "") != (taint.get("value") or ""):
