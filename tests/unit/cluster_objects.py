@@ -244,3 +244,30 @@ INPUTS: dict[str, Any] = {
 
 def settings(**overrides: Any) -> Settings:
     return Settings.of({**INPUTS, **overrides})
+
+
+def shared_node(name: str, gpus: int, *, replicas: int = 2, key: str = "shared", own_taint: bool = False,
+                **kwargs: Any) -> dict[str, Any]:
+    """A node as a complete enable run leaves it: labelled, in the pool, tainted, marked."""
+    return node(name, gpus, replicas=replicas, labels={"nvidia.com/device-plugin.config": key, "gpu-mode": "shared",
+                                                        **kwargs.pop("labels", {})},
+                taints=[POOL_TAINT], annotations={**mark(key=key, replicas=replicas, taint_added=not own_taint),
+                                                  **kwargs.pop("annotations", {})}, **kwargs)
+
+
+def enabled_read(shared: tuple[str, ...] = ("gpu-node",), **kwargs: Any) -> dict[str, Any]:
+    """The cluster after a complete node-scope enable of `shared` (2 replicas): the ConfigMap it
+    created, the ClusterPolicy pointing at it, its record, and readers started after the write."""
+    gpus = {"gpu-node": 1, "gpu-node-2": 8, "gpu-node-mig": 4}
+    nodes = [shared_node(n, gpus[n]) if n in shared else node(n, gpus[n]) for n in gpus]
+    nodes.append(node("cpu-node", gpu=False))
+    readers = [daemonset(name) for name in ("nvidia-device-plugin-daemonset", "gpu-feature-discovery")]
+    pods = [operand_pod(d["metadata"]["name"], n, created="2026-12-01T09:05:00Z") for d in readers for n in gpus]
+    enable = record("gpushare-run-enable-20261201t090000z-0a0a", "enable-timeslicing", state="complete",
+                    nodes=list(shared), created=True, keys_added=["default", "shared"], backup=clusterpolicy(),
+                    fields=[FieldChange("/spec/devicePlugin/config/name", "", CONFIGMAP),
+                            FieldChange("/spec/devicePlugin/config/default", "", "default")],
+                    finished="2026-12-01T09:06:00Z")
+    defaults: dict[str, Any] = {"nodes": nodes, "policy": clusterpolicy(CONFIGMAP, "default"),
+                                "configmaps": [managed_configmap(), enable], "daemonsets": readers, "pods": pods}
+    return read(**{**defaults, **kwargs})
