@@ -4,11 +4,17 @@ when it is true and not said already."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from gpushare.plugins.output import failure_text, message_lines
+from tests.support.cluster import REPO
 
 
 @pytest.mark.parametrize(("msg", "lines"), [
@@ -55,3 +61,32 @@ def test_argument_spec_errors_without_their_list_use_the_message() -> None:
 def test_a_failure_without_a_message() -> None:
     assert failure_text({"message": "module failure"}, changed_before=True) == ["module failure"]
     assert failure_text({}, changed_before=True) == ["failed without a message"]
+
+
+def run_with_the_callback(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """A local playbook (one debug, one change, one skip) run with the repository's stdout callback."""
+    (tmp_path / "ansible.cfg").write_text(f"[defaults]\nstdout_callback = gpushare\ncallback_plugins = "
+                                          f"{REPO / 'plugins' / 'callback'}\ninterpreter_python = {sys.executable}\n")
+    (tmp_path / "play.yml").write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": [
+        {"name": "Show the plan", "ansible.builtin.debug": {"msg": ["Plan: line one", "line two"]}},
+        {"name": "Write something", "ansible.builtin.command": "true", "changed_when": True},
+        {"name": "Skip something", "ansible.builtin.debug": {"msg": "never"}, "when": False}]}]))
+    env = {**os.environ, "ANSIBLE_CONFIG": str(tmp_path / "ansible.cfg")}
+    return subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
+                           "play.yml", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_by_default_a_run_prints_the_plan_the_writes_and_a_result(tmp_path: Path) -> None:
+    run = run_with_the_callback(tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == ["Plan: line one", "line two", "changed: Write something",
+                                       "Result: ok, 1 change(s)."]
+
+
+def test_with_v_a_run_prints_ansibles_usual_output(tmp_path: Path) -> None:
+    run = run_with_the_callback(tmp_path, "-v")
+    assert run.returncode == 0, run.stderr
+    assert "Callback dispatch" not in run.stdout + run.stderr
+    assert "TASK [Write something]" in run.stdout and "changed: [localhost]" in run.stdout
+    assert "skipping: [localhost]" in run.stdout
+    assert "PLAY RECAP" in run.stdout
