@@ -206,3 +206,15 @@ def test_what_does_not_exist(session: Session, namespace: str) -> None:
     with pytest.raises(ChangeFailed, match="/data/b does not exist in the object"):
         apply_changes(session, [Change("json", "ConfigMap", "probe", namespace,
                                        [{"op": "remove", "path": "/data/b"}])])
+
+
+@pytest.mark.xfail(strict=True, reason="merge_patch leaves an empty annotations map where the API server leaves "
+                                       "none, so removing an absent annotation of an object without annotations is "
+                                       "sent and reported changed although the server changes nothing")
+def test_removing_an_annotation_an_object_never_had_sends_nothing(session: Session, namespace: str) -> None:
+    before = session.create(configmap("bare", namespace, a="1"))
+    outcome = apply_changes(session, [Change("merge", "ConfigMap", "bare", namespace,
+                                             {"metadata": {"annotations": {"gpushare.io/timeslicing": None}}})])[0]
+    assert session.get("ConfigMap", "bare", namespace)["metadata"]["resourceVersion"] == \
+        before["metadata"]["resourceVersion"]
+    assert not outcome.changed
