@@ -18,8 +18,9 @@ BOOT = "2026-12-01T08:45:11Z"  # when the nodes, DaemonSets and their pods were 
 NOW = dt.datetime(2026, 12, 1, 10, 0, 0, tzinfo=dt.timezone.utc)
 ASSET_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 POOL_TAINT = {"key": "nvidia.com/gpu", "value": "shared", "effect": "NoSchedule"}
-SHARED_CONFIG_2 = ("version: v1\nflags:\n  migStrategy: none\nsharing:\n  timeSlicing:\n    renameByDefault: true\n"
-                   "    failRequestsGreaterThanOne: true\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 2\n")
+SHARED_CONFIG_2 = ("version: v1\nflags:\n  migStrategy: none\nsharing:\n  timeSlicing:\n"
+                   "    renameByDefault: true\n    failRequestsGreaterThanOne: true\n    resources:\n"
+                   "    - name: nvidia.com/gpu\n      replicas: 2\n")
 
 
 def node(name: str, gpus: int | None = 1, *, labels: dict[str, str] | None = None,

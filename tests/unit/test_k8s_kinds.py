@@ -23,7 +23,8 @@ def test_paths(kind: str, namespace: str | None, name: str | None, subresource: 
 
 def test_an_api_version_checks_the_group_and_may_choose_the_version() -> None:
     assert kind_of("DaemonSet", "apps/v1").api_version == "apps/v1"
-    assert kind_of("ClusterQueue", "kueue.x-k8s.io/v1beta1").path(None, "q") == "/apis/kueue.x-k8s.io/v1beta1/clusterqueues/q"
+    older = kind_of("ClusterQueue", "kueue.x-k8s.io/v1beta1")
+    assert older.path(None, "q") == "/apis/kueue.x-k8s.io/v1beta1/clusterqueues/q"
     assert kind_of("ConfigMap", "v1").api_version == "v1"
     with pytest.raises(UnknownKind, match="DaemonSet belongs to API group 'apps', not 'extensions'"):
         kind_of("DaemonSet", "extensions/v1beta1")

@@ -129,7 +129,8 @@ def test_what_the_runbooks_never_send_is_refused(operation: dict[str, Any]) -> N
 
 def test_pointers() -> None:
     assert pointer("") == []
-    assert pointer("/metadata/annotations/nvidia.com~1gpu.deploy") == ["metadata", "annotations", "nvidia.com/gpu.deploy"]
+    assert pointer("/metadata/annotations/nvidia.com~1gpu.deploy") == ["metadata", "annotations",
+                                                                       "nvidia.com/gpu.deploy"]
     assert pointer("/a~01") == ["a~1"]  # ~0 first would give "a/" (RFC 6901 section 4)
     assert escape("a~1/b") == "a~01~1b"
     assert pointer("/" + escape("a~1/b")) == ["a~1/b"]

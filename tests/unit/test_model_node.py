@@ -141,7 +141,8 @@ def test_the_fingerprint_sees_what_sharing_changes() -> None:
 def test_the_pool_label_counts_only_with_a_pool() -> None:
     before, after = Node(node("gpu-node-2", 8)), Node(node("gpu-node-2", 8, labels={"gpu-mode": "shared"}))
     assert fingerprint_changes(before.fingerprint(), after.fingerprint()) == []
-    assert fingerprint_changes(before.fingerprint(POOL), after.fingerprint(POOL)) == ["labels gpu-mode (none) -> shared"]
+    assert fingerprint_changes(before.fingerprint(POOL), after.fingerprint(POOL)) == [
+        "labels gpu-mode (none) -> shared"]
 
 
 def test_allocatable_left_out_while_the_operator_rolls_the_plugin() -> None:

@@ -39,7 +39,8 @@ def test_every_pod_sees_a_configmap_that_does_not_exist() -> None:
 
 def test_operand_pod_facts() -> None:
     pod = OperandPod(operand_pod(PLUGIN, "gpu-node", generation=3))
-    assert (pod.name, pod.node, pod.daemonset, pod.template_generation) == (f"{PLUGIN}-gpu-node", "gpu-node", PLUGIN, "3")
+    assert (pod.name, pod.node, pod.daemonset, pod.template_generation) == (
+        f"{PLUGIN}-gpu-node", "gpu-node", PLUGIN, "3")
     assert pod.ready and not pod.terminating
     assert not OperandPod(operand_pod(PLUGIN, "gpu-node", ready=False)).ready
     terminating = OperandPod(operand_pod(PLUGIN, "gpu-node", terminating=True))

@@ -29,7 +29,8 @@ def test_message_lines(msg: Any, lines: list[str]) -> None:
 
 
 def test_a_refusal_that_says_nothing_was_changed_says_it_once() -> None:
-    result = {"failed": True, "msg": "ConfigMap x has a key. Nothing was changed.\nAnother problem. Nothing was changed."}
+    result = {"failed": True,
+              "msg": "ConfigMap x has a key. Nothing was changed.\nAnother problem. Nothing was changed."}
     assert failure_text(result, changed_before=False) == ["ConfigMap x has a key. Nothing was changed.",
                                                           "Another problem. Nothing was changed."]
 

@@ -17,7 +17,7 @@ from gpushare.timeslicing.enable import EnablePlan, plan
 from gpushare.timeslicing.records import FieldChange, Record
 from gpushare.timeslicing.state import ClusterState
 from tests.unit.cluster_objects import (ASSET_TOLERATION, CONFIGMAP, NOW, POOL_TAINT, clusterpolicy, configmap,
-                                        daemonset, enabled_read, managed_configmap, mark, node, operand_pod, read,
+                                        daemonset, enabled_read, managed_configmap, mark, node, read,
                                         record, settings, shared_node)
 
 GPU_NODES = ("gpu-node", "gpu-node-2", "gpu-node-mig")
@@ -122,12 +122,14 @@ REFUSALS = [
     pytest.param(read(namespace=False), ["gpu-node"], {}, "install the GPU Operator first", id="no-operator-at-all"),
     pytest.param(read(policy=None, not_served=("clusterpolicy",)), ["gpu-node"], {},
                  "The ClusterPolicy API (nvidia.com/v1) is not served", id="no-clusterpolicy-api"),
-    pytest.param(read(policy=None), ["gpu-node"], {}, "ClusterPolicy 'cluster-policy' not found", id="no-clusterpolicy"),
+    pytest.param(read(policy=None), ["gpu-node"], {}, "ClusterPolicy 'cluster-policy' not found",
+                 id="no-clusterpolicy"),
     pytest.param(read(daemonsets=[daemonset("gpu-feature-discovery")]), ["gpu-node"], {},
                  "DaemonSet gpu-operator/nvidia-device-plugin-daemonset not found", id="no-device-plugin"),
     pytest.param(read(configmaps=[record("gpushare-run-rollback-20261201t093000z-0b0b", "rollback-timeslicing",
                                          nodes=["gpu-node-2"])]), ["gpu-node"], {},
-                 "A rollback was interrupted (record gpushare-run-rollback-20261201t093000z-0b0b", id="rollback-interrupted"),
+                 "A rollback was interrupted (record gpushare-run-rollback-20261201t093000z-0b0b",
+                 id="rollback-interrupted"),
     pytest.param(read(), ["gpu-node-9"], {}, "gpu-node-9 is not a node of this cluster", id="unknown-node"),
     pytest.param(read(), ["cpu-node"], {}, "cpu-node has no nvidia.com/gpu.present=true label", id="not-a-gpu-node"),
     pytest.param(read([node("gpu-node", None)]), ["gpu-node"], {}, "has no nvidia.com/gpu.count label yet",

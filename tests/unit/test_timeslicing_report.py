@@ -94,7 +94,8 @@ def test_where_the_evicted_workloads_went() -> None:
                 "controller_uid": ""}]
     replacement = workload_pod("trainer-5d4f7b9c8-bbbbb", "gpu-node-2")
     pending = workload_pod("trainer-5d4f7b9c8-ccccc", "", phase="Pending")
-    pending["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "message": "0/4 nodes are available"}]
+    pending["status"]["conditions"] = [{"type": "PodScheduled", "status": "False",
+                                        "message": "0/4 nodes are available"}]
     assert checks.whereabouts([replacement, pending], evicted) == [
         "Deployment team-a/trainer: trainer-5d4f7b9c8-bbbbb on gpu-node-2 (Running); trainer-5d4f7b9c8-ccccc Pending: "
         "0/4 nodes are available",

@@ -108,7 +108,8 @@ def test_only_the_fields_the_enable_changed_are_restored() -> None:
     own = configmap(CONFIGMAP, {"all-off": "version: v1\n", "shared": "x"},
                     annotations={"gpushare.io/managed-keys": "shared"})
     enable = record(ENABLE_RECORD, "enable-timeslicing", state="complete", nodes=["gpu-node"],
-                    fields=[FieldChange(NAME, "", CONFIGMAP)], keys_added=["shared"], backup=clusterpolicy("", "all-off"))
+                    fields=[FieldChange(NAME, "", CONFIGMAP)], keys_added=["shared"],
+                    backup=clusterpolicy("", "all-off"))
     cluster = enabled_read(policy=clusterpolicy(CONFIGMAP, "all-off"), configmaps=[own, enable])
     result = roll_back(cluster, ["gpu-node"])
     ops = result.changes["clusterpolicy"][0]["body"]
@@ -351,7 +352,8 @@ def cluster_scope_read() -> dict[str, Any]:
     enable = record(ENABLE_RECORD, "enable-timeslicing", state="complete", nodes=["gpu-node", "gpu-node-2",
                                                                                   "gpu-node-mig"],
                     fields=[FieldChange(NAME, "", CONFIGMAP), FieldChange(DEFAULT, "", "shared")], created=True)
-    return enabled_read(nodes=nodes, policy=clusterpolicy(CONFIGMAP, "shared"), configmaps=[managed_configmap(), enable])
+    return enabled_read(nodes=nodes, policy=clusterpolicy(CONFIGMAP, "shared"),
+                        configmaps=[managed_configmap(), enable])
 
 
 def test_a_cluster_wide_rollback_needs_confirmation_and_rolls_every_shared_node() -> None:
