@@ -51,8 +51,7 @@ def test_an_override_is_used_as_given() -> None:
     pytest.param({"max_replicas": 1, "replicas": 1}, "timeslicing_max_replicas must be at least 2, got 1.",
                  id="max-replicas-below-2"),
     pytest.param({"replicas": 17}, "timeslicing_replicas=17 is above the bound of 16 shares per GPU", id="above-max"),
-    pytest.param({"replicas": 1}, "Use at least 2 shares per GPU (1 means no sharing). Its error: "
-                                  "unable to load config", id="one-replica"),
+    pytest.param({"replicas": 1}, "number of replicas must be >= 2", id="one-replica"),
     pytest.param({"scope": "cluster"}, "Confirm with -e timeslicing_confirm_cluster_scope=true", id="cluster-scope"),
     pytest.param({"configmap_name": "Time_Slicing"}, "timeslicing_configmap_name 'Time_Slicing' is not a valid "
                                                      "ConfigMap name", id="configmap-name"),
@@ -72,7 +71,7 @@ def test_an_override_is_used_as_given() -> None:
                                            "time-slicing of nvidia.com/gpu", id="override-mps"),
     pytest.param({"config_override": "version: v1\n"}, "gives sharing strategy `none`", id="override-no-sharing"),
     pytest.param({"config_override": "version: v1\nsharing: [\n"},
-                 "The device plugin would refuse timeslicing_config_override for key `shared`. Its error: ",
+                 "The device plugin would refuse timeslicing_config_override for key `shared`.",
                  id="override-not-yaml"),
     pytest.param({"config_override": "version: v1\nsharing:\n  timeSlicing:\n    renamebydefault: true\n"
                                      "    resources:\n    - name: nvidia.com/gpu\n      replicas: 2\n"},
@@ -81,6 +80,11 @@ def test_an_override_is_used_as_given() -> None:
 def test_each_input_problem(inputs: dict[str, Any], problem: str) -> None:
     problems = settings(**inputs).problems()
     assert any(problem in p for p in problems), problems
+
+
+def test_one_replica_is_told_in_the_operators_terms() -> None:
+    [problem] = settings(replicas=1).problems()
+    assert "at least 2 shares per gpu (1 means no sharing)" in problem.lower()
 
 
 def test_confirmed_cluster_scope_and_an_untainted_pool_are_fine() -> None:
