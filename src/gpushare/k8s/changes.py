@@ -36,6 +36,9 @@ class Change:
         unknown = set(data) - {"action", "kind", "name", "namespace", "body", "exists", "preconditions", "why"}
         if unknown:
             raise ValueError(f"unknown keys in change: {', '.join(sorted(unknown))}")
+        missing = [k for k in ("action", "kind", "name") if not data.get(k)]
+        if missing:
+            raise ValueError(f"a change needs {', '.join(missing)}: {data!r}")
         change = cls(**{k: v for k, v in data.items() if v is not None or k == "body"})
         if change.action not in ACTIONS:
             raise ValueError(f"change action must be one of {', '.join(ACTIONS)}, got {change.action!r}")
@@ -124,8 +127,9 @@ def _taint_ops(node: dict[str, Any], taint: dict[str, Any], add: bool) -> list[d
     if add:
         if index is not None:
             return []
-        if not taints:
-            return [{"op": "add", "path": "/spec/taints", "value": [taint]}]
+        if not taints:  # the test fails if a controller added a taint since the read (null: still absent)
+            return [{"op": "test", "path": "/spec/taints", "value": (node.get("spec") or {}).get("taints")},
+                    {"op": "add", "path": "/spec/taints", "value": [taint]}]
         return [{"op": "test", "path": "/spec/taints", "value": taints}, {"op": "add", "path": "/spec/taints/-",
                                                                            "value": taint}]
     if index is None or (taints[index].get("value") or "") != (taint.get("value") or ""):

@@ -57,6 +57,15 @@ def resolve(document: Any, path: str, default: Any = _MISSING) -> Any:
     return node
 
 
+def _index(items: list[Any], token: str, path: str, adding: bool) -> int:
+    """The list index a token names; KeyError past the end, as the API server refuses it."""
+    if adding and token == "-":
+        return len(items)
+    if not token.isdigit() or int(token) > len(items) - (0 if adding else 1):
+        raise KeyError(path)
+    return int(token)
+
+
 def json_patch(document: Any, operations: list[dict[str, Any]]) -> Any:
     """Apply add/remove/replace/test operations; PatchConflict when a test fails."""
     result = copy.deepcopy(document)
@@ -74,14 +83,14 @@ def json_patch(document: Any, operations: list[dict[str, Any]]) -> Any:
         last = tokens[-1]
         if op["op"] == "remove":
             if isinstance(parent, list):
-                parent.pop(int(last))
+                parent.pop(_index(parent, last, path, adding=False))
             elif last in parent:
                 del parent[last]
             else:
                 raise KeyError(path)
         elif op["op"] in ("add", "replace"):
             if isinstance(parent, list):
-                index = len(parent) if last == "-" else int(last)
+                index = _index(parent, last, path, adding=op["op"] == "add")
                 if op["op"] == "add":
                     parent.insert(index, copy.deepcopy(op["value"]))
                 else:

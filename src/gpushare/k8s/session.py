@@ -125,6 +125,8 @@ class Session:
             options["preconditions"] = preconditions
         if grace_period_seconds is not None:
             options["gracePeriodSeconds"] = grace_period_seconds
+        if dry_run:  # with a body the server reads DeleteOptions from it, never from the query
+            options["dryRun"] = ["All"]
         try:
             return self.request("DELETE", k.path(namespace, name), body=options, query=_dry(dry_run))
         except ApiError as err:

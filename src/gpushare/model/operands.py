@@ -98,7 +98,11 @@ class Operand:
 
     @property
     def generation(self) -> str:
-        return str(self.raw["metadata"].get("generation", ""))
+        """The template's generation, which the controller copies into pod-template-generation
+        (metadata.generation also counts changes outside the template, e.g. minReadySeconds)."""
+        metadata = self.raw["metadata"]
+        return str((metadata.get("annotations") or {}).get("deprecated.daemonset.template.generation")
+                   or metadata.get("generation", ""))
 
     @property
     def template(self) -> dict[str, Any]:

@@ -22,10 +22,18 @@ def container_request(container: dict[str, Any], resource: str) -> int:
 
 def pod_request(pod: dict[str, Any], resource: str) -> int:
     """The larger of the containers' sum and the largest init container (init containers run one
-    at a time and their devices are reused by the containers after them)."""
+    at a time and their devices are reused by the containers after them); a sidecar (an init
+    container with restartPolicy Always) keeps running, so it adds to both from its start."""
     spec = pod.get("spec") or {}
     containers = sum(container_request(c, resource) for c in spec.get("containers") or [])
-    init = max((container_request(c, resource) for c in spec.get("initContainers") or []), default=0)
+    init = sidecars = 0
+    for container in spec.get("initContainers") or []:
+        amount = container_request(container, resource)
+        if container.get("restartPolicy") == "Always":
+            containers, sidecars = containers + amount, sidecars + amount
+            init = max(init, sidecars)
+        else:
+            init = max(init, sidecars + amount)
     return max(containers, init)
 
 

@@ -50,6 +50,12 @@ class QuietCallback(DefaultCallback):
         self._changed = False
 
     @property
+    def plugin_type(self) -> str:
+        """Ansible derives it from the class name (CallbackModule -> callback); without it the
+        default callback's options are looked up under "quietcallback" and -v prints nothing."""
+        return "callback"
+
+    @property
     def _quiet(self) -> bool:
         return self._display.verbosity < 1
 

@@ -401,4 +401,4 @@ def progress(failed_task: str, stopped_after: str) -> dict[str, Any]:
     policy = ("restored" if "restore cluster" in done else
               "partly restored (the re-run finishes it)" if phase == "restore cluster" else "untouched")
     return {"done": done, "not_done": [p for p in PHASES if p not in done], "policy": policy,
-            "cordoned": "uncordon" not in done}
+            "cordoned": index >= 0 and "uncordon" not in done}  # a failure before the first phase cordoned nothing

@@ -1,0 +1,114 @@
+"""The runbook lock (gpushare.k8s.lock) on a real Lease: of two runs that take it at the same
+moment exactly one wins, an expired Lease is taken over only at the version read, and a run
+releases only the Lease it took."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from typing import Any
+
+import pytest
+
+from gpushare.clock import utc_now
+from gpushare.k8s import lock
+from gpushare.k8s.changes import Change, ChangeFailed, Outcome, apply_changes
+from gpushare.k8s.session import ApiError, Session
+from tests.integration.k8s_fixtures import namespace, session  # noqa: F401 - fixtures
+from tests.support.cluster import Cluster
+
+pytestmark = pytest.mark.cluster
+
+NAME = "gpushare-runbook-lock"
+
+
+def take(session: Session, namespace: str, runbook: str, now: dt.datetime,
+         lease: dict[str, Any] | None) -> list[Outcome]:
+    holder = lock.holder_identity(runbook, now)
+    return apply_changes(session, [Change.from_dict(lock.take(lease, NAME, namespace, holder, 1800, now))])
+
+
+@pytest.mark.parametrize("round_", range(3))
+def test_of_two_runs_taking_the_lock_at_once_exactly_one_wins(cluster: Cluster, namespace: str,
+                                                              round_: int) -> None:
+    sessions = [Session(cluster.kubeconfig), Session(cluster.kubeconfig)]
+    now = utc_now()
+    lease = sessions[0].get("Lease", NAME, namespace)
+    assert lock.refusal(lease, NAME, namespace, now) == ""
+    start = threading.Barrier(2)
+    results: dict[str, Any] = {}
+
+    def run(runbook: str, session: Session) -> None:
+        start.wait()
+        try:
+            results[runbook] = take(session, namespace, runbook, now, lease)
+        except ChangeFailed as err:
+            results[runbook] = err
+
+    threads = [threading.Thread(target=run, args=(r, s)) for r, s in zip(("enable", "rollback"), sessions)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    winners = [r for r, outcome in results.items() if isinstance(outcome, list)]
+    assert len(winners) == 1, results
+    loser = next(outcome for outcome in results.values() if isinstance(outcome, ChangeFailed))
+    assert loser.written == []
+    held = sessions[0].get("Lease", NAME, namespace)
+    assert held["spec"]["holderIdentity"].startswith(f"{winners[0]}@")
+    refusal = lock.refusal(held, NAME, namespace, utc_now())
+    assert held["spec"]["holderIdentity"] in refusal and refusal.endswith("Nothing was changed.")
+
+
+def expired_lease(session: Session, namespace: str) -> dict[str, Any]:
+    long_ago = (utc_now() - dt.timedelta(hours=2)).strftime(lock.MICRO)
+    return session.create({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                           "metadata": {"name": NAME, "namespace": namespace},
+                           "spec": {"holderIdentity": "enable-timeslicing@killed-host/1", "acquireTime": long_ago,
+                                    "renewTime": long_ago, "leaseDurationSeconds": 60}})
+
+
+def test_an_expired_lease_is_taken_over(session: Session, namespace: str) -> None:
+    lease = expired_lease(session, namespace)
+    now = utc_now()
+    assert lock.status(lease, now)["expired"] and lock.refusal(lease, NAME, namespace, now) == ""
+    outcome = take(session, namespace, "rollback-timeslicing", now, lease)[0]
+    assert outcome.changed and outcome.change.action == "replace"
+    held = session.get("Lease", NAME, namespace)
+    assert held["spec"]["holderIdentity"].startswith("rollback-timeslicing@")
+    assert held["metadata"]["uid"] == lease["metadata"]["uid"]
+    assert lock.status(held, utc_now())["held"]
+
+
+def test_an_expired_lease_renewed_meanwhile_is_not_taken_over(session: Session, namespace: str) -> None:
+    lease = expired_lease(session, namespace)
+    renewed = session.patch("Lease", NAME, {"spec": {"renewTime": utc_now().strftime(lock.MICRO)}}, namespace)
+    with pytest.raises(ChangeFailed, match="it changed since it was read"):
+        take(session, namespace, "rollback-timeslicing", utc_now(), lease)
+    assert session.get("Lease", NAME, namespace)["metadata"]["resourceVersion"] == \
+        renewed["metadata"]["resourceVersion"]
+
+
+def test_the_api_server_refuses_a_takeover_at_a_stale_version(session: Session, namespace: str) -> None:
+    """Between apply_changes' read and its write the version check is the API server's."""
+    lease = expired_lease(session, namespace)
+    change = lock.take(lease, NAME, namespace, "rollback-timeslicing@here/1", 1800, utc_now())
+    session.patch("Lease", NAME, {"spec": {"holderIdentity": "enable-timeslicing@other/2"}}, namespace)
+    with pytest.raises(ApiError) as refused:
+        session.replace(change["body"])
+    assert refused.value.status == 409
+    assert session.get("Lease", NAME, namespace)["spec"]["holderIdentity"] == "enable-timeslicing@other/2"
+
+
+def test_a_run_releases_only_the_lease_it_took(session: Session, namespace: str) -> None:
+    taken = take(session, namespace, "enable-timeslicing", utc_now(), None)[0]
+    version = taken.after["metadata"]["resourceVersion"]
+    session.patch("Lease", NAME, {"spec": {"holderIdentity": "rollback-timeslicing@other/2"}}, namespace)
+    with pytest.raises(ChangeFailed):
+        apply_changes(session, [Change.from_dict(lock.release(NAME, namespace, version))])
+    assert session.get("Lease", NAME, namespace)["spec"]["holderIdentity"] == "rollback-timeslicing@other/2"
+
+    mine = session.get("Lease", NAME, namespace)
+    outcome = apply_changes(session, [Change.from_dict(lock.release(NAME, namespace,
+                                                                    mine["metadata"]["resourceVersion"]))])[0]
+    assert outcome.changed and session.get("Lease", NAME, namespace) is None

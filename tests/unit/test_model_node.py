@@ -1,0 +1,154 @@
+"""The node model (gpushare.model.node): GPU facts from GFD's labels, what the device plugin
+advertises, the shared pool, the enable runbook's mark and the "unchanged" fingerprint."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from gpushare.model.node import Mark, Node, Pool, fingerprint_changes, quantity
+from gpushare.model.taints import Taint
+from tests.unit.cluster_objects import POOL_TAINT, mark, node
+
+POOL = Pool.of({"label_key": "gpu-mode", "label_value": "shared", "taint": {"key": "nvidia.com/gpu",
+                                                                            "value": "shared"}})
+
+
+def test_pool() -> None:
+    assert POOL.taint == Taint("nvidia.com/gpu", "shared", "NoSchedule")
+    assert Pool.of(POOL.as_dict()) == POOL
+    bare = Pool.of({"label_key": "gpu-mode", "label_value": "shared", "taint": {"key": "nvidia.com/gpu"}})
+    assert bare.taint == Taint("nvidia.com/gpu", "", "NoSchedule")
+    untainted = Pool.of({"label_key": "gpu-mode", "label_value": "shared", "taint": None})
+    assert untainted.taint is None and untainted.as_dict()["taint"] is None
+
+
+def test_mark_as_the_enable_runbook_writes_it() -> None:
+    raw = mark(replicas=4, taint_added=False)["gpushare.io/timeslicing"]
+    parsed = Mark.parse(raw)
+    assert parsed == Mark("time-slicing-config", "shared", 4, "node", "gpushare-run-enable-20261201t090000z-0a0a",
+                          False, True, raw)
+    assert Mark.parse(parsed.text()).text() == parsed.text() == raw
+
+
+def test_a_mark_written_before_taint_added_existed_says_the_runbook_added_the_taint() -> None:
+    parsed = Mark.parse(json.dumps({"configmap": "time-slicing-config", "key": "shared", "replicas": 2}))
+    assert parsed.valid and parsed.taint_added and parsed.scope == "node"
+
+
+@pytest.mark.parametrize("raw", ["", "not json", "[1, 2]", '{"replicas": "two"}', "null"])
+def test_an_unreadable_mark_is_kept_as_invalid(raw: str) -> None:
+    parsed = Mark.parse(raw)
+    assert not parsed.valid and parsed.raw == raw
+
+
+def test_no_mark() -> None:
+    assert Mark.parse(None) is None
+    assert Node(node("gpu-node")).mark is None
+
+
+@pytest.mark.parametrize(("value", "count"), [("8", 8), (8, 8), (None, 0), ("0", 0), ("1k", 0), ("-1", 0),
+                                              ("100m", 0)])
+def test_quantity(value: Any, count: int) -> None:
+    assert quantity(value) == count
+
+
+def test_a_whole_card_gpu_node() -> None:
+    n = Node(node("gpu-node-2", 8))
+    assert (n.name, n.gpu_present, n.gpus, n.replicas, n.strategy) == ("gpu-node-2", True, 8, 1, "none")
+    assert (n.allocatable("nvidia.com/gpu"), n.allocatable("nvidia.com/gpu.shared"), n.capacity("cpu")) == (8, 0, 64)
+    assert not n.shares and not n.mig_enabled and not n.unschedulable
+    assert n.config_label == "" and n.cordoned_by == ""
+
+
+def test_a_time_sliced_node() -> None:
+    renamed = Node(node("gpu-node", 1, replicas=4))
+    assert renamed.shares and renamed.replicas == 4 and renamed.strategy == "time-slicing"
+    assert (renamed.allocatable("nvidia.com/gpu.shared"), renamed.allocatable("nvidia.com/gpu")) == (4, 0)
+    not_renamed = Node(node("gpu-node", 1, replicas=4, renamed=False))
+    assert not_renamed.shares and not_renamed.allocatable("nvidia.com/gpu") == 4
+
+
+def test_a_node_shares_as_soon_as_one_sign_says_so() -> None:
+    raw = node("gpu-node", 1)
+    raw["status"]["capacity"]["nvidia.com/gpu.shared"] = "2"  # capacity updated, allocatable not yet
+    assert Node(raw).shares
+    assert Node(node("gpu-node", 1, labels={"nvidia.com/gpu.sharing-strategy": "mps"})).shares
+
+
+def test_gpu_facts_before_gfd_has_run() -> None:
+    n = Node(node("gpu-node", None))
+    assert n.gpu_present and n.gpus is None and n.replicas == 1
+    assert Node(node("gpu-node", labels={"nvidia.com/gpu.count": "eight"})).gpus is None
+    assert not Node(node("cpu-node", gpu=False)).gpu_present
+
+
+@pytest.mark.parametrize(("mig", "enabled"), [("all-disabled", False), ("", False), ("all-1g.10gb", True),
+                                              ("all-balanced", True)])
+def test_mig(mig: str, enabled: bool) -> None:
+    assert Node(node("gpu-node-mig", 4, mig=mig)).mig_enabled is enabled
+
+
+def test_pool_membership_and_taint() -> None:
+    member = Node(node("gpu-node", labels={"gpu-mode": "shared"}, taints=[POOL_TAINT]))
+    assert member.in_pool(POOL) and member.pool_taint(POOL) == POOL.taint
+    other = Node(node("gpu-node", labels={"gpu-mode": "dedicated"}))
+    assert not other.in_pool(POOL) and other.pool_taint(POOL) is None
+
+
+def test_the_pool_taint_is_any_taint_with_its_key_and_effect() -> None:
+    own = {"key": "nvidia.com/gpu", "value": "dedicated", "effect": "NoSchedule"}
+    assert Node(node("gpu-node", taints=[own])).pool_taint(POOL) == Taint("nvidia.com/gpu", "dedicated", "NoSchedule")
+    no_execute = {"key": "nvidia.com/gpu", "value": "shared", "effect": "NoExecute"}
+    assert Node(node("gpu-node", taints=[no_execute])).pool_taint(POOL) is None
+    assert Node(node("gpu-node", taints=[POOL_TAINT])).pool_taint(Pool("gpu-mode", "shared", None)) is None
+
+
+def test_the_fingerprint_ignores_what_changes_on_its_own() -> None:
+    before = node("gpu-node-2", 8, labels={"gpu-mode": "shared"})
+    after = copy.deepcopy(before)
+    after["metadata"]["resourceVersion"] = "999"
+    after["metadata"]["labels"]["nvidia.com/gfd.timestamp"] = "1764580000"
+    after["metadata"]["labels"]["nvidia.com/gpu.deploy.dcgm"] = "true"
+    after["metadata"]["annotations"]["node.alpha.kubernetes.io/ttl"] = "30"
+    after["status"]["allocatable"]["memory"] = "500Gi"
+    after["status"]["conditions"] = [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2026-12-01T10:00:00Z"}]
+    assert Node(after).fingerprint(POOL) == Node(before).fingerprint(POOL)
+    assert fingerprint_changes(Node(before).fingerprint(POOL), Node(after).fingerprint(POOL)) == []
+
+
+def test_the_fingerprint_sees_what_sharing_changes() -> None:
+    before = Node(node("gpu-node-2", 8)).fingerprint(POOL)
+    after = Node(node("gpu-node-2", 8, replicas=2, labels={"gpu-mode": "shared"}, taints=[POOL_TAINT],
+                      unschedulable=True)).fingerprint(POOL)
+    assert fingerprint_changes(before, after) == [
+        "capacity nvidia.com/gpu 8 -> 0",
+        "capacity nvidia.com/gpu.shared (none) -> 16",
+        "allocatable nvidia.com/gpu 8 -> 0",
+        "allocatable nvidia.com/gpu.shared (none) -> 16",
+        "labels gpu-mode (none) -> shared",
+        "labels nvidia.com/gpu.replicas 1 -> 2",
+        "labels nvidia.com/gpu.sharing-strategy none -> time-slicing",
+        "taints [] -> ['nvidia.com/gpu=shared:NoSchedule']",
+        "cordoned",
+    ]
+    assert fingerprint_changes(after, before)[-1] == "uncordoned"
+
+
+def test_the_pool_label_counts_only_with_a_pool() -> None:
+    before, after = Node(node("gpu-node-2", 8)), Node(node("gpu-node-2", 8, labels={"gpu-mode": "shared"}))
+    assert fingerprint_changes(before.fingerprint(), after.fingerprint()) == []
+    assert fingerprint_changes(before.fingerprint(POOL), after.fingerprint(POOL)) == [
+        "labels gpu-mode (none) -> shared"]
+
+
+def test_allocatable_left_out_while_the_operator_rolls_the_plugin() -> None:
+    """While the plugin restarts, allocatable dips and recovers: compare it only when nothing rolls."""
+    before = Node(node("gpu-node-2", 8)).fingerprint(POOL)
+    rolling = node("gpu-node-2", 8)
+    rolling["status"]["allocatable"]["nvidia.com/gpu"] = "0"
+    assert fingerprint_changes(before, Node(rolling).fingerprint(POOL), allocatable=False) == []
+    assert fingerprint_changes(before, Node(rolling).fingerprint(POOL)) == ["allocatable nvidia.com/gpu 8 -> 0"]

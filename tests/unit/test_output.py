@@ -1,0 +1,93 @@
+"""What the quiet stdout callback prints of a failure and of a debug message
+(gpushare.plugins.output): the message once, first line first, and "Nothing was changed." only
+when it is true and not said already."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpushare.plugins.output import failure_text, message_lines
+from tests.support.cluster import REPO
+
+
+@pytest.mark.parametrize(("msg", "lines"), [
+    (["Plan: ...", "- gpu-node: label"], ["Plan: ...", "- gpu-node: label"]),
+    (("a", 1), ["a", "1"]),
+    ("one\ntwo", ["one", "two"]),
+    ("", [""]),
+    (None, ["None"]),
+])
+def test_message_lines(msg: Any, lines: list[str]) -> None:
+    assert message_lines(msg) == lines
+
+
+def test_a_refusal_that_says_nothing_was_changed_says_it_once() -> None:
+    result = {"failed": True,
+              "msg": "ConfigMap x has a key. Nothing was changed.\nAnother problem. Nothing was changed."}
+    assert failure_text(result, changed_before=False) == ["ConfigMap x has a key. Nothing was changed.",
+                                                          "Another problem. Nothing was changed."]
+
+
+def test_a_failure_before_any_write_ends_with_nothing_was_changed() -> None:
+    assert failure_text({"msg": "After 120 s: gpu-node: no pod"}, changed_before=False) == [
+        "After 120 s: gpu-node: no pod", "Nothing was changed."]
+
+
+def test_a_failure_after_a_write_does_not_claim_nothing_was_changed() -> None:
+    assert failure_text({"msg": "After 120 s: gpu-node: no pod"}, changed_before=True) == [
+        "After 120 s: gpu-node: no pod"]
+
+
+def test_argument_spec_errors_become_one_bad_input_line() -> None:
+    result = {"msg": "Validation of arguments failed:\nargument 'timeslicing_replicas' is of type str ...",
+              "argument_errors": ["argument 'timeslicing_replicas' is of type <class 'str'> and we were unable to "
+                                  "convert to int", "  value of timeslicing_scope must be one of: node, cluster  "]}
+    assert failure_text(result, changed_before=False) == [
+        "Bad input: argument 'timeslicing_replicas' is of type <class 'str'> and we were unable to convert to int; "
+        "value of timeslicing_scope must be one of: node, cluster", "Nothing was changed."]
+
+
+def test_argument_spec_errors_without_their_list_use_the_message() -> None:
+    result = {"msg": "Validation of arguments failed:\n  first problem\n\n  second problem"}
+    assert failure_text(result, changed_before=True) == ["Bad input: first problem; second problem"]
+
+
+def test_a_failure_without_a_message() -> None:
+    assert failure_text({"message": "module failure"}, changed_before=True) == ["module failure"]
+    assert failure_text({}, changed_before=True) == ["failed without a message"]
+
+
+def run_with_the_callback(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """A local playbook (one debug, one change, one skip) run with the repository's stdout callback."""
+    (tmp_path / "ansible.cfg").write_text(f"[defaults]\nstdout_callback = gpushare\ncallback_plugins = "
+                                          f"{REPO / 'plugins' / 'callback'}\ninterpreter_python = {sys.executable}\n")
+    (tmp_path / "play.yml").write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": [
+        {"name": "Show the plan", "ansible.builtin.debug": {"msg": ["Plan: line one", "line two"]}},
+        {"name": "Write something", "ansible.builtin.command": "true", "changed_when": True},
+        {"name": "Skip something", "ansible.builtin.debug": {"msg": "never"}, "when": False}]}]))
+    env = {**os.environ, "ANSIBLE_CONFIG": str(tmp_path / "ansible.cfg")}
+    return subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
+                           "play.yml", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_by_default_a_run_prints_the_plan_the_writes_and_a_result(tmp_path: Path) -> None:
+    run = run_with_the_callback(tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == ["Plan: line one", "line two", "changed: Write something",
+                                       "Result: ok, 1 change(s)."]
+
+
+def test_with_v_a_run_prints_ansibles_usual_output(tmp_path: Path) -> None:
+    run = run_with_the_callback(tmp_path, "-v")
+    assert run.returncode == 0, run.stderr
+    assert "Callback dispatch" not in run.stdout + run.stderr
+    assert "TASK [Write something]" in run.stdout and "changed: [localhost]" in run.stdout
+    assert "skipping: [localhost]" in run.stdout
+    assert "PLAY RECAP" in run.stdout

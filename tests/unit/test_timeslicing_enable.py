@@ -1,0 +1,444 @@
+"""The enable runbook's plan (gpushare.timeslicing.enable) from one read of the cluster: each
+refusal fires when (and only when) its situation is there, says what to do and that nothing was
+changed; otherwise the changes, in order, each guarded against what others change meanwhile."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+import yaml
+
+from gpushare.k8s.patch import PatchConflict, json_patch, merge_patch
+from gpushare.model.node import Mark, Node
+from gpushare.timeslicing.enable import EnablePlan, plan
+from gpushare.timeslicing.records import FieldChange, Record
+from gpushare.timeslicing.state import ClusterState
+from tests.unit.cluster_objects import (ASSET_TOLERATION, CONFIGMAP, NOW, POOL_TAINT, clusterpolicy, configmap,
+                                        daemonset, enabled_read, managed_configmap, mark, node, read,
+                                        record, settings, shared_node)
+
+GPU_NODES = ("gpu-node", "gpu-node-2", "gpu-node-mig")
+INTERRUPTED = "gpushare-run-enable-20261201t093000z-beef"
+
+
+def enable(cluster: dict[str, Any], targets: list[str], **inputs: Any) -> EnablePlan:
+    return plan(ClusterState.of(cluster), settings(**inputs), targets,
+                {"command": "ansible-playbook playbooks/enable-timeslicing.yml", "operator": "alice"}, NOW)
+
+
+def changed(obj: dict[str, Any], changes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The object as the API server leaves it after the plan's changes of it."""
+    for change in changes:
+        if change["action"] == "merge":
+            obj = merge_patch(obj, change["body"])
+        elif change["action"] == "json":
+            obj = json_patch(obj, change["body"])
+        elif change["action"] == "taint":
+            obj = merge_patch(obj, {"spec": {"taints": [*obj["spec"].get("taints", []), change["body"]]}})
+    return obj
+
+
+def refused(result: EnablePlan, fragment: str) -> str:
+    matching = [r for r in result.refusals if fragment in r]
+    assert matching, result.refusals
+    assert all(r.endswith("Nothing was changed.") for r in result.refusals)
+    assert result.changes == {} and not result.writes
+    return matching[0]
+
+
+# ---- a first trial on a cluster never prepared -------------------------------------------------------
+def test_the_first_trial_records_then_configures_then_marks_the_node() -> None:
+    cluster = read()
+    result = enable(cluster, ["gpu-node"])
+    assert result.refusals == []
+    assert list(result.changes) == ["record", "configmap", "clusterpolicy", "nodes", "finish"]
+
+    record_body = result.changes["record"][0]["body"]
+    assert result.changes["record"][0]["action"] == "create" and record_body["metadata"]["name"] == result.record
+    backed_up = Record.of(record_body)
+    assert backed_up.clusterpolicy_backup == cluster["clusterpolicy"] and backed_up.state == "in-progress"
+    assert backed_up.intent.configmap_created and backed_up.intent.keys_added == ["default", "shared"]
+    assert backed_up.intent.nodes == ["gpu-node"]
+
+    created = result.changes["configmap"][0]
+    assert created["action"] == "create"
+    assert yaml.safe_load(created["body"]["data"]["default"]) == {"version": "v1"}
+    assert yaml.safe_load(created["body"]["data"]["shared"])["sharing"]["timeSlicing"]["resources"] == [
+        {"name": "nvidia.com/gpu", "replicas": 2}]
+    assert created["body"]["metadata"]["annotations"] == {"gpushare.io/managed-keys": "default,shared",
+                                                          "gpushare.io/created-by": "enable-timeslicing"}
+
+    policy = changed(cluster["clusterpolicy"], result.changes["clusterpolicy"])
+    assert policy["spec"]["devicePlugin"]["config"] == {"name": CONFIGMAP, "default": "default"}
+    assert policy["spec"]["daemonsets"] == cluster["clusterpolicy"]["spec"]["daemonsets"]
+
+    gpu_node = Node(changed(cluster["nodes"][0], result.changes["nodes"]))
+    assert gpu_node.config_label == "shared" and gpu_node.labels["gpu-mode"] == "shared"
+    assert gpu_node.taints[-1] == Node(node("x", taints=[POOL_TAINT])).taints[0]
+    assert gpu_node.mark == Mark(CONFIGMAP, "shared", 2, "node", result.record, True, True, gpu_node.mark.raw)
+
+    assert result.rolls_fleet and result.restart_nodes == ["gpu-node"]
+    assert sorted(result.expected["bystanders"]) == ["gpu-node-2", "gpu-node-mig"]
+    assert result.expected["targets"] == {"gpu-node": {"gpus": 1, "pool": True}}
+    assert not result.expected["compare_allocatable"]  # the operator's roll dips every node's allocatable
+    assert result.lines[-1].endswith("written before the first change")
+
+
+def test_the_clusterpolicy_change_is_refused_if_someone_changed_the_field_meanwhile() -> None:
+    cluster = read()
+    result = enable(cluster, ["gpu-node"])
+    moved = copy.deepcopy(cluster["clusterpolicy"])
+    moved["spec"]["devicePlugin"]["config"]["name"] = "someone-elses-config"
+    with pytest.raises(PatchConflict):
+        json_patch(moved, result.changes["clusterpolicy"][0]["body"])
+
+
+def test_a_clusterpolicy_without_a_device_plugin_config_gets_one() -> None:
+    cluster = read()
+    del cluster["clusterpolicy"]["spec"]["devicePlugin"]["config"]
+    result = enable(cluster, ["gpu-node"])
+    policy = changed(cluster["clusterpolicy"], result.changes["clusterpolicy"])
+    assert policy["spec"]["devicePlugin"] == {"enabled": True, "config": {"name": CONFIGMAP, "default": "default"}}
+
+
+# ---- refusals ---------------------------------------------------------------------------------------
+def _no_namespace() -> dict[str, Any]:
+    return read(namespace=False, plugin_anywhere=[daemonset("nvidia-device-plugin-daemonset")
+                                                  | {"metadata": {"namespace": "nvidia-gpu-operator"}}])
+
+
+def _configmap_with(**data: str) -> dict[str, Any]:
+    return read(configmaps=[configmap(CONFIGMAP, data)])
+
+
+REFUSALS = [
+    pytest.param(read(), ["gpu-node"], {"replicas": 17}, "timeslicing_replicas=17 is above the bound",
+                 id="bad-input"),
+    pytest.param(_no_namespace(), ["gpu-node"], {}, "set gpu_operator_namespace=nvidia-gpu-operator",
+                 id="no-operator-namespace"),
+    pytest.param(read(namespace=False), ["gpu-node"], {}, "install the GPU Operator first", id="no-operator-at-all"),
+    pytest.param(read(policy=None, not_served=("clusterpolicy",)), ["gpu-node"], {},
+                 "The ClusterPolicy API (nvidia.com/v1) is not served", id="no-clusterpolicy-api"),
+    pytest.param(read(policy=None), ["gpu-node"], {}, "ClusterPolicy 'cluster-policy' not found",
+                 id="no-clusterpolicy"),
+    pytest.param(read(daemonsets=[daemonset("gpu-feature-discovery")]), ["gpu-node"], {},
+                 "DaemonSet gpu-operator/nvidia-device-plugin-daemonset not found", id="no-device-plugin"),
+    pytest.param(read(configmaps=[record("gpushare-run-rollback-20261201t093000z-0b0b", "rollback-timeslicing",
+                                         nodes=["gpu-node-2"])]), ["gpu-node"], {},
+                 "A rollback was interrupted (record gpushare-run-rollback-20261201t093000z-0b0b",
+                 id="rollback-interrupted"),
+    pytest.param(read(), ["gpu-node-9"], {}, "gpu-node-9 is not a node of this cluster", id="unknown-node"),
+    pytest.param(read(), ["cpu-node"], {}, "cpu-node has no nvidia.com/gpu.present=true label", id="not-a-gpu-node"),
+    pytest.param(read([node("gpu-node", None)]), ["gpu-node"], {}, "has no nvidia.com/gpu.count label yet",
+                 id="gfd-not-done"),
+    pytest.param(read([node("gpu-node-mig", 4, mig="all-1g.10gb")]), ["gpu-node-mig"], {},
+                 "gpu-node-mig has MIG enabled (nvidia.com/mig.config=all-1g.10gb)", id="mig"),
+    pytest.param(_configmap_with(shared="version: v1\n"), ["gpu-node"], {},
+                 "already has a key `shared` with a different config, and it was not written by this runbook",
+                 id="someone-elses-key"),
+    pytest.param(read(policy=clusterpolicy("operator-config", "all-off")), ["gpu-node"], {},
+                 "-e timeslicing_configmap_name=operator-config", id="clusterpolicy-points-elsewhere"),
+    pytest.param(_configmap_with(default="version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+                                         "    - name: nvidia.com/gpu\n      replicas: 4\n"), ["gpu-node"], {},
+                 "already has a `default` key that is not a valid no-sharing config (it enables sharing)",
+                 id="default-key-shares"),
+    pytest.param(read([node("gpu-node", 1), node("gpu-node-2", 8, labels={
+        "nvidia.com/device-plugin.config": "a100-split"})]), ["gpu-node"], {},
+                 "gpu-node-2 carries nvidia.com/device-plugin.config=a100-split, but ConfigMap time-slicing-config "
+                 "has no such key", id="orphan-label"),
+    pytest.param(read(), ["gpu-node"], {"pool_taint_key": "gpu-mode"},
+                 "The operand DaemonSets do not tolerate the pool taint gpu-mode=shared:NoSchedule",
+                 id="pool-taint-not-tolerated"),
+]
+
+
+@pytest.mark.parametrize(("cluster", "targets", "inputs", "fragment"), REFUSALS)
+def test_each_refusal(cluster: dict[str, Any], targets: list[str], inputs: dict[str, Any], fragment: str) -> None:
+    refused(enable(cluster, targets, **inputs), fragment)
+
+
+def test_a_healthy_cluster_is_refused_nothing() -> None:
+    for targets in (["gpu-node"], ["gpu-node-2", "gpu-node-mig"], list(GPU_NODES)):
+        assert enable(read(), targets).refusals == []
+    assert enable(read(), ["gpu-node"], scope="cluster", confirm_cluster_scope=True).refusals == []
+
+
+def test_every_target_problem_at_once() -> None:
+    result = enable(read(), ["cpu-node", "gpu-node-9", "gpu-node"])
+    assert len(result.refusals) == 2
+
+
+# ---- the fleet-roll confirmation --------------------------------------------------------------------
+def gpu_fleet(count: int) -> list[dict[str, Any]]:
+    return [node(f"gpu-{i:02d}", 8) for i in range(count)]
+
+
+@pytest.mark.parametrize(("gpu_nodes", "confirmed", "refusal"), [
+    (10, False, False), (11, False, True), (11, True, False), (3, False, False),
+])
+def test_pointing_the_clusterpolicy_at_the_configmap_rolls_the_fleet_above_a_threshold_only_if_confirmed(
+        gpu_nodes: int, confirmed: bool, refusal: bool) -> None:
+    result = enable(read(gpu_fleet(gpu_nodes)), ["gpu-00"], confirm_fleet_roll=confirmed)
+    if refusal:
+        message = refused(result, "This cluster has not been prepared for time-slicing")
+        assert f"restart on all {gpu_nodes} GPU nodes" in message
+        assert "playbooks/prepare-timeslicing.yml" in message and "-e timeslicing_confirm_fleet_roll=true" in message
+    else:
+        assert result.refusals == [] and result.rolls_fleet
+
+
+def test_a_prepared_cluster_needs_no_fleet_roll_confirmation() -> None:
+    prepared = read(gpu_fleet(40), policy=clusterpolicy(CONFIGMAP, "default"),
+                    configmaps=[managed_configmap({"default": "version: v1\n"})])
+    result = enable(prepared, ["gpu-00"])
+    assert result.refusals == [] and not result.rolls_fleet
+    assert "clusterpolicy" not in {k for k, v in result.changes.items() if v}
+    assert result.expected["compare_allocatable"]
+
+
+def test_the_fleet_roll_threshold_counts_gpu_nodes_only() -> None:
+    cpus = [node(f"cpu-{i}", gpu=False) for i in range(20)]
+    assert enable(read(gpu_fleet(10) + cpus), ["gpu-00"]).refusals == []
+
+
+# ---- the pool taint and the operands' tolerations ----------------------------------------------------
+@pytest.mark.parametrize("tolerations", [
+    pytest.param(None, id="chart-default"),
+    pytest.param([], id="empty-means-the-assets-own"),
+    pytest.param([{"operator": "Exists"}], id="tolerate-everything"),
+    pytest.param([{"key": "nvidia.com/gpu", "operator": "Exists"}], id="any-effect"),
+])
+def test_a_pool_taint_the_operands_tolerate_needs_no_operand_change(tolerations: list[dict[str, Any]] | None) -> None:
+    result = enable(read(policy=clusterpolicy(tolerations=tolerations)), ["gpu-node"])
+    assert result.refusals == []
+    assert not any("/spec/daemonsets" in op["path"] for op in result.changes["clusterpolicy"][0]["body"])
+
+
+def test_empty_tolerations_mean_the_assets_own_which_do_not_tolerate_another_key() -> None:
+    result = enable(read(policy=clusterpolicy(tolerations=[])), ["gpu-node"], pool_taint_key="gpu-mode")
+    message = refused(result, "do not tolerate the pool taint gpu-mode=shared:NoSchedule")
+    assert json.dumps(ASSET_TOLERATION)[1:-1].replace('"', "'") in message.replace('"', "'")
+    assert "-e timeslicing_confirm_operand_roll=true" in message
+
+
+def test_a_confirmed_operand_roll_adds_the_toleration_to_the_assets_own() -> None:
+    cluster = read(policy=clusterpolicy(tolerations=[]),
+                   daemonsets=[daemonset(n) for n in ("nvidia-device-plugin-daemonset", "gpu-feature-discovery",
+                                                       "nvidia-driver-daemonset")])
+    cluster["clusterpolicy"]["spec"]["driver"]["upgradePolicy"] = {"autoUpgrade": True}
+    result = enable(cluster, ["gpu-node"], pool_taint_key="gpu-mode", confirm_operand_roll=True)
+    assert result.refusals == [] and result.rolls_fleet
+    policy = changed(cluster["clusterpolicy"], result.changes["clusterpolicy"])
+    assert policy["spec"]["daemonsets"]["tolerations"] == [
+        ASSET_TOLERATION, {"key": "gpu-mode", "operator": "Exists", "effect": "NoSchedule"}]
+    note = next(n for n in result.notes if n.startswith("Confirmed"))
+    assert "the upgrade controller then cordons each GPU node in turn" in note
+    intent = Record.of(result.changes["record"][0]["body"]).intent
+    assert FieldChange("/spec/daemonsets/tolerations", [], policy["spec"]["daemonsets"]["tolerations"]) in \
+        intent.clusterpolicy
+
+
+def test_the_tolerations_change_is_refused_if_someone_changed_them_meanwhile() -> None:
+    cluster = read()
+    result = enable(cluster, ["gpu-node"], pool_taint_key="gpu-mode", confirm_operand_roll=True)
+    moved = copy.deepcopy(cluster["clusterpolicy"])
+    moved["spec"]["daemonsets"]["tolerations"].append({"key": "dedicated", "operator": "Exists"})
+    with pytest.raises(PatchConflict):
+        json_patch(moved, result.changes["clusterpolicy"][0]["body"])
+
+
+def test_no_pool_taint_needs_no_toleration() -> None:
+    result = enable(read(), ["gpu-node"], pool_taint=False, pool_taint_key="gpu-mode")
+    assert result.refusals == []
+    assert [c["action"] for c in result.changes["nodes"]] == ["merge"]
+    assert Mark.parse(result.changes["nodes"][0]["body"]["metadata"]["annotations"]["gpushare.io/timeslicing"]
+                      ).taint_added is False
+
+
+# ---- a node's own taint with the pool taint's key and effect -------------------------------------------
+@pytest.mark.parametrize(("own", "note"), [
+    pytest.param({"key": "nvidia.com/gpu", "value": "dedicated", "effect": "NoSchedule"}, True, id="another-value"),
+    pytest.param(POOL_TAINT, False, id="the-pool-taint-itself"),
+])
+def test_a_node_keeps_its_own_taint_and_the_runbook_adds_none(own: dict[str, str], note: bool) -> None:
+    result = enable(read([node("gpu-node", 1, taints=[own]), node("gpu-node-2", 8)]), ["gpu-node"])
+    assert result.refusals == []
+    assert [c["action"] for c in result.changes["nodes"]] == ["merge"]
+    written = Mark.parse(result.changes["nodes"][0]["body"]["metadata"]["annotations"]["gpushare.io/timeslicing"])
+    assert written.taint_added is False
+    assert any("gpu-node keeps its own taint nvidia.com/gpu=dedicated:NoSchedule" in n for n in result.notes) is note
+    assert not any("taint nvidia.com/gpu=shared" in line for line in result.lines if line.startswith("- gpu-node:"))
+
+
+def test_a_re_run_remembers_that_the_runbook_added_the_taint() -> None:
+    """After an interruption between the node's label and the end, a re-run finds the taint it added."""
+    cluster = enabled_read()
+    cluster["nodes"][0]["metadata"]["annotations"].update(mark(run=INTERRUPTED))
+    result = enable(cluster, ["gpu-node"])
+    assert result.lines[0].startswith("Nothing to change")
+    assert Node(cluster["nodes"][0]).mark.taint_added
+
+
+def test_a_re_run_does_not_claim_a_taint_the_node_had_before() -> None:
+    cluster = enabled_read(nodes=[shared_node("gpu-node", 1, own_taint=True), node("gpu-node-2", 8)])
+    result = enable(cluster, ["gpu-node"])
+    assert result.lines[0].startswith("Nothing to change")
+
+
+# ---- bystanders of a key whose content changes ------------------------------------------------------
+def four_replicas() -> dict[str, Any]:
+    text = settings(replicas=4).shared_config()
+    return managed_configmap({"default": "version: v1\n", "shared": text})
+
+
+def test_changing_a_shared_key_used_outside_the_limit_is_refused_naming_those_nodes() -> None:
+    cluster = enabled_read(shared=("gpu-node-2",), configmaps=[four_replicas()])
+    message = refused(enable(cluster, ["gpu-node"]), "differs from this run's (2 replicas)")
+    assert "outside the limit that use it: gpu-node-2" in message
+    assert "(-l gpu-node,gpu-node-2)" in message
+
+
+def test_changing_a_shared_key_of_nodes_all_in_the_limit_is_fine() -> None:
+    cluster = enabled_read(shared=("gpu-node-2",), configmaps=[four_replicas()])
+    result = enable(cluster, ["gpu-node", "gpu-node-2"])
+    assert result.refusals == []
+    assert result.changes["configmap"][0]["body"]["data"] == {"shared": settings().shared_config()}
+    assert result.restart_nodes == ["gpu-node", "gpu-node-2"]  # their pods mounted the 4-replica config
+
+
+def test_the_nodes_reading_the_cluster_default_are_bystanders_of_the_default_key() -> None:
+    cluster = read(policy=clusterpolicy(CONFIGMAP, "shared"), configmaps=[four_replicas()])
+    message = refused(enable(cluster, ["gpu-node"]), "differs from this run's")
+    assert "gpu-node-2, gpu-node-mig" in message
+
+
+# ---- cluster scope -----------------------------------------------------------------------------------
+def test_cluster_scope_changes_the_default_and_lets_the_operator_roll_every_node() -> None:
+    cluster = read()
+    result = enable(cluster, ["gpu-node"], scope="cluster", confirm_cluster_scope=True)
+    assert result.refusals == []
+    policy = changed(cluster["clusterpolicy"], result.changes["clusterpolicy"])
+    assert policy["spec"]["devicePlugin"]["config"] == {"name": CONFIGMAP, "default": "shared"}
+    assert "nvidia.com/device-plugin.config" not in result.changes["nodes"][0]["body"]["metadata"]["labels"]
+    assert result.restart_nodes == []
+    assert sorted(result.expected["targets"]) == list(GPU_NODES)
+    assert result.expected["targets"]["gpu-node-2"] == {"gpus": 8, "pool": False}
+    assert result.expected["bystanders"] == {}
+
+
+def test_cluster_scope_is_refused_while_a_gpu_node_reads_another_config() -> None:
+    cluster = read([node("gpu-node", 1), node("gpu-node-2", 8, labels={"nvidia.com/device-plugin.config": "other"}),
+                    node("gpu-node-mig", 4, mig="all-1g.10gb"), node("gpu-node-3", None)],
+                   configmaps=[managed_configmap({"default": "version: v1\n", "other": "version: v1\n"})])
+    message = refused(enable(cluster, ["gpu-node"], scope="cluster", confirm_cluster_scope=True),
+                      "timeslicing_scope=cluster changes the default config of every GPU node")
+    for blocked in ("gpu-node-2 (its own label nvidia.com/device-plugin.config=other)", "gpu-node-3 (no GPU count "
+                    "yet)", "gpu-node-mig (MIG enabled)"):
+        assert blocked in message
+    assert "gpu-node (" not in message
+
+
+# ---- an interrupted enable, adopted by the re-run ----------------------------------------------------
+def interrupted_after_clusterpolicy() -> dict[str, Any]:
+    """An enable of gpu-node stopped after it created the ConfigMap and pointed the ClusterPolicy."""
+    fields = [FieldChange("/spec/devicePlugin/config/name", "", CONFIGMAP),
+              FieldChange("/spec/devicePlugin/config/default", "", "default")]
+    return read(policy=clusterpolicy(CONFIGMAP, "default"),
+                configmaps=[managed_configmap(), record(INTERRUPTED, "enable-timeslicing", nodes=["gpu-node"],
+                                                        fields=fields, created=True, keys_added=["default", "shared"],
+                                                        backup=clusterpolicy())])
+
+
+def test_a_re_run_adopts_the_interrupted_run_keeping_its_record_and_backup() -> None:
+    result = enable(interrupted_after_clusterpolicy(), ["gpu-node", "gpu-node-2"])
+    assert result.refusals == []
+    assert result.record == INTERRUPTED
+    assert any(n.startswith(f"An earlier enable run was interrupted: record {INTERRUPTED}") for n in result.notes)
+    [extend] = result.changes["record"]
+    assert (extend["action"], extend["name"]) == ("merge", INTERRUPTED)
+    assert set(extend["body"]["data"]) == {"intent.json"}  # the backup stays the interrupted run's
+    intent = json.loads(extend["body"]["data"]["intent.json"])
+    assert intent["nodes"] == ["gpu-node", "gpu-node-2"]
+    assert intent["configmap"] == {"name": CONFIGMAP, "created": True, "keys_added": ["default", "shared"]}
+    assert intent["clusterpolicy"] == [{"path": "/spec/devicePlugin/config/name", "before": "", "after": CONFIGMAP},
+                                       {"path": "/spec/devicePlugin/config/default", "before": "", "after": "default"}]
+    assert result.changes["clusterpolicy"] == [] and result.changes["configmap"] == []
+    assert result.changes["finish"][0]["name"] == INTERRUPTED
+    assert result.lines[-1].endswith("(the interrupted run's)")
+    marks = [Mark.parse(c["body"]["metadata"]["annotations"]["gpushare.io/timeslicing"])
+             for c in result.changes["nodes"] if c["action"] == "merge"]
+    assert {m.run for m in marks} == {INTERRUPTED}
+
+
+def test_a_re_run_merges_what_it_changes_into_the_interrupted_intent() -> None:
+    """Interrupted after its record only: the re-run makes the ClusterPolicy change the record announced."""
+    fields = [FieldChange("/spec/devicePlugin/config/name", "", CONFIGMAP)]
+    cluster = read(configmaps=[record(INTERRUPTED, "enable-timeslicing", nodes=["gpu-node"], fields=fields,
+                                      created=True, keys_added=["default", "shared"], backup=clusterpolicy())])
+    result = enable(cluster, ["gpu-node"], pool_taint_key="gpu-mode", confirm_operand_roll=True)
+    intent = json.loads(result.changes["record"][0]["body"]["data"]["intent.json"])
+    assert [c["path"] for c in intent["clusterpolicy"]] == [
+        "/spec/devicePlugin/config/name", "/spec/devicePlugin/config/default", "/spec/daemonsets/tolerations"]
+    assert intent["clusterpolicy"][0]["before"] == ""
+
+
+def test_an_interrupted_run_with_nothing_left_to_change_is_still_finished() -> None:
+    cluster = enabled_read(configmaps=[managed_configmap(), record(INTERRUPTED, "enable-timeslicing",
+                                                                   nodes=["gpu-node"], backup=clusterpolicy())])
+    result = enable(cluster, ["gpu-node"])
+    assert result.writes and result.changes["finish"][0]["name"] == INTERRUPTED
+    assert not result.lines[0].startswith("Nothing to change")
+
+
+# ---- nothing to change, and what restarts ---------------------------------------------------------------
+def test_nothing_to_change_says_what_is_already_there() -> None:
+    result = enable(enabled_read(), ["gpu-node"])
+    assert result.refusals == [] and not result.writes and result.changes == {}
+    assert result.lines == ["Nothing to change: time-slicing is already enabled as asked (2 replicas, key shared, "
+                            "scope node) on gpu-node."]
+    assert result.expected["targets"] == {"gpu-node": {"gpus": 1, "pool": True}}
+
+
+def test_another_replica_count_changes_the_key_and_restarts_its_readers() -> None:
+    cluster = enabled_read()
+    result = enable(cluster, ["gpu-node"], replicas=4)
+    assert result.refusals == []
+    assert result.changes["configmap"][0]["body"]["data"] == {"shared": settings(replicas=4).shared_config()}
+    assert result.changes["clusterpolicy"] == [] and not result.rolls_fleet
+    assert result.restart_nodes == ["gpu-node"]
+    assert any("change shared" in line for line in result.lines)
+
+
+def test_a_second_trial_node_reads_the_key_its_pods_can_already_see() -> None:
+    result = enable(enabled_read(), ["gpu-node-2"])
+    assert result.changes["configmap"] == [] and result.changes["clusterpolicy"] == []
+    assert result.restart_nodes == []  # the config manager reloads on the label
+    assert [c["name"] for c in result.changes["nodes"]] == ["gpu-node-2", "gpu-node-2"]
+    assert result.lines[-2] == "Not touched: gpu-node, gpu-node-mig"
+
+
+def test_only_readers_that_cannot_see_the_configmap_or_run_an_old_template_restart() -> None:
+    cluster = enabled_read(shared=("gpu-node", "gpu-node-2"))
+    pods = cluster["pods"]
+    stale = next(p for p in pods if p["spec"]["nodeName"] == "gpu-node-2")
+    stale["metadata"]["creationTimestamp"] = "2026-12-01T08:45:19Z"  # before the ConfigMap's write
+    result = enable(cluster, ["gpu-node", "gpu-node-2"])
+    assert result.restart_nodes == ["gpu-node-2"]
+    assert Record.of(result.changes["record"][0]["body"]).intent.nodes == ["gpu-node-2"]
+
+
+def test_the_operators_own_configmap_gets_the_key_and_keeps_its_default() -> None:
+    own = configmap("operator-config", {"all-off": "version: v1\n"})
+    cluster = read(policy=clusterpolicy("operator-config", "all-off"), configmaps=[own])
+    result = enable(cluster, ["gpu-node"], configmap_name="operator-config")
+    assert result.refusals == []
+    [update] = result.changes["configmap"]
+    assert update["action"] == "merge"
+    assert set(update["body"]["data"]) == {"shared", "default"}
+    assert update["body"]["metadata"]["annotations"] == {"gpushare.io/managed-keys": "default,shared"}
+    assert result.changes["clusterpolicy"] == []  # already points there, its default stays
+    assert Record.of(result.changes["record"][0]["body"]).intent.keys_added == ["default", "shared"]
+    assert "configmap.yaml" in result.changes["record"][0]["body"]["data"]

@@ -1,0 +1,80 @@
+"""Run records (gpushare.timeslicing.records): what a run writes before its first change reads
+back the same for any later run, and a damaged record is told apart instead of trusted."""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from gpushare.timeslicing.records import FieldChange, Intent, Record, new_record, record_name, state_patch
+from tests.unit.cluster_objects import NAMESPACE, NOW, clusterpolicy, configmap, managed_configmap
+
+INTENT = Intent("enable-timeslicing", ["gpu-node", "gpu-node-2"],
+                [FieldChange("/spec/devicePlugin/config/name", "", "time-slicing-config"),
+                 FieldChange("/spec/daemonsets/tolerations", None, [{"operator": "Exists"}])],
+                "time-slicing-config", True, ["default", "shared"])
+
+
+def test_a_record_reads_back_as_written() -> None:
+    policy = clusterpolicy()
+    body = new_record("gpushare-run-enable-20261201t100000z-ab12", NAMESPACE, INTENT, policy, NOW,
+                      {"command": "ansible-playbook playbooks/enable-timeslicing.yml -l gpu-node",
+                       "operator": "alice as gpushare-admin"})
+    assert Record.is_record(body)
+    assert body["metadata"]["labels"]["gpushare.io/backup"] == "clusterpolicy"
+    assert body["metadata"]["annotations"]["gpushare.io/operator"] == "alice as gpushare-admin"
+    record = Record.of(body)
+    assert (record.name, record.runbook, record.state, record.started, record.finished, record.valid) == (
+        "gpushare-run-enable-20261201t100000z-ab12", "enable-timeslicing", "in-progress", "2026-12-01T10:00:00Z", "",
+        True)
+    assert record.intent == INTENT
+    assert record.clusterpolicy_backup == policy
+
+
+def test_a_record_without_a_backup() -> None:
+    body = new_record("gpushare-run-rollback-20261201t100000z-ab12", NAMESPACE, Intent("rollback-timeslicing"), None,
+                      NOW, {})
+    assert "gpushare.io/backup" not in body["metadata"]["labels"]
+    record = Record.of(body)
+    assert record.valid and record.clusterpolicy_backup is None and record.intent == Intent("rollback-timeslicing")
+
+
+def test_finished_and_rolled_back_records() -> None:
+    body = new_record("r", NAMESPACE, INTENT, None, NOW, {})
+    patched = {**body, "metadata": {**body["metadata"], "annotations": {
+        **body["metadata"]["annotations"], **state_patch("rolled-back", NOW)["metadata"]["annotations"]}}}
+    record = Record.of(patched)
+    assert (record.state, record.finished) == ("rolled-back", "2026-12-01T10:00:00Z")
+    assert state_patch("complete") == {"metadata": {"annotations": {"gpushare.io/state": "complete"}}}
+
+
+def test_a_damaged_record_is_invalid_and_trusted_for_nothing() -> None:
+    labels = {"gpushare.io/run": "enable-timeslicing"}
+    for data in ({"intent.json": "{not json"}, {"intent.json": "{}", "clusterpolicy.yaml": "- a list\n"},
+                 {"intent.json": '{"clusterpolicy": [{"before": 1}]}'},
+                 {"intent.json": "{}", "clusterpolicy.yaml": "{"}):
+        record = Record.of(configmap("gpushare-run-enable-x", data, labels=labels))
+        assert not record.valid, data
+        assert record.clusterpolicy_backup is None and record.runbook == "enable-timeslicing"
+
+
+def test_only_labelled_configmaps_are_records() -> None:
+    assert not Record.is_record(managed_configmap())
+    assert not Record.is_record(configmap("x", {}, labels={"app.kubernetes.io/managed-by": "gpushare"}))
+
+
+def test_record_names_are_valid_configmap_names_that_sort_by_time() -> None:
+    earlier = record_name("enable-timeslicing", NOW)
+    later = record_name("rollback-timeslicing", NOW.replace(hour=11))
+    assert re.fullmatch(r"gpushare-run-enable-20261201t100000z-[0-9a-f]{4}", earlier)
+    assert later.startswith("gpushare-run-rollback-20261201t110000z-")
+
+
+def test_what_an_intent_says_to_the_operator() -> None:
+    assert INTENT.describe() == ("ClusterPolicy devicePlugin/config/name, daemonsets/tolerations; ConfigMap "
+                                 "time-slicing-config (created); nodes gpu-node, gpu-node-2")
+    keys = Intent("enable-timeslicing", [], [], "time-slicing-config", False, ["shared"])
+    assert keys.describe() == "ConfigMap time-slicing-config keys shared"
+    assert Intent("enable-timeslicing").describe() == "nothing at the cluster level"
+    assert Intent.of(yaml.safe_load(yaml.safe_dump(INTENT.as_dict()))) == INTENT

@@ -1,0 +1,109 @@
+"""The end-of-run reports (gpushare.timeslicing.report) and the pure parts of the checks the
+runbooks wait for (gpushare.timeslicing.checks): what an operator reads at the end of a run."""
+
+from __future__ import annotations
+
+from gpushare.model.node import Node, Pool
+from gpushare.plugins.filters import gpushare_problem_nodes
+from gpushare.timeslicing import checks, report
+from gpushare.timeslicing.enable import plan as enable_plan
+from gpushare.timeslicing.state import ClusterState
+from tests.unit.cluster_objects import (NOW, POOL_TAINT, daemonset, enabled_read, node, read, settings, shared_node,
+                                        workload_pod)
+
+POOL = {"label_key": "gpu-mode", "label_value": "shared", "taint": {"key": "nvidia.com/gpu", "value": "shared"}}
+
+
+def test_node_rows() -> None:
+    rows = report.node_rows([shared_node("gpu-node", 1, unschedulable=True), node("gpu-node-2", 8)],
+                            ["gpu-node-2", "gpu-node", "gone"], Pool.of(POOL))
+    assert rows == [
+        ["gone", "?", "?", "?", "?", "?", "?", "?"],
+        ["gpu-node", 1, 2, 2, 0, "shared", "nvidia.com/gpu=shared:NoSchedule", "no (cordoned)"],
+        ["gpu-node-2", 8, 1, 0, 8, "-", "-", "yes"],
+    ]
+
+
+def first_trial() -> dict:
+    return enable_plan(ClusterState.of(read()), settings(), ["gpu-node"], {}, NOW).as_dict()
+
+
+def test_the_enable_report() -> None:
+    plan = first_trial()
+    rolling = [daemonset("nvidia-device-plugin-daemonset", updated=1, desired=3)]
+    lines = report.enable_report([shared_node("gpu-node", 1)], rolling, plan, check_mode=False)
+    assert lines[0] == "Done: time-slicing with 2 replicas per GPU on gpu-node."
+    assert any(line.startswith("gpu-node ") and "nvidia.com/gpu=shared:NoSchedule" in line for line in lines)
+    assert ("The operator's roll of nvidia-device-plugin-daemonset: 1 of 3 GPU nodes done (it goes on by itself, one "
+            "node at a time).") in lines
+    assert f"Run record and ClusterPolicy backup: ConfigMap {plan['record']}." in lines
+    assert lines[-1].startswith("Next: ansible-playbook playbooks/verify-sharing.yml -l gpu-node")
+
+
+def test_the_enable_report_in_check_mode_claims_nothing() -> None:
+    lines = report.enable_report([node("gpu-node", 1)], [], first_trial(), check_mode=True)
+    assert lines[0] == "CHECK MODE: nothing was changed; the nodes as they are now:"
+    assert not any(line.startswith(("Run record", "Next:", "Done")) for line in lines)
+
+
+def test_the_enable_report_with_nothing_to_change_repeats_the_plan() -> None:
+    plan = enable_plan(ClusterState.of(enabled_read()), settings(), ["gpu-node"], {}, NOW).as_dict()
+    lines = report.enable_report(enabled_read()["nodes"], [], plan, check_mode=False)
+    assert lines[0].startswith("Nothing to change: time-slicing is already enabled as asked")
+    assert not any(line.startswith("Run record") for line in lines)
+
+
+def test_the_rollback_report() -> None:
+    plan = {"writes": True, "record": "gpushare-run-rollback-x",
+            "expected": {"targets": {"gpu-node": {"gpus": 1}}, "pool": POOL,
+                         "clusterpolicy": {"/spec/devicePlugin/config/name": ""}},
+            "changes": {"configmap": [{"name": "time-slicing-config", "why": "delete the ConfigMap the enable "
+                                                                             "runbook created"}]}}
+    lines = report.rollback_report([node("gpu-node", 1)], plan, ["Deployment team-a/trainer: on gpu-node-2"], False)
+    assert lines[0] == "Done: gpu-node back to whole cards."
+    assert "  Deployment team-a/trainer: on gpu-node-2" in lines
+    assert "ClusterPolicy restored: devicePlugin/config/name=''" in lines
+    assert "ConfigMap time-slicing-config: delete the ConfigMap the enable runbook created." in lines
+    assert lines[-1] == "Record: ConfigMap gpushare-run-rollback-x. Backups and run records are kept."
+    preview = report.rollback_report([node("gpu-node", 1)], plan, [], True)
+    assert preview[0].startswith("CHECK MODE") and "ClusterPolicy would be restored: devicePlugin/config/name=''" in \
+        preview and not preview[-1].startswith("Record")
+    assert report.rollback_report([], {"writes": False, "lines": ["Nothing to do: ..."]}, [], False) == [
+        "Nothing to do: ..."]
+
+
+def test_bystanders_are_compared_on_what_sharing_changes() -> None:
+    pool = Pool.of(POOL)
+    before = {"gpu-node-2": Node(node("gpu-node-2", 8)).fingerprint(pool),
+              "gpu-node-mig": Node(node("gpu-node-mig", 4)).fingerprint(pool),
+              "gpu-node-3": Node(node("gpu-node-3", 2)).fingerprint(pool)}
+    rolling = node("gpu-node-mig", 4)
+    rolling["status"]["allocatable"]["nvidia.com/gpu"] = "0"
+    now = {"gpu-node-2": Node(node("gpu-node-2", 8, taints=[POOL_TAINT])), "gpu-node-mig": Node(rolling)}
+    assert checks.bystander_problems(now, before, pool, compare_allocatable=False) == [
+        "gpu-node-2 (not targeted): taints [] -> ['nvidia.com/gpu=shared:NoSchedule']",
+        "gpu-node-3 (not targeted): not a GPU node any more"]
+    assert "gpu-node-mig (not targeted): allocatable nvidia.com/gpu 4 -> 0" in checks.bystander_problems(
+        now, before, pool, compare_allocatable=True)
+
+
+def test_where_the_evicted_workloads_went() -> None:
+    evicted = [{"pod": "team-a/trainer-5d4f7b9c8-aaaaa", "namespace": "team-a", "workload": "Deployment team-a/trainer",
+                "controller_uid": "uid-trainer-5d4f7b9c8"},
+               {"pod": "team-a/notebook", "namespace": "team-a", "workload": "Pod team-a/notebook",
+                "controller_uid": ""}]
+    replacement = workload_pod("trainer-5d4f7b9c8-bbbbb", "gpu-node-2")
+    pending = workload_pod("trainer-5d4f7b9c8-ccccc", "", phase="Pending")
+    pending["status"]["conditions"] = [{"type": "PodScheduled", "status": "False",
+                                        "message": "0/4 nodes are available"}]
+    assert checks.whereabouts([replacement, pending], evicted) == [
+        "Deployment team-a/trainer: trainer-5d4f7b9c8-bbbbb on gpu-node-2 (Running); trainer-5d4f7b9c8-ccccc Pending: "
+        "0/4 nodes are available",
+        "Pod team-a/notebook: no pod (scaled down or deleted)",
+        "Pods without a controller, deleted for good: team-a/notebook"]
+
+
+def test_the_nodes_a_checks_problems_name() -> None:
+    problems = ["gpu-node: allocatable nvidia.com/gpu.shared is 0, expected 2", "gpu-node-2 (not targeted): cordoned",
+                "gpu-node-20: no pod"]
+    assert gpushare_problem_nodes(problems, ["gpu-node", "gpu-node-2", "gpu-node-mig"]) == ["gpu-node"]
