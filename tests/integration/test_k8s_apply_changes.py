@@ -208,9 +208,6 @@ def test_what_does_not_exist(session: Session, namespace: str) -> None:
                                        [{"op": "remove", "path": "/data/b"}])])
 
 
-@pytest.mark.xfail(strict=True, reason="merge_patch leaves an empty annotations map where the API server leaves "
-                                       "none, so removing an absent annotation of an object without annotations is "
-                                       "sent and reported changed although the server changes nothing")
 def test_removing_an_annotation_an_object_never_had_sends_nothing(session: Session, namespace: str) -> None:
     before = session.create(configmap("bare", namespace, a="1"))
     outcome = apply_changes(session, [Change("merge", "ConfigMap", "bare", namespace,

@@ -31,7 +31,7 @@ def first_trial() -> dict:
 def test_the_enable_report() -> None:
     plan = first_trial()
     rolling = [daemonset("nvidia-device-plugin-daemonset", updated=1, desired=3)]
-    lines = report.enable_report([shared_node("gpu-node", 1)], rolling, plan, check_mode=False)
+    lines = report.enable_report([shared_node("gpu-node", 1)], rolling, plan, check_mode=False, hosts=["gpu-node"])
     assert lines[0] == "Done: time-slicing with 2 replicas per GPU on gpu-node."
     assert any(line.startswith("gpu-node ") and "nvidia.com/gpu=shared:NoSchedule" in line for line in lines)
     assert ("The operator's roll of nvidia-device-plugin-daemonset: 1 of 3 GPU nodes done (it goes on by itself, one "
@@ -41,16 +41,18 @@ def test_the_enable_report() -> None:
 
 
 def test_the_enable_report_in_check_mode_claims_nothing() -> None:
-    lines = report.enable_report([node("gpu-node", 1)], [], first_trial(), check_mode=True)
+    lines = report.enable_report([node("gpu-node", 1)], [], first_trial(), check_mode=True, hosts=["gpu-node"])
     assert lines[0] == "CHECK MODE: nothing was changed; the nodes as they are now:"
     assert not any(line.startswith(("Run record", "Next:", "Done")) for line in lines)
 
 
-def test_the_enable_report_with_nothing_to_change_repeats_the_plan() -> None:
+def test_the_enable_report_with_nothing_to_change_shows_the_nodes_only() -> None:
+    """The plan already said there is nothing to change: the report does not say it again."""
     plan = enable_plan(ClusterState.of(enabled_read()), settings(), ["gpu-node"], {}, NOW).as_dict()
-    lines = report.enable_report(enabled_read()["nodes"], [], plan, check_mode=False)
-    assert lines[0].startswith("Nothing to change: time-slicing is already enabled as asked")
-    assert not any(line.startswith("Run record") for line in lines)
+    assert plan["lines"][0].startswith("Nothing to change: time-slicing is already enabled as asked")
+    lines = report.enable_report(enabled_read()["nodes"], [], plan, check_mode=False, hosts=["gpu-node"])
+    assert not any(line.startswith(("Nothing to change", "Run record", "Done")) for line in lines)
+    assert lines[0].startswith("node ") and "gpu-node" in lines[2]
 
 
 def test_the_rollback_report() -> None:

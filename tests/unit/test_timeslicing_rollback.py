@@ -392,9 +392,6 @@ def test_unknown_nodes_and_a_missing_operator_are_refused() -> None:
     refused(roll_back(read(policy=None), ["gpu-node"]), "ClusterPolicy 'cluster-policy' not found")
 
 
-@pytest.mark.xfail(strict=True, reason="a rollback interrupted after its last node write (marks dropped, record not "
-                                       "yet complete) is never finished: the re-run finds nothing to do, and the "
-                                       "enable refuses until it is")
 def test_a_rollback_interrupted_before_marking_itself_complete_is_finished_by_its_re_run() -> None:
     left = record("gpushare-run-rollback-20261201t093000z-0c0c", "rollback-timeslicing", nodes=["gpu-node"])
     enable = record(ENABLE_RECORD, "enable-timeslicing", state="rolled-back", nodes=["gpu-node"])
@@ -444,10 +441,9 @@ def test_the_plan_is_made_at_its_moment() -> None:
         "2026-12-01T11:00:00Z"
 
 
-@pytest.mark.xfail(strict=True, reason="the node mark does not record the labels the enable overwrote: the rollback "
-                                       "removes the per-node config label and the pool label instead of putting "
-                                       "back the values the node had")
-def test_a_rollback_puts_back_the_labels_the_enable_overwrote() -> None:
+def test_the_enable_refuses_to_overwrite_labels_a_rollback_could_not_put_back() -> None:
+    """The node mark keeps no backup of a label: a node's own config label or another value of the
+    pool label is refused before any write, so the rollback never loses one."""
     from gpushare.timeslicing.enable import plan as enable_plan  # noqa: PLC0415
     from tests.unit.cluster_objects import settings  # noqa: PLC0415
 
@@ -456,10 +452,8 @@ def test_a_rollback_puts_back_the_labels_the_enable_overwrote() -> None:
     before = read([labelled, node("gpu-node-2", 8)], policy=clusterpolicy("operator-config", "all-off"),
                   configmaps=[own])
     enabled = enable_plan(ClusterState.of(before), settings(configmap_name="operator-config"), ["gpu-node"], {}, NOW)
-    after_enable = applied(labelled, [c for c in enabled.changes["nodes"] if c["action"] == "merge"])
-    state = read([after_enable, node("gpu-node-2", 8)], policy=clusterpolicy("operator-config", "all-off"),
-                 configmaps=[own, enabled.changes["record"][0]["body"]])
-    result = roll_back(state, ["gpu-node"], configmap_name="operator-config")
-    final = Node(applied(after_enable, result.changes["stop"] + result.changes["restore"]
-                         + result.changes["uncordon"]))
-    assert (final.config_label, final.labels.get("gpu-mode")) == ("a100-split", "dedicated")
+    assert not enabled.changes
+    assert any("already uses its own device-plugin config (nvidia.com/device-plugin.config=a100-split)" in r
+               for r in enabled.refusals), enabled.refusals
+    assert any("already carries gpu-mode=dedicated" in r and r.endswith("Nothing was changed.")
+               for r in enabled.refusals), enabled.refusals

@@ -86,6 +86,8 @@ def _explain(err: Exception) -> str:
         return f"someone changed it meanwhile: {err}"
     if isinstance(err, KeyError):
         return f"{err.args[0]} does not exist in the object"
+    if isinstance(err, ApiError) and err.status == 422 and "test" in err.message.lower():
+        return f"someone changed it meanwhile: a value it relies on is no longer what was read ({err.message})"
     return str(err)
 
 
@@ -112,10 +114,16 @@ def _apply(session: Session, change: Change, check_mode: bool) -> Outcome:
     if change.action in ("taint", "untaint"):
         patch, patch_type = _taint_ops(before, change.body, add=change.action == "taint"), "json"
     wanted = merge_patch(before, patch) if patch_type == "merge" else json_patch(before, patch)
-    if wanted == before:
+    if _stored(wanted) == _stored(before):
         return Outcome(change, False, before, before)
     after = session.patch(change.kind, change.name, patch, change.namespace, patch_type=patch_type, dry_run=check_mode)
     return Outcome(change, True, before, after)
+
+
+def _stored(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object as the API server stores it: empty label and annotation maps are not kept."""
+    metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if not (k in ("labels", "annotations") and v == {})}
+    return {**obj, "metadata": metadata}
 
 
 def _taint_ops(node: dict[str, Any], taint: dict[str, Any], add: bool) -> list[dict[str, Any]]:

@@ -49,6 +49,22 @@ def _refuse(plan: EnablePlan, message: str) -> None:
     plan.refusals.append(f"{message} {NOTHING}")
 
 
+def _label_problems(state: ClusterState, settings: Settings, targets: list[str]) -> list[str]:
+    """Labels of the targets that the enable would overwrite (it records no backup of a label)."""
+    problems = []
+    for name in targets:
+        node = state.nodes[name]
+        own = node.config_label
+        if settings.scope == "node" and own and own != settings.key and not (node.mark and node.mark.valid):
+            problems.append(f"{name} already uses its own device-plugin config ({CONFIG_LABEL}={own}): the trial would "
+                            "replace it. Remove that label first, or leave this node out of the trial.")
+        pool = node.labels.get(settings.pool.label_key)
+        if pool is not None and pool != settings.pool.label_value:
+            problems.append(f"{name} already carries {settings.pool.label_key}={pool}: the shared-pool label would "
+                            f"replace it. Choose another label with timeslicing_pool_label_key, or remove it first.")
+    return problems
+
+
 def _target_problems(state: ClusterState, targets: list[str]) -> list[str]:
     problems = []
     for name in targets:
@@ -127,6 +143,8 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
         _refuse(result, problem)
     if result.refusals:
         return result
+    for problem in _label_problems(state, settings, targets):
+        _refuse(result, problem)
 
     cm = state.configmaps.get(settings.configmap)
     data = state.configmap_data(settings.configmap)

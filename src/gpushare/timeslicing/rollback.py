@@ -86,13 +86,14 @@ class RollbackPlan:
     nodes: list[str] = field(default_factory=list)
     changes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     restore_cluster: bool = False
+    finish_records: list[str] = field(default_factory=list)  # interrupted rollbacks this run completes
     rolls_fleet: bool = False
     record: str = ""
     expected: dict[str, Any] = field(default_factory=dict)
 
     @property
     def writes(self) -> bool:
-        return bool(self.nodes) or self.restore_cluster
+        return bool(self.nodes) or self.restore_cluster or bool(self.finish_records)
 
     def as_dict(self) -> dict[str, Any]:
         return {"refusals": self.refusals, "notes": self.notes, "warnings": self.warnings, "lines": self.lines,
@@ -172,7 +173,7 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
     cluster_scope = policy_default in keys and policy_name in {settings.configmap, ""} | {
         n.mark.configmap for n in state.nodes.values() if n.mark}
     if cluster_scope:
-        rolled = sorted({n.name for n in state.gpu_nodes if _has_sharing(n, keys, settings.pool)} | set(targets))
+        rolled = sorted({n.name for n in state.nodes.values() if _has_sharing(n, keys, settings.pool)})
         if not settings.confirm_cluster_scope:
             result.refusals.append(
                 f"The ClusterPolicy's default device-plugin config is the shared key ({policy_default} of {policy_name}): "
@@ -216,6 +217,10 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
     result.rolls_fleet = any(c.path.startswith("/spec/devicePlugin/config") for c in restore_ops)
     if result.refusals:
         return result
+    result.finish_records = [r.name for r in state.interrupted(RUNBOOK)]
+    for name in result.finish_records:
+        result.notes.append(f"An earlier rollback was interrupted after its last change (record {name}): this run "
+                            "finishes it.")
     if not result.writes:
         result.lines = [_nothing_line(state, targets)]
         return result

@@ -130,6 +130,9 @@ class Settings:
             fix = "Fix timeslicing_config_override, or leave it empty. " if self.override else ""
             return [f"The device plugin would refuse {source} for key `{self.key}`. {fix}Its error: {err}"]
         problems = [f"{source}: {p} (the device plugin would silently ignore it)" for p in dpc.lint(text)]
+        if self.override and parsed.sharing.replicas > self.max_replicas:
+            problems.append(f"{source} asks for {parsed.sharing.replicas} replicas per GPU, above the bound of "
+                            f"{self.max_replicas}: use fewer, or raise timeslicing_max_replicas deliberately.")
         if parsed.sharing.strategy != "time-slicing":
             problems.append(f"{source} gives sharing strategy `{parsed.sharing.strategy}`, not time-slicing of "
                             "nvidia.com/gpu: this runbook only enables time-slicing.")
