@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gpushare import gates_cli, sim_cli
+from gpushare import baseline_cli, gates_cli, sim_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -13,6 +13,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     sim_cli.register(commands)
     gates_cli.register(commands)
+    baseline_cli.register(commands)
     return parser
 
 
