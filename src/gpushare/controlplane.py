@@ -23,7 +23,10 @@ from gpushare.fleet import Fleet
 from gpushare.processes import Component, ComponentError, alive, start, stop_all, wait_ready
 
 # Start order; `down` stops in reverse.
-COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "gpu-operator-sim")
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "gpu-operator-sim",
+              "dcgm-exporter")
+# Started on demand (`gpushare sim prometheus`), stopped by `down`.
+OPTIONAL_COMPONENTS = ("prometheus",)
 # Client identities: file stem -> (user, group). Distinct users keep the audit log readable.
 IDENTITIES = {
     "admin": ("gpushare-admin", "system:masters"),
@@ -31,6 +34,7 @@ IDENTITIES = {
     "kube-scheduler": ("system:kube-scheduler", None),
     "kwok": ("system:kwok", "system:masters"),
     "gpu-operator-sim": ("system:gpushare-gpu-operator-sim", "system:masters"),
+    "dcgm-exporter": ("system:gpushare-dcgm-exporter", "system:masters"),
 }
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
@@ -181,6 +185,7 @@ class Launcher:
             "kube-controller-manager": free_port(),
             "kube-scheduler": free_port(),
             "kwok": free_port(),
+            "dcgm-exporter": free_port(),
         }
 
     def _up(self) -> dict:
@@ -242,6 +247,11 @@ class Launcher:
             f"--operator-namespace={self.operator_namespace}",
             f"--ready-file={state.root / 'gpu-operator-sim.ready'}",
         ], lambda: (state.root / "gpu-operator-sim.ready").exists())
+        self.run("dcgm-exporter", [
+            sys.executable, "-m", "gpushare", "sim", "dcgm-exporter",
+            f"--kubeconfig={state.component_kubeconfig('dcgm-exporter')}", f"--port={ports['dcgm-exporter']}",
+            f"--ready-file={state.root / 'dcgm-exporter.json'}",
+        ], lambda: (state.root / "dcgm-exporter.json").exists())
         cluster_bootstrap.wait_until_ready(state.kubeconfig, self.fleet, self.operator_namespace)
         info = {"server": server, "ports": ports, "bin_dir": str(bins), "operator_namespace": self.operator_namespace}
         state.info.write_text(json.dumps(info, indent=2))
@@ -257,7 +267,7 @@ def _http_ok(url: str) -> bool:
 
 
 def down(state: StateDir) -> list[str]:
-    stopped = stop_all(state.pid_files())
+    stopped = stop_all([*state.pid_files(), *map(state.pid_file, OPTIONAL_COMPONENTS)])
     if state.root.exists():
         shutil.rmtree(state.root)
     return stopped

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from gpushare.binaries import BinaryError
 from gpushare.controlplane import COMPONENTS, Launcher, StateDir, down, running
+from gpushare.dcgm_sim import cli as dcgm_sim_cli
 from gpushare.fleet import FleetError, load_fleet
 from gpushare.processes import ComponentError, alive
 from gpushare.table import render_table
@@ -46,6 +47,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     operator.add_argument("--operator-namespace", default="gpu-operator")
     operator.add_argument("--ready-file", type=Path, help="touched once the simulator has synced")
     operator.set_defaults(handler=cmd_gpu_operator)
+    dcgm_sim_cli.register(sub, DEFAULT_STATE_DIR)
 
 
 def cmd_up(args: argparse.Namespace) -> int:

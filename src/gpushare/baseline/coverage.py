@@ -34,8 +34,8 @@ def quantile(values: list[float], q: float) -> float:
 
 
 def busy_hours_of_day(util_1h: dict[int, float], threshold: float) -> list[int]:
-    """UTC hours of the day (by their start) above `threshold` on most days observed: a daily peak."""
+    """UTC hours of the day (where each hour's middle falls) above `threshold` on most days: a daily peak."""
     seen: dict[int, list[bool]] = {}
     for stamp, value in util_1h.items():
-        seen.setdefault(((stamp - HOUR) % 86400) // HOUR, []).append(value > threshold)
+        seen.setdefault(((stamp - HOUR // 2) % 86400) // HOUR, []).append(value > threshold)
     return sorted(hour for hour, busy in seen.items() if sum(busy) * 2 > len(busy))

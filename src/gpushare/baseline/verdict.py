@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from gpushare.baseline.coverage import busy_hours_of_day, coverage, quantile
 from gpushare.baseline.model import (
-    CANDIDATE, INSUFFICIENT, MIN_REPLICAS, NOT_CANDIDATE, GpuSeries, GpuVerdict, Thresholds, WorkloadFacts, duration,
+    CANDIDATE, INSUFFICIENT, MIN_REPLICAS, NOT_CANDIDATE, Coverage, GpuSeries, GpuVerdict, Thresholds, WorkloadFacts, duration,
 )
 from gpushare.baseline.workloads import match
 from gpushare.gates.timespec import format_time
@@ -54,10 +54,10 @@ def judge(series: GpuSeries, thresholds: Thresholds, facts: list[WorkloadFacts],
     if series.xid:
         found.definitive.append(f"GPU Xid error {series.xid} reported in the window: check the card "
                                 "(nvidia-smi -q, kernel log) before sharing its fault domain")
+    by_compute = _compute(series, utils, p50, p95, idle, copy_p95, thresholds, found)
+    _coverage(cov, utils, thresholds, found)
     by_memory = _memory(series, fb_peak, thresholds, found)
     owners = _workloads(series, facts, pods_mapped, found)
-    _coverage(cov, utils, thresholds, found, end, window_s)
-    by_compute = _compute(series, utils, p50, p95, idle, copy_p95, thresholds, found)
     if found.definitive:
         verdict, reasons = NOT_CANDIDATE, found.definitive + ([] if found.insufficient else found.blocking)
     elif found.insufficient:
@@ -96,7 +96,7 @@ def _memory(series: GpuSeries, fb_peak: float | None, thresholds: Thresholds, fo
     if fb_peak > ceiling:
         found.definitive.append(
             f"memory peak leaves no headroom: {fb_peak:.0f} of {total:.0f} MiB ({100 * fb_peak / total:.0f}%) "
-            f"in the day to {format_time(peak_day)}, above the {keep} that keeps room for model loads and burst batches")
+            f"in the 24 h to {format_time(peak_day)}, above the {keep} that keeps room for model loads and burst batches")
         return 1
     copies = math.floor(ceiling / fb_peak) if fb_peak > 0 else None
     if copies is not None and copies < MIN_REPLICAS:
@@ -144,7 +144,7 @@ def _workloads(series: GpuSeries, facts: list[WorkloadFacts], pods_mapped: bool,
     return sorted(owners)
 
 
-def _coverage(cov, utils: list[float], thresholds: Thresholds, found: _Findings, end: int, window_s: int) -> None:
+def _coverage(cov: Coverage, utils: list[float], thresholds: Thresholds, found: _Findings) -> None:
     if not utils:
         found.insufficient.append("no utilisation series in the window (DCGM_FI_DEV_GPU_UTIL; "
                                   "DCGM_FI_PROF_GR_ENGINE_ACTIVE on MIG instances)")
@@ -163,7 +163,7 @@ def _coverage(cov, utils: list[float], thresholds: Thresholds, found: _Findings,
             f"a {cov.longest_gap_h} h gap in the data from {format_time(cov.gap_start)} "
             f"(longer than max_gap {duration(thresholds.max_gap_s)}): the window is not covered")
     if cov.share < thresholds.min_coverage:
-        found.insufficient.append(f"samples in only {100 * cov.share:.0f}% of the hours "
+        found.insufficient.append(f"samples in only {100 * cov.share:.1f}% of the hours "
                                   f"(min_coverage {100 * thresholds.min_coverage:.0f}%)")
     if not found.insufficient:
         found.support.append(f"{cov.hours} of {cov.expected_hours} hours covered")
@@ -175,7 +175,8 @@ def _compute(series: GpuSeries, utils: list[float], p50: float | None, p95: floa
         return None
     gap = f"{thresholds.gap_util_pct:g}%"
     daily = busy_hours_of_day(series.util_1h, thresholds.gap_util_pct)
-    peak = f"; busy daily {_hours(daily)} UTC, a peak to plan around" if daily else ""
+    # A daily peak worth naming: busy hours that recur, on at most half of the day.
+    peak = f"; busy daily {_hours(daily)} UTC, a peak to plan around" if 0 < len(daily) <= 12 else ""
     if idle < thresholds.min_idle_share:
         found.blocking.append(
             f"no stable compute gap: {100 * (1 - idle):.0f}% of hours above {gap} (at most "
