@@ -26,8 +26,12 @@ def main() -> int:
 
     api = config.new_client_from_config(config_file=str(kubeconfig))
     nodes = client.CoreV1Api(api).list_node(label_selector="nvidia.com/gpu.present=true").items
+    variables = {"gpushare_kubeconfig": str(kubeconfig), "ansible_connection": "local"}
+    prometheus = state_dir / "prometheus.json"  # written by `gpushare sim prometheus`
+    if prometheus.exists():
+        variables["baseline_prometheus_url"] = json.loads(prometheus.read_text())["url"]
     inventory = {
-        "all": {"vars": {"gpushare_kubeconfig": str(kubeconfig), "ansible_connection": "local"}},
+        "all": {"vars": variables},
         "gpu_nodes": {"hosts": sorted(n.metadata.name for n in nodes)},
         "_meta": {"hostvars": {}},
     }

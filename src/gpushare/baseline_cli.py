@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import time
@@ -95,12 +96,12 @@ def _plan(args: argparse.Namespace, min_history_s: int) -> Plan:
 
 
 def _plots_dir(directory: Path) -> Path:
+    """Checked before any query; created only once there is something to draw."""
     try:
-        import matplotlib  # noqa: F401, PLC0415 - checked before any query
+        import matplotlib  # noqa: F401, PLC0415
     except ImportError:
         raise BaselineInputError("--plots needs matplotlib: pip install -r requirements-dev.txt") from None
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise BaselineInputError(f"--plots {directory}: cannot create the directory ({err.strerror})") from None
+    existing = next(p for p in (directory.resolve(), *directory.resolve().parents) if p.exists())
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise BaselineInputError(f"--plots {directory}: {existing} is not a writable directory")
     return directory

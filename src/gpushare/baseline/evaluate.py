@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from gpushare.baseline.model import GpuVerdict, PrometheusUnavailable, Thresholds, WorkloadFacts
+from gpushare.baseline.model import GpuVerdict, PrometheusUnavailable, Thresholds, WorkloadFacts, duration
 from gpushare.baseline.prometheus import Client, Plan, collect
 from gpushare.baseline.verdict import judge
 from gpushare.baseline.workloads import label_keys
@@ -39,6 +39,7 @@ def evaluate(plan: Plan, thresholds: Thresholds, facts: list[WorkloadFacts], nod
 
 def thresholds_dict(thresholds: Thresholds) -> dict:
     values = asdict(thresholds)
+    values["min_history"], values["max_gap"] = duration(values.pop("min_history_s")), duration(values.pop("max_gap_s"))
     values["queries_overridden"] = sorted(values.pop("queries"))
     return values
 

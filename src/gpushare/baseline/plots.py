@@ -25,6 +25,7 @@ def plot_name(verdict: GpuVerdict) -> str:
 
 def write_plots(verdicts: list[GpuVerdict], thresholds: Thresholds, directory: Path) -> None:
     """One PNG per GPU, drawn on every CPU (a figure takes a few hundred ms); sets each `plot`."""
+    directory.mkdir(parents=True, exist_ok=True)
     paths = [directory / plot_name(verdict) for verdict in verdicts]
     workers = min(len(verdicts), os.cpu_count() or 1)
     if workers > 1:

@@ -59,7 +59,8 @@ def gpu_nodes(nodes: list[dict[str, Any]], names: list[str]) -> Table:
         if name not in names:
             continue
         status, labels = node.get("status") or {}, node["metadata"].get("labels") or {}
-        gpu_labels = ", ".join(f"{k}={v}" for k, v in sorted(labels.items()) if k.startswith(_GPU_LABEL_PREFIXES))
+        gpu_labels = ", ".join(f"{k}={v}" for k, v in sorted(labels.items())
+                               if k.startswith(_GPU_LABEL_PREFIXES) and not k.startswith("nvidia.com/gpu.deploy."))
         rows.append([name, _resources(status.get("capacity") or {}), _resources(status.get("allocatable") or {}),
                      gpu_labels])
     missing = sorted(set(names) - {row[0] for row in rows})
