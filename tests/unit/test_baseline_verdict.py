@@ -86,13 +86,13 @@ def test_compute_gap_with_no_room_for_a_second_copy() -> None:
     """p95 of 41% is below no idle threshold of 45% but 80 / 41 < 2."""
     v = verdict_of(series(util=41.0, fb_peak=4000.0), Thresholds(gap_util_pct=45))
     assert v.verdict == "not-candidate"
-    assert v.reasons == ["the compute gap leaves no room for a second copy: 1 h p95 41% (memory copy 5%) "
-                         "against the 80% target"]
+    assert v.reasons == ["the compute gap leaves no room for a second copy: 1 h p95 41% against the 80% target"]
 
 
-def test_memory_copy_caps_the_compute_gap() -> None:
-    v = verdict_of(series(util=10.0, fb_peak=4000.0, mem_copy=30.0))
-    assert v.replicas_by_compute == 2  # floor(80 / 30)
+def test_memory_copy_peaks_are_context_not_load() -> None:
+    v = verdict_of(series(util=10.0, fb_peak=4000.0, mem_copy=60.0))
+    assert (v.replicas_by_compute, v.mem_copy_1h_p95) == (8, 60.0)
+    assert "memory-copy 1 h peaks p95 60%" in v.reasons[0]
 
 
 def test_daily_peak_is_named() -> None:
@@ -110,7 +110,7 @@ def test_an_xid_error_rules_the_card_out() -> None:
 
 
 @pytest.mark.parametrize(("hours", "message"), [
-    (HOURS[-72:], "only 3.0 days of data (since 2024-01-05T00:00:00Z)"),
+    (HOURS[-72:], "only 3.0 days of data (since 2024-01-05T01:00:00Z)"),
     (HOURS[:-7], "no data for the last 7 h"),
     (HOURS[:80] + HOURS[87:], "a 7 h gap in the data from"),
 ])

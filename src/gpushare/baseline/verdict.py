@@ -13,7 +13,7 @@ Order of the rules:
 3. Otherwise no stable compute gap, no room for a second copy, or no workload at all makes it
    `not-candidate`; else it is a `candidate`.
 Recommended replicas: copies of the observed memory peak that fit under the ceiling, capped by the
-compute gap (target / 1 h p95) and by max_replicas; 1 (whole card) for not-candidate, none for
+compute gap (target_util_pct / 1 h p95) and by max_replicas; 1 (whole card) for not-candidate, none for
 insufficient-data.
 """
 
@@ -153,7 +153,7 @@ def _coverage(cov: Coverage, utils: list[float], thresholds: Thresholds, found: 
     if cov.leading_h * 3600 > thresholds.max_gap_s:
         days = (cov.last - cov.first + 3600) / 86400
         found.insufficient.append(
-            f"only {days:.1f} days of data (since {format_time(cov.first - 3600)}): the seed asks for at least "
+            f"only {days:.1f} days of data (since {format_time(cov.first)}): the seed asks for at least "
             f"{need} that cover releases, traffic peaks and training checkpoints")
     if cov.trailing_h * 3600 > thresholds.max_gap_s:
         found.insufficient.append(f"no data for the last {cov.trailing_h} h (since {format_time(cov.last)}): "
@@ -162,7 +162,7 @@ def _coverage(cov: Coverage, utils: list[float], thresholds: Thresholds, found: 
         found.insufficient.append(
             f"a {cov.longest_gap_h} h gap in the data from {format_time(cov.gap_start)} "
             f"(longer than max_gap {duration(thresholds.max_gap_s)}): the window is not covered")
-    if cov.share < thresholds.min_coverage:
+    if cov.share < thresholds.min_coverage and not found.insufficient:
         found.insufficient.append(f"samples in only {100 * cov.share:.1f}% of the hours "
                                   f"(min_coverage {100 * thresholds.min_coverage:.0f}%)")
     if not found.insufficient:
@@ -170,7 +170,7 @@ def _coverage(cov: Coverage, utils: list[float], thresholds: Thresholds, found: 
 
 
 def _compute(series: GpuSeries, utils: list[float], p50: float | None, p95: float | None, idle: float | None,
-             copy_p95: float | None, thresholds: Thresholds, found: _Findings) -> int | None:
+             copy_peak: float | None, thresholds: Thresholds, found: _Findings) -> int | None:
     if not utils or p95 is None or idle is None:
         return None
     gap = f"{thresholds.gap_util_pct:g}%"
@@ -181,15 +181,16 @@ def _compute(series: GpuSeries, utils: list[float], p50: float | None, p95: floa
         found.blocking.append(
             f"no stable compute gap: {100 * (1 - idle):.0f}% of hours above {gap} (at most "
             f"{100 * (1 - thresholds.min_idle_share):.0f}% allowed; 1 h p50 {p50:.0f}%, p95 {p95:.0f}%){peak}")
-    load = max(p95, copy_p95 or 0.0, 1.0)
-    copies = math.floor(thresholds.target_util_pct / load)
+    copies = math.floor(thresholds.target_util_pct / max(p95, 1.0))
     if copies < MIN_REPLICAS and idle >= thresholds.min_idle_share:
         found.blocking.append(
-            f"the compute gap leaves no room for a second copy: 1 h p95 {p95:.0f}% (memory copy "
-            f"{copy_p95 or 0:.0f}%) against the {thresholds.target_util_pct:g}% target")
+            f"the compute gap leaves no room for a second copy: 1 h p95 {p95:.0f}% against the "
+            f"{thresholds.target_util_pct:g}% target")
     if idle >= thresholds.min_idle_share and copies >= MIN_REPLICAS:
+        # Memory-copy peaks are context (a one-minute burst peaks an hour), not a sustained load.
+        bandwidth = f"; memory-copy 1 h peaks p95 {copy_peak:.0f}%" if copy_peak is not None else ""
         found.support.append(f"stable compute gap: {100 * idle:.0f}% of hours at or below {gap} "
-                             f"(1 h p50 {p50:.0f}%, p95 {p95:.0f}%){peak}")
+                             f"(1 h p50 {p50:.0f}%, p95 {p95:.0f}%){bandwidth}{peak}")
     return copies
 
 

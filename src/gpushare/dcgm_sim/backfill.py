@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -26,9 +26,9 @@ class BackfillError(RuntimeError):
 
 
 def backfill(gpus: Sequence[SimGpu], start: int, end: int, step_s: int, epoch: int, tsdb: Path,
-             workers: int = 2) -> int:
+             workers: int = 2, relabel: Callable[[str], str] | None = None) -> int:
     """Write samples every step_s seconds in [start, end] into blocks under `tsdb`; returns the
-    number of samples written."""
+    number of samples written. `relabel` may rewrite each window's OpenMetrics text first."""
     if not Path(PROMTOOL).is_file():
         raise BackfillError(f"{PROMTOOL} not found: install Prometheus (scripts/install-prometheus.sh)")
     first = start - start % step_s
@@ -40,6 +40,8 @@ def backfill(gpus: Sequence[SimGpu], start: int, end: int, step_s: int, epoch: i
             times = range(max(first, window_start), min(end, window_start + BLOCK_S - 1) + 1, step_s)
             source = Path(scratch) / f"{window_start}.om"
             text = openmetrics(gpus, times, epoch)
+            if relabel:
+                text = relabel(text)
             samples = text.count("\n") - text.count("\n#") - 1  # lines less HELP/TYPE/EOF
             if not samples:
                 return 0
