@@ -30,7 +30,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         "baseline", help="per-GPU sharing verdict from a week of DCGM data", description=__doc__, epilog=EPILOG)
     baseline.add_argument("--prometheus", required=True, metavar="URL", help="Prometheus base URL, e.g. http://prometheus:9090")
     baseline.add_argument("--window", default="7d", metavar="DURATION", help="how far back to look (default 7d)")
-    baseline.add_argument("--end", metavar="TIME", help="end of the window: RFC 3339 or unix seconds (default: now)")
+    baseline.add_argument("--end", metavar="TIME",
+                          help="end of the window: RFC 3339 or unix seconds (default: the last full hour)")
     baseline.add_argument("--thresholds", type=Path, metavar="FILE", help="thresholds YAML (default: the built-in ones)")
     baseline.add_argument("--workloads", type=Path, metavar="FILE",
                           help="workload facts, YAML or JSON (`-`: standard input); see baseline_workloads")
@@ -91,7 +92,8 @@ def _plan(args: argparse.Namespace, min_history_s: int) -> Plan:
         raise BaselineInputError(f"--node {', '.join(bad_nodes)}: not a Kubernetes node name")
     if args.timeout <= 0:
         raise BaselineInputError(f"--timeout {args.timeout}: give a positive number of seconds")
-    end = int(parse_time(args.end, "--end")) if args.end else int(time.time())
+    # By default the window ends with the last full hour, so that its 1 h averages are clock hours.
+    end = int(parse_time(args.end, "--end")) if args.end else int(time.time()) // 3600 * 3600
     return Plan(args.prometheus, end, window_s, args.timeout)
 
 

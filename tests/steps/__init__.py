@@ -1,4 +1,4 @@
 """The shared Gherkin step library: small steps in the operator's words, one module per topic."""
 
 pytest_plugins = ["tests.steps.cluster_steps", "tests.steps.runbook_steps", "tests.steps.rollback_steps",
-                  "tests.steps.share_check_steps"]
+                  "tests.steps.share_check_steps", "tests.steps.baseline_steps"]

@@ -47,8 +47,10 @@ class GpuKey:
     instance: str | None = None  # MIG GPU instance id
 
     def sort_key(self) -> tuple:
-        return (self.node, int(self.gpu) if self.gpu.isdigit() else self.gpu, self.uuid,
-                int(self.instance) if self.instance and self.instance.isdigit() else self.instance or "")
+        def number(text: str | None) -> tuple[int, str]:
+            return (int(text), "") if text and text.isdigit() else (-1, text or "")
+
+        return (self.node, number(self.gpu), self.uuid, number(self.instance))
 
 
 @dataclass(frozen=True)
