@@ -28,6 +28,20 @@ def _baseline(url: str, *args: str) -> float:
     return elapsed
 
 
+def _wait_compacted(tsdb: Path, quiet_s: float = 15.0, timeout_s: float = 600.0) -> None:
+    """Prometheus compacts the 84 backfilled 2 h blocks after it starts: measure after it is done
+    (the block count unchanged for quiet_s), as a long-running server would be."""
+    deadline, last, since = time.monotonic() + timeout_s, -1, time.monotonic()
+    while time.monotonic() < deadline:
+        blocks = sum(1 for p in tsdb.iterdir() if p.is_dir() and len(p.name) == 26)
+        if blocks != last:
+            last, since = blocks, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            return
+        time.sleep(1)
+    raise TimeoutError(f"Prometheus still compacting {tsdb} after {timeout_s:.0f}s ({last} blocks)")
+
+
 def bench_baseline(runs: int = 3) -> dict[str, dict[str, float]]:
     nodes = [NodeHardware(f"bench-{i:03d}", GPUS_PER_NODE, "NVIDIA-H100-80GB-HBM3") for i in range(NODES)]
     gpus = fleet_gpus(nodes)
@@ -36,6 +50,7 @@ def bench_baseline(runs: int = 3) -> dict[str, dict[str, float]]:
         samples = backfill(gpus, END - 7 * 86400 - 3600, END, STEP_S, END, Path(scratch) / "tsdb")
         backfill_s = time.perf_counter() - began
         with prometheus_server(Path(scratch) / "tsdb", Path(scratch)) as url:
+            _wait_compacted(Path(scratch) / "tsdb")
             _baseline(url)  # warm Prometheus' caches once, as a re-run would find them
             seconds = [_baseline(url) for _ in range(runs)]
             plots_s = _baseline(url, "--plots", str(Path(scratch) / "plots"))

@@ -173,7 +173,7 @@ def test_no_pod_mapping_anywhere_is_insufficient() -> None:
 def test_unknown_memory_size_is_insufficient() -> None:
     v = verdict_of(series(total=None))
     assert v.verdict == "insufficient-data"
-    assert v.reasons == ["no DCGM_FI_DEV_FB_FREE series: the card's memory size is unknown"]
+    assert v.reasons[0].startswith("no DCGM_FI_DEV_FB_FREE / DCGM_FI_DEV_FB_RESERVED series: the card's memory size")
 
 
 def test_no_utilisation_series_is_insufficient() -> None:

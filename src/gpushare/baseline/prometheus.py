@@ -103,7 +103,7 @@ def collect(plan: Plan, queries: dict[str, str], workload_labels: list[str],
                 if math.isfinite(value):
                     stamp = int(t)
                     target[stamp] = combine(target[stamp], value) if stamp in target else value
-    for labels, points in answers["fb_total_24h"]:
+    for labels, points in answers["fb_total"]:
         values = [v for _, v in points if math.isfinite(v)]
         if values:
             series = gpu(labels)

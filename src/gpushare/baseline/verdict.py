@@ -88,7 +88,8 @@ def _memory(series: GpuSeries, fb_peak: float | None, thresholds: Thresholds, fo
         found.insufficient.append("no DCGM_FI_DEV_FB_USED series in the window: the memory peak is unknown")
         return None
     if not total:
-        found.insufficient.append("no DCGM_FI_DEV_FB_FREE series: the card's memory size is unknown")
+        found.insufficient.append("no DCGM_FI_DEV_FB_FREE / DCGM_FI_DEV_FB_RESERVED series: the card's memory size "
+                                  "is unknown (an exporter without FB_RESERVED: override queries.fb_total)")
         return None
     ceiling = total * (1 - thresholds.fb_margin)
     keep = f"{100 * (1 - thresholds.fb_margin):.0f}%"
