@@ -29,7 +29,7 @@ Feature: Baseline before sharing: a week of DCGM data turned into a verdict per 
       | gpu-node-2   | 4   | not-candidate     | 1        | no workload ran on it in the window                      |
       | gpu-node-2   | 5   | candidate         | 3        | stable compute gap                                       |
       | gpu-node-2   | 6   | not-candidate     | 1        | GPU Xid error 79                                         |
-      | gpu-node-2   | 7   | insufficient-data | -        | only 3.0 days of data                                    |
+      | gpu-node-2   | 7   | insufficient-data | -        | days of data (since                                      |
       | gpu-node-mig | 0   | insufficient-data | -        | no workload facts for research-sandbox                   |
       | gpu-node-mig | 2   | not-candidate     | 1        | no checkpoints                                           |
 

@@ -59,7 +59,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
         if plots:
             from gpushare.baseline.plots import write_plots  # noqa: PLC0415 - matplotlib only when asked
 
-            write_plots(report.gpus, thresholds, plots)
+            write_plots(report.gpus, thresholds, plots, (plan.end - plan.window_s, plan.end))
     except BaselineInputError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT

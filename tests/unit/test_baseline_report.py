@@ -117,3 +117,22 @@ def test_table_ends_with_the_summary() -> None:
     table = to_table(report())
     assert table.splitlines()[0].split()[:3] == ["NODE", "GPU", "MODEL"]
     assert table.splitlines()[-1].startswith("baseline 7d to 2024-01-08T00:00:00Z: 1 candidate, 0 not-candidate")
+
+
+def test_plot_of_a_series_with_one_point_keeps_the_window(tmp_path) -> None:
+    """A MIG instance seen for one minute: its plot still spans the window (and does not try to
+    draw a tick per day over years)."""
+    import json as _json
+
+    from PIL import Image
+
+    from gpushare.baseline.plots import write_plots
+
+    series = GpuSeries(GpuKey("g", "0", "GPU-a", "3"), "NVIDIA A100-SXM4-40GB", "1g.5gb", util_1h={END: 5.0},
+                       fb_used_24h={END: 100.0}, fb_total_mib=4864)
+    verdict = judge(series, Thresholds(), [], END, 7 * 86400, False)
+    write_plots([verdict], Thresholds(), tmp_path / "plots", (END - 7 * 86400, END))
+    image = Image.open(verdict.plot)
+    assert verdict.plot.endswith("g-gpu0-mig3.png") and image.format == "PNG"
+    assert _json.loads(image.text["Description"])["util_hours"] == 1
+    assert image.text["Title"] == "g GPU 0 MIG 1g.5gb #3"

@@ -5,6 +5,7 @@ the PNG's text chunk ("Description", JSON) so a reader can check them against th
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import re
 from concurrent.futures import ProcessPoolExecutor
@@ -23,17 +24,19 @@ def plot_name(verdict: GpuVerdict) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", name) + ".png"
 
 
-def write_plots(verdicts: list[GpuVerdict], thresholds: Thresholds, directory: Path) -> None:
-    """One PNG per GPU, drawn on every CPU (a figure takes a few hundred ms); sets each `plot`."""
+def write_plots(verdicts: list[GpuVerdict], thresholds: Thresholds, directory: Path, window: tuple[int, int]) -> None:
+    """One PNG per GPU, drawn on every CPU (a figure takes a few hundred ms); sets each `plot`.
+    Workers are spawned, not forked: the caller has threads (the queries), and a fork can copy a
+    lock one of them held, leaving the worker stuck."""
     directory.mkdir(parents=True, exist_ok=True)
     paths = [directory / plot_name(verdict) for verdict in verdicts]
     workers = min(len(verdicts), os.cpu_count() or 1)
     if workers > 1:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            list(pool.map(_plot, verdicts, [thresholds] * len(verdicts), paths, chunksize=8))
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            list(pool.map(_plot, verdicts, [thresholds] * len(verdicts), paths, [window] * len(verdicts), chunksize=8))
     else:
         for verdict, path in zip(verdicts, paths):
-            _plot(verdict, thresholds, path)
+            _plot(verdict, thresholds, path, window)
     for verdict, path in zip(verdicts, paths):
         verdict.plot = str(path)
 
@@ -42,7 +45,8 @@ def _when(stamp: int) -> datetime:
     return datetime.fromtimestamp(stamp, timezone.utc)
 
 
-def _plot(verdict: GpuVerdict, thresholds: Thresholds, path: Path) -> None:
+def _plot(verdict: GpuVerdict, thresholds: Thresholds, path: Path, window: tuple[int, int]) -> None:
+    """`window` (start, end) fixes the time axis: a series of a few points must not stretch it to years."""
     figure = Figure(figsize=(9, 4.2), dpi=80)
     series = verdict.series
     util, fb = sorted(series.util_1h.items()), sorted(series.fb_used_24h.items())
@@ -56,6 +60,7 @@ def _plot(verdict: GpuVerdict, thresholds: Thresholds, path: Path) -> None:
                   label="1 h average utilisation")
     left.axhline(thresholds.gap_util_pct, color="tab:green", ls="--", lw=0.8,
                  label=f"idle enough ({thresholds.gap_util_pct:g}%)")
+    left.set_xlim(_when(window[0]), _when(window[1]))
     left.set_ylim(0, 105)
     left.set_yticks([0, 25, 50, 75, 100])
     left.xaxis.set_major_locator(DayLocator())
