@@ -48,3 +48,16 @@ Feature: Baseline before sharing: a week of DCGM data turned into a verdict per 
     When the operator runs the baseline with facts for namespace "ml" that do not say whether it is retryable
     Then the run is refused with "retryable must be true or false"
     And no baseline report was written
+
+  Scenario Outline: <problem> is refused before the cluster is read
+    Given <situation>
+    When the operator runs "<command>"
+    Then the run is refused with "<message>"
+    And nothing was written to the cluster
+
+    Examples:
+      | problem                          | situation                                       | command                                                                                     | message                                              |
+      | a Prometheus that is not a URL   | the cluster is as the GPU Operator installed it | baseline.yml -e baseline_prometheus_url=prometheus:9090                                      | give baseline_prometheus_url                         |
+      | a window that is not a duration  | the cluster is as the GPU Operator installed it | baseline.yml -e baseline_prometheus_url=http://127.0.0.1:9 -e baseline_window=a-week         | baseline_window as a duration such as 7d             |
+      | a thresholds file that is absent | the cluster is as the GPU Operator installed it | baseline.yml -e baseline_prometheus_url=http://127.0.0.1:9 -e baseline_thresholds_file=/nonexistent.yaml | cannot read the thresholds file /nonexistent.yaml |
+      | a node the cluster does not have | the inventory lists "gpu-node-99" as a GPU node | baseline.yml -l gpu-node-99 -e baseline_prometheus_url=http://127.0.0.1:9                    | gpu-node-99: not a node of this cluster              |
