@@ -7,7 +7,7 @@ from gpushare.baseline.evaluate import Report
 from gpushare.baseline.model import GpuKey, GpuSeries, Thresholds, Workload, WorkloadFacts
 from gpushare.baseline.prometheus import Plan, key_of
 from gpushare.baseline.readings import gpu_nodes, nvidia_smi, pending_pods, recent_events
-from gpushare.baseline.report import to_dict, to_markdown, to_table
+from gpushare.baseline.report import summary_lines, to_dict, to_markdown, to_table
 from gpushare.baseline.verdict import judge
 
 END = 1704672000
@@ -136,3 +136,10 @@ def test_plot_of_a_series_with_one_point_keeps_the_window(tmp_path) -> None:
     assert verdict.plot.endswith("g-gpu0-mig3.png") and image.format == "PNG"
     assert _json.loads(image.text["Description"])["util_hours"] == 1
     assert image.text["Title"] == "g GPU 0 MIG 1g.5gb #3"
+
+
+def test_summary_lines_for_the_end_of_a_run() -> None:
+    assert summary_lines(report()) == [
+        "baseline 7d to 2024-01-08T00:00:00Z: 1 candidate, 0 not-candidate, 0 insufficient-data",
+        "g|1 GPU 0: candidate, 4 replicas - stable compute gap: 100% of hours at or below 30% (1 h p50 5%, p95 5%)",
+    ]

@@ -8,7 +8,7 @@ from typing import Any
 
 from gpushare.baseline.model import BaselineInputError
 from gpushare.baseline.readings import gpu_nodes, nvidia_smi, pending_pods, recent_events
-from gpushare.baseline.report import to_markdown
+from gpushare.baseline.report import summary_lines, to_markdown
 from gpushare.baseline.thresholds import load_thresholds
 from gpushare.baseline.workloads import parse_facts
 
@@ -45,4 +45,5 @@ class FilterModule:
             "baseline_gpu_nodes": gpu_nodes,
             "baseline_nvidia_smi": nvidia_smi,
             "baseline_markdown": markdown,
+            "baseline_summary": summary_lines,
         }

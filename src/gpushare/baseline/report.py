@@ -93,6 +93,18 @@ def to_table(document: dict[str, Any]) -> str:
     return f"{table}\n\nbaseline {window['duration']} to {window['end']}: {summary}  (prometheus {document['prometheus']})"
 
 
+def summary_lines(document: dict[str, Any]) -> list[str]:
+    """One line per GPU (verdict, replicas, first reason) under the window's summary: the end of a run."""
+    window = document["window"]
+    lines = [f"baseline {window['duration']} to {window['end']}: "
+             + ", ".join(f"{count} {verdict}" for verdict, count in document["summary"].items())]
+    for gpu in document["gpus"]:
+        replicas = f", {gpu['recommended_replicas']} replicas" if gpu["verdict"] == CANDIDATE else ""
+        lines.append(f"{gpu['node']} GPU {gpu_name(gpu)}: {gpu['verdict']}{replicas} - "
+                     + (gpu["reasons"][0] if gpu["reasons"] else ""))
+    return lines
+
+
 def md_cell(value: Any) -> str:
     text = "" if value is None else str(value)
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").strip()
