@@ -13,7 +13,7 @@ export GPUSHARE_STATE_DIR ?= $(CURDIR)/.gpushare
 .PHONY: help setup binaries sim-up sim-down demo test unit lint bench clean
 
 help:
-	@echo "make demo      set up, start the embedded cluster, enable time-slicing on gpu-node, print the result"
+	@echo "make demo      set up, start the embedded cluster, show its baseline, enable time-slicing on gpu-node, print the result"
 	@echo "make test      set up and run every test (unit, integration, Gherkin features, lint)"
 	@echo "make bench     measure the figures in BENCHMARKS.md"
 	@echo "make sim-up / sim-down   start / stop the embedded cluster"
@@ -39,6 +39,9 @@ sim-down:
 	@if [ -x $(BIN)/gpushare ]; then gpushare sim down; fi
 
 demo: sim-up
+	gpushare sim prometheus
+	@echo "== the baseline before sharing: a week of DCGM data per GPU"
+	ansible-playbook playbooks/baseline.yml
 	@echo "== preview: what enabling time-slicing on gpu-node would change (writes nothing)"
 	ansible-playbook playbooks/enable-timeslicing.yml -l gpu-node --check --diff
 	@echo "== the change"

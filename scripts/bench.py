@@ -158,6 +158,10 @@ def main() -> int:
 
     results.update(bench_runbooks(STATE))
     sim("down")
+    from scripts.bench_baseline import bench_baseline  # noqa: PLC0415
+
+    print("baseline, 1 week x 500 GPUs ...", file=sys.stderr)
+    results.update(bench_baseline())
     shutil.rmtree(STATE, ignore_errors=True)
     results["machine"] = {"cpus": os.cpu_count() or 0}
     if args.skip_cold_build and args.output.exists():
@@ -179,6 +183,7 @@ def render(r: dict[str, dict[str, float]]) -> str:
     cold, up, up500 = r.get("cold_build", {}), r["up_default"], r["up_500"]
     react, react500, enable, rollback = r["reaction_default"], r["reaction_500"], r["enable"], r["rollback"]
     kueue_build, no_kueue, admission = r["kueue_cold_build"], r["up_without_kueue"], r["kueue_admission"]
+    baseline = r["baseline"]
     reused = ("\n- The cold-build figures were kept from an earlier measurement (`--skip-cold-build`): "
               "a cold build takes minutes and is not part of every run." if r.get("cold_build_reused") else "")
     rows = [
@@ -210,6 +215,11 @@ def render(r: dict[str, dict[str, float]]) -> str:
         ("Mutating API requests of that enable run (audit log)", f"{enable['playbook_writes']:.0f}"),
         ("Idempotent re-run: wall time / mutating requests", f"{enable['rerun_s']:.1f} s / {enable['rerun_writes']:.0f}"),
         ("`rollback-timeslicing.yml -l gpu-node` with 4 shared pods", f"{rollback['rollback_4_pods_s']:.1f} s"),
+        (f"`gpushare baseline`, 1 week × {baseline['gpus']:.0f} GPUs from a real Prometheus (median of 3; min–max)",
+         f"{baseline['median_s']:.1f} s ({baseline['min_s']:.1f}–{baseline['max_s']:.1f})"),
+        ("Same, with a PNG plot per GPU (`--plots`)", f"{baseline['plots_s']:.0f} s"),
+        (f"Backfill of that week with promtool ({baseline['samples'] / 1e6:.1f} M samples, one every 5 min)",
+         f"{baseline['backfill_s']:.0f} s"),
     ]
     table = "\n".join(f"| {what} | {value} |" for what, value in rows)
     return f"""# Benchmarks

@@ -40,8 +40,12 @@ def main() -> int:
     except (urllib.error.URLError, OSError) as err:
         return fail(f"the embedded cluster's API server at {server} does not answer ({err}); "
                     "is it running? `gpushare sim status`")
+    variables = {"gpushare_kubeconfig": str(state_dir / "kubeconfig"), "ansible_connection": "local"}
+    prometheus = state_dir / "prometheus.json"  # written by `gpushare sim prometheus`
+    if prometheus.exists():
+        variables["baseline_prometheus_url"] = json.loads(prometheus.read_text())["url"]
     inventory = {
-        "all": {"vars": {"gpushare_kubeconfig": str(state_dir / "kubeconfig"), "ansible_connection": "local"}},
+        "all": {"vars": variables},
         "gpu_nodes": {"hosts": sorted(n["metadata"]["name"] for n in nodes)},
         "_meta": {"hostvars": {}},
     }

@@ -7,7 +7,7 @@ import argparse
 import functools
 import sys
 
-from gpushare import __version__, gates_cli, sim_cli
+from gpushare import __version__, baseline_cli, gates_cli, sim_cli
 from gpushare.kueue import status_cli as queue_cli
 
 
@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim_cli.register(commands)
     gates_cli.register(commands)
     queue_cli.register(commands)
+    baseline_cli.register(commands)
     _require_commands(parser)
     return parser
 

@@ -28,8 +28,10 @@ from gpushare.processes import Component, ComponentError, alive, start, stop_all
 
 # Start order; `down` stops in reverse.
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "gpu-operator-sim",
-              "kueue")
+              "dcgm-exporter", "kueue")
 OPTIONAL_COMPONENTS = ("kueue",)  # `gpushare sim up --without NAME`
+# Started on demand (`gpushare sim prometheus`), stopped by `down`.
+ON_DEMAND_COMPONENTS = ("prometheus",)
 # Client identities: file stem -> (user, group). Distinct users keep the audit log readable.
 IDENTITIES = {
     "admin": ("gpushare-admin", "system:masters"),
@@ -37,6 +39,7 @@ IDENTITIES = {
     "kube-scheduler": ("system:kube-scheduler", None),
     "kwok": ("system:kwok", "system:masters"),
     "gpu-operator-sim": ("system:gpushare-gpu-operator-sim", "system:masters"),
+    "dcgm-exporter": ("system:gpushare-dcgm-exporter", "system:masters"),
     "kueue": ("system:kueue", "system:masters"),
 }
 AUDIT_POLICY = {
@@ -208,6 +211,7 @@ class Launcher:
             "kube-controller-manager": free_port(),
             "kube-scheduler": free_port(),
             "kwok": free_port(),
+            "dcgm-exporter": free_port(),
         }
         if "kueue" in self.components:
             self.ports.update({name: free_port() for name in kueue_embedded.PORTS})
@@ -272,6 +276,11 @@ class Launcher:
             f"--operator-namespace={self.operator_namespace}",
             f"--ready-file={state.root / 'gpu-operator-sim.ready'}",
         ], lambda: (state.root / "gpu-operator-sim.ready").exists())
+        self.run("dcgm-exporter", [
+            sys.executable, "-m", "gpushare", "sim", "dcgm-exporter",
+            f"--kubeconfig={state.component_kubeconfig('dcgm-exporter')}", f"--port={ports['dcgm-exporter']}",
+            f"--ready-file={state.root / 'dcgm-exporter.json'}",
+        ], lambda: (state.root / "dcgm-exporter.json").exists())
         if kueue_crds is not None:
             self._start_kueue(bins, kueue_crds)
         cluster_bootstrap.wait_until_ready(state.kubeconfig, self.fleet, self.operator_namespace)
@@ -310,7 +319,7 @@ def _http_ok(url: str) -> bool:
 
 
 def down(state: StateDir) -> list[str]:
-    stopped = stop_all(state.pid_files())
+    stopped = stop_all([*state.pid_files(), *map(state.pid_file, ON_DEMAND_COMPONENTS)])
     if state.root.exists():
         shutil.rmtree(state.root)
     return stopped

@@ -21,6 +21,7 @@ from gpushare.controlplane import (
     running,
     started_components,
 )
+from gpushare.dcgm_sim import cli as dcgm_sim_cli
 from gpushare.fleet import FleetError, load_fleet
 from gpushare.processes import ComponentError, alive, log_tail, recorded_pid
 from gpushare.table import render_table
@@ -65,6 +66,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                           help="namespace of the GPU Operator's DaemonSets and ConfigMaps (default: gpu-operator)")
     operator.add_argument("--ready-file", type=Path, help="touched once the simulator has synced")
     operator.set_defaults(handler=cmd_gpu_operator)
+    dcgm_sim_cli.register(sub, DEFAULT_STATE_DIR)
 
 
 def _restart_command(args: argparse.Namespace) -> str:

@@ -1,0 +1,140 @@
+"""Reading the baseline's series from Prometheus (HTTP API, standard library only), all queries
+at once, and folding them into one GpuSeries per GPU or MIG instance."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from urllib.error import HTTPError, URLError
+from urllib.parse import urlencode
+from urllib.request import Request, urlopen
+
+from gpushare.baseline.model import BaselineInputError, GpuKey, GpuSeries, PrometheusUnavailable, Workload, duration
+from gpushare.baseline.queries import DEFAULT_QUERIES, render
+
+Series = tuple[dict[str, str], list[tuple[float, float]]]
+
+
+@dataclass(frozen=True)
+class Plan:
+    url: str
+    end: int
+    window_s: int
+    timeout_s: float = 30.0
+
+
+class Client:
+    def __init__(self, url: str, timeout_s: float) -> None:
+        self.url = url.rstrip("/")
+        self.timeout_s = timeout_s
+
+    def query(self, key: str, promql: str, end: int, window_s: int, step_s: int | None) -> list[Series]:
+        """Instant query at `end`, or range query over the window at `step_s`; every series with its points."""
+        if step_s is None:
+            path, form = "query", {"query": promql, "time": str(end)}
+        else:
+            first = end - (math.ceil(window_s / step_s) - 1) * step_s
+            path, form = "query_range", {"query": promql, "start": str(first), "end": str(end), "step": str(step_s)}
+        request = Request(f"{self.url}/api/v1/{path}", data=urlencode(form).encode())
+        try:
+            with urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310 - the operator's URL
+                body = json.load(response)
+        except HTTPError as err:
+            detail = _error_text(err)
+            if err.code in (400, 422):
+                raise BaselineInputError(
+                    f"queries.{key}: Prometheus refused the query (HTTP {err.code}: {detail}); "
+                    "fix it in the thresholds file") from None
+            raise PrometheusUnavailable(f"Prometheus at {self.url} answered HTTP {err.code} to queries.{key}: {detail}") from None
+        except (URLError, OSError) as err:
+            raise PrometheusUnavailable(
+                f"Prometheus at {self.url} did not answer ({getattr(err, 'reason', err)}); "
+                "check --prometheus and that the server runs") from None
+        except json.JSONDecodeError:
+            raise PrometheusUnavailable(f"{self.url} did not answer with Prometheus JSON; check the URL") from None
+        if not isinstance(body, dict) or body.get("status") != "success":
+            raise BaselineInputError(f"queries.{key}: Prometheus reported an error: {body.get('error', body)}")
+        data = body["data"]
+        if data["resultType"] == "matrix":
+            return [(s["metric"], [(float(t), float(v)) for t, v in s["values"]]) for s in data["result"]]
+        if data["resultType"] == "vector":
+            return [(s["metric"], [(float(s["value"][0]), float(s["value"][1]))]) for s in data["result"]]
+        raise BaselineInputError(f"queries.{key} returned a {data['resultType']}; write a query that returns series")
+
+
+def key_of(labels: dict[str, str]) -> GpuKey:
+    return GpuKey(labels.get("Hostname") or labels.get("hostname") or "", labels.get("gpu", ""),
+                  labels.get("UUID") or labels.get("uuid") or "", labels.get("GPU_I_ID") or None)
+
+
+def collect(plan: Plan, queries: dict[str, str], workload_labels: list[str],
+            client: Client | None = None) -> dict[GpuKey, GpuSeries]:
+    """Run every query (concurrently) and fold the answers into one GpuSeries per GPU."""
+    client = client or Client(plan.url, plan.timeout_s)
+    texts = {key: render(queries.get(key, query.promql), duration(plan.window_s), workload_labels)
+             for key, query in DEFAULT_QUERIES.items()}
+    with ThreadPoolExecutor(max_workers=len(texts)) as pool:
+        futures = {key: pool.submit(client.query, key, text, plan.end, plan.window_s, DEFAULT_QUERIES[key].step_s)
+                   for key, text in texts.items()}
+        answers = {key: future.result() for key, future in futures.items()}
+    gpus: dict[GpuKey, GpuSeries] = {}
+
+    def gpu(labels: dict[str, str]) -> GpuSeries:
+        key = key_of(labels)
+        series = gpus.get(key)
+        if series is None:
+            series = gpus[key] = GpuSeries(key)
+        series.model = series.model or labels.get("modelName", "")
+        series.mig_profile = series.mig_profile or labels.get("GPU_I_PROFILE") or None
+        return series
+
+    folds: dict[str, tuple[str, Callable[[float, float], float]]] = {
+        "util_1h": ("util_1h", _mean), "util_1h_mig": ("util_1h", _mean),
+        "mem_copy_1h": ("mem_copy_1h", max), "mem_copy_1h_mig": ("mem_copy_1h", max),
+        "fb_used_24h": ("fb_used_24h", max),
+    }
+    for key, (attribute, combine) in folds.items():
+        for labels, points in answers[key]:
+            target: dict[int, float] = getattr(gpu(labels), attribute)
+            for t, value in points:
+                if math.isfinite(value):
+                    stamp = int(t)
+                    target[stamp] = combine(target[stamp], value) if stamp in target else value
+    for labels, points in answers["fb_total"]:
+        values = [v for _, v in points if math.isfinite(v)]
+        if values:
+            series = gpu(labels)
+            series.fb_total_mib = max(values + ([series.fb_total_mib] if series.fb_total_mib else []))
+    for labels, points in answers["xid"]:
+        series = gpu(labels)
+        series.xid = max(series.xid, int(points[0][1]) if math.isfinite(points[0][1]) else 0)
+    for labels, _ in answers["workloads"]:
+        workload = _workload(labels, workload_labels)
+        series = gpu(labels)
+        if workload is not None and workload not in series.workloads:
+            series.workloads.append(workload)
+    return gpus
+
+
+def _workload(labels: dict[str, str], workload_labels: list[str]) -> Workload | None:
+    """The pod on a series: exported_* behind the operator's ServiceMonitor, else the exporter's own
+    labels; a series that names the exporter's own pod (scrape target labels) carries no workload."""
+    namespace = labels.get("exported_namespace") or labels.get("namespace")
+    pod = labels.get("exported_pod") or labels.get("pod")
+    if not namespace or not pod or ("exported_pod" not in labels and pod.startswith("nvidia-dcgm-exporter")):
+        return None
+    return Workload(namespace, pod, {key: labels[key] for key in workload_labels if key in labels})
+
+
+def _mean(a: float, b: float) -> float:
+    return (a + b) / 2
+
+
+def _error_text(err: HTTPError) -> str:
+    try:
+        return str(json.load(err).get("error", err.reason))
+    except (json.JSONDecodeError, AttributeError, OSError):
+        return str(err.reason)

@@ -1,0 +1,61 @@
+"""`gpushare sim dcgm-exporter` and `gpushare sim prometheus`: the embedded cluster's DCGM metrics."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from gpushare.gates.model import GateInputError
+from gpushare.gates.timespec import parse_duration
+
+
+def register(sub: argparse._SubParsersAction, default_state_dir: str) -> None:
+    exporter = sub.add_parser("dcgm-exporter", help="serve DCGM-exporter-shaped /metrics for the simulated GPUs")
+    exporter.add_argument("--kubeconfig", type=Path, help="kubeconfig (default: $KUBECONFIG or ~/.kube/config)")
+    exporter.add_argument("--context")
+    exporter.add_argument("--port", type=int, default=9400, help="loopback port (default 9400, the exporter's)")
+    exporter.add_argument("--ready-file", type=Path, help="written with the URL once serving")
+    exporter.set_defaults(handler=cmd_dcgm_exporter)
+    prometheus = sub.add_parser(
+        "prometheus", help="start a Prometheus scraping the simulated DCGM exporter, over a generated history")
+    prometheus.add_argument(
+        "--state-dir", type=Path, default=Path(os.environ.get("GPUSHARE_STATE_DIR", default_state_dir)),
+        help="the embedded cluster's state directory (default: $GPUSHARE_STATE_DIR or .gpushare)")
+    prometheus.add_argument("--history", default="7d", help="generated history before now (default 7d)")
+    prometheus.add_argument("--step", default="5m", help="sample interval of the generated history (default 5m)")
+    prometheus.add_argument("--scrape-interval", default="15s", help="live scrape interval (default 15s)")
+    prometheus.set_defaults(handler=cmd_prometheus)
+
+
+def cmd_dcgm_exporter(args: argparse.Namespace) -> int:
+    from gpushare.dcgm_sim.exporter import serve  # noqa: PLC0415 - needs the Kubernetes client
+
+    return serve(args.kubeconfig, args.context, args.port, args.ready_file)
+
+
+def cmd_prometheus(args: argparse.Namespace) -> int:
+    from gpushare.controlplane import StateDir  # noqa: PLC0415
+    from gpushare.dcgm_sim.backfill import BackfillError  # noqa: PLC0415
+    from gpushare.dcgm_sim.demo_prometheus import ensure_prometheus  # noqa: PLC0415
+    from gpushare.processes import ComponentError  # noqa: PLC0415
+
+    try:
+        history_s, step_s = parse_duration(args.history, "--history"), parse_duration(args.step, "--step")
+        parse_duration(args.scrape_interval, "--scrape-interval")
+    except GateInputError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    state = StateDir(args.state_dir.resolve())
+    if not state.kubeconfig.exists():
+        print(f"error: no embedded cluster in {state.root}; start one with `gpushare sim up`", file=sys.stderr)
+        return 1
+    try:
+        url, started = ensure_prometheus(state, history_s, step_s, args.scrape_interval)
+    except (ComponentError, BackfillError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(("started" if started else "already running") + f": Prometheus at {url}", file=sys.stderr)
+    print(url)
+    return 0

@@ -1,0 +1,64 @@
+"""Which GPUs (and MIG instances) the simulated nodes hold, read from the Node objects, and which
+workload profile each one runs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gpushare.dcgm_sim.exposition import SimGpu
+from gpushare.dcgm_sim.profiles import FLEET_PROFILES, Profile
+from gpushare.fleet import HARDWARE_ANNOTATION
+from gpushare.gpu_catalog import product as lookup_product
+from gpushare.simulator.mig import MigConfigError, layout
+
+MIG_CONFIG = "nvidia.com/mig.config"
+MIG_STATE = "nvidia.com/mig.config.state"
+
+
+@dataclass(frozen=True)
+class NodeHardware:
+    name: str
+    count: int
+    product: str
+    mig_config: str | None = None  # the mig-parted config the MIG manager applied
+
+
+def node_hardware(nodes: Iterable[Any]) -> list[NodeHardware]:
+    """The simulated hardware of Node objects (client models or dicts), GPU nodes only, by name."""
+    found = []
+    for node in nodes:
+        meta = node["metadata"] if isinstance(node, dict) else node.metadata.to_dict()
+        hardware = (meta.get("annotations") or {}).get(HARDWARE_ANNOTATION)
+        if not hardware:
+            continue
+        spec = json.loads(hardware)
+        labels = meta.get("labels") or {}
+        applied = labels.get(MIG_CONFIG) if labels.get(MIG_STATE) == "success" else None
+        found.append(NodeHardware(meta["name"], int(spec["count"]), spec["product"], applied))
+    return sorted(found, key=lambda n: n.name)
+
+
+def fleet_gpus(nodes: Sequence[NodeHardware], profiles: Sequence[Profile] = FLEET_PROFILES) -> list[SimGpu]:
+    """Every GPU of the fleet, or its MIG instances; profiles handed out in order, round robin."""
+    gpus: list[SimGpu] = []
+    position = 0
+    for node in nodes:
+        product = lookup_product(node.product)
+        try:
+            mig = layout(product, node.mig_config, node.count) if node.mig_config else None
+        except MigConfigError:
+            mig = None
+        for index in range(node.count):
+            profile = profiles[position % len(profiles)]
+            position += 1
+            if mig is None:
+                gpus.append(SimGpu(node.name, index, node.product, product.memory_mib, profile))
+                continue
+            # MIG mode on: DCGM reports the instances only (none when the GPU has no instances).
+            for instance, name in enumerate(mig[index], start=1):
+                memory = product.mig_profiles[name].memory_mib
+                gpus.append(SimGpu(node.name, index, node.product, memory, profile, name, instance))
+    return gpus
