@@ -37,7 +37,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                           help="workload facts, YAML or JSON (`-`: standard input); see baseline_workloads")
     baseline.add_argument("--node", action="append", default=[], metavar="NODE",
                           help="only these nodes (repeatable; default all)")
-    baseline.add_argument("--format", choices=("table", "json", "markdown"), default="table")
+    baseline.add_argument("--format", choices=("table", "json", "markdown"), default="table",
+                          help="table (default), json (the verdicts as data) or markdown (for a report)")
     baseline.add_argument("--plots", type=Path, metavar="DIR", help="write one PNG per GPU into DIR")
     baseline.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="per query (default 30)")
     baseline.set_defaults(handler=cmd_baseline)

@@ -27,8 +27,8 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.parametrize(("argv", "commands"), [
-    ([], "sim, gate, queue"),
-    (["sim"], "up, down, status, kubeconfig, gpu-operator"),
+    ([], "sim, gate, queue, baseline"),
+    (["sim"], "up, down, status, kubeconfig, gpu-operator, dcgm-exporter, prometheus"),
     (["queue"], "status"),
 ])
 def test_a_missing_subcommand_lists_the_subcommands(capsys: pytest.CaptureFixture[str], argv: list[str],
@@ -98,7 +98,8 @@ def test_up_without_kueue_on_a_cluster_running_it_refuses(running_cluster: State
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sim", "up", "--without", "kueue", "--state-dir", str(running_cluster.root)]) == 1
     err = capsys.readouterr().err
-    assert "it runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, gpu-operator-sim, kueue" in err
+    assert ("it runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, gpu-operator-sim, "
+            "dcgm-exporter, kueue") in err
     assert "gpushare sim up --without kueue" in err
 
 

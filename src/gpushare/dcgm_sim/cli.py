@@ -14,7 +14,7 @@ from gpushare.gates.timespec import parse_duration
 def register(sub: argparse._SubParsersAction, default_state_dir: str) -> None:
     exporter = sub.add_parser("dcgm-exporter", help="serve DCGM-exporter-shaped /metrics for the simulated GPUs")
     exporter.add_argument("--kubeconfig", type=Path, help="kubeconfig (default: $KUBECONFIG or ~/.kube/config)")
-    exporter.add_argument("--context")
+    exporter.add_argument("--context", help="kubeconfig context (default: its current context)")
     exporter.add_argument("--port", type=int, default=9400, help="loopback port (default 9400, the exporter's)")
     exporter.add_argument("--ready-file", type=Path, help="written with the URL once serving")
     exporter.set_defaults(handler=cmd_dcgm_exporter)
