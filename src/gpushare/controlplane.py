@@ -22,6 +22,10 @@ from gpushare.binaries import binary_dir
 from gpushare.fleet import Fleet
 from gpushare.processes import Component, ComponentError, alive, start, stop_all, wait_ready
 
+# The embedded cluster's simulator: a kubelet volume refresh long enough that labelling a node right
+# after adding a key to the ConfigMap (without restarting its pods) shows, short enough for tests.
+EMBEDDED_CONFIGMAP_REFRESH_S = 15
+EMBEDDED_MIG_REBOOT_S = 2
 # Start order; `down` stops in reverse.
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "gpu-operator-sim")
 # Client identities: file stem -> (user, group). Distinct users keep the audit log readable.
@@ -220,7 +224,7 @@ class Launcher:
                 [f"--service-account-private-key-file={pki_dir / 'service-account.key'}",
                  f"--root-ca-file={pki_dir / 'ca.crt'}", "--use-service-account-credentials=true",
                  "--node-monitor-grace-period=60s", "--kube-api-qps=300", "--kube-api-burst=500"]
-                if name == "kube-controller-manager" else []
+                if name == "kube-controller-manager" else ["--kube-api-qps=300", "--kube-api-burst=500"]
             )
             port = ports[name]
             self.run(name, [
@@ -241,8 +245,10 @@ class Launcher:
             f"--kubeconfig={state.component_kubeconfig('gpu-operator-sim')}",
             f"--operator-namespace={self.operator_namespace}",
             f"--ready-file={state.root / 'gpu-operator-sim.ready'}",
+            f"--configmap-refresh-seconds={EMBEDDED_CONFIGMAP_REFRESH_S}",
+            f"--mig-reboot-seconds={EMBEDDED_MIG_REBOOT_S}",
         ], lambda: (state.root / "gpu-operator-sim.ready").exists())
-        cluster_bootstrap.wait_until_ready(state.kubeconfig, self.fleet, self.operator_namespace)
+        cluster_bootstrap.wait_until_ready(state.kubeconfig, self.fleet)
         info = {"server": server, "ports": ports, "bin_dir": str(bins), "operator_namespace": self.operator_namespace}
         state.info.write_text(json.dumps(info, indent=2))
         return info
