@@ -16,6 +16,7 @@ from gpushare.fleet import HARDWARE_ANNOTATION, Fleet
 from gpushare.gpu_catalog import product as lookup_product
 from gpushare.kube import api_client, wait_for
 from gpushare.simulator import clusterpolicy as cp
+from gpushare.simulator.operands import current_revision, owned_by
 from gpushare.simulator.rest import Rest
 
 Obj = dict[str, Any]
@@ -61,9 +62,31 @@ def gpu_node_problem(node: Obj) -> str | None:
     return None
 
 
-def settled_problems(rest: Rest) -> list[str]:
-    """What the cluster still waits for: the ClusterPolicy ready and every GPU node whole."""
+def rollout_problems(rest: Rest, namespace: str) -> list[str]:
+    """Operand DaemonSets not rolled out: a RollingUpdate one until every pod is updated and
+    available; the OnDelete driver until every pod runs the current ControllerRevision."""
     problems = []
+    revisions = rest.get(f"/apis/apps/v1/namespaces/{namespace}/controllerrevisions").get("items") or []
+    pods = rest.get(f"/api/v1/namespaces/{namespace}/pods").get("items") or []
+    for ds in rest.get(f"/apis/apps/v1/namespaces/{namespace}/daemonsets").get("items") or []:
+        meta, status = ds["metadata"], ds.get("status") or {}
+        desired = status.get("desiredNumberScheduled", 0)
+        if status.get("observedGeneration", 0) < meta.get("generation", 0) or status.get("numberUnavailable", 0):
+            problems.append(f"DaemonSet {meta['name']} to roll out")
+        elif (ds["spec"].get("updateStrategy") or {}).get("type") == "OnDelete":
+            current = current_revision(revisions, ds)
+            mine = owned_by(pods, ds)
+            if len(mine) != desired or any((p["metadata"].get("labels") or {}).get("controller-revision-hash") != current for p in mine):
+                problems.append(f"DaemonSet {meta['name']}: every pod on the current template (OnDelete)")
+        elif not status.get("updatedNumberScheduled", 0) == desired == status.get("numberAvailable", 0):
+            problems.append(f"DaemonSet {meta['name']} to roll out")
+    return problems
+
+
+def settled_problems(rest: Rest, namespace: str) -> list[str]:
+    """What the cluster still waits for: every operand rolled out, the ClusterPolicy ready and every
+    GPU node whole."""
+    problems = rollout_problems(rest, namespace)
     try:
         policy = rest.get(f"/apis/{cp.GROUP}/{cp.VERSION}/{cp.PLURAL}/{cp.CLUSTER_POLICY}")
         if (policy.get("status") or {}).get("state") != "ready":
@@ -80,12 +103,12 @@ def settled_problems(rest: Rest) -> list[str]:
     return problems
 
 
-def wait_settled(rest: Rest, timeout_s: float, interval_s: float = 0.25) -> None:
+def wait_settled(rest: Rest, namespace: str, timeout_s: float, interval_s: float = 0.25) -> None:
     last: list[str] = []
 
     def settled() -> bool:
         nonlocal last
-        last = settled_problems(rest)
+        last = settled_problems(rest, namespace)
         return not last
 
     try:
@@ -95,7 +118,7 @@ def wait_settled(rest: Rest, timeout_s: float, interval_s: float = 0.25) -> None
         raise TimeoutError(f"{err}; still waiting for: {shown}") from None
 
 
-def wait_until_ready(kubeconfig: Path, fleet: Fleet, timeout_s: float = 300) -> None:
+def wait_until_ready(kubeconfig: Path, fleet: Fleet, namespace: str, timeout_s: float = 300) -> None:
     """Every fleet node Ready, the default ServiceAccount there, the GPU Operator settled."""
     rest = Rest(api_client(kubeconfig))
     wanted = {n.name for n in fleet.nodes}
@@ -106,4 +129,4 @@ def wait_until_ready(kubeconfig: Path, fleet: Fleet, timeout_s: float = 300) -> 
 
     wait_for(nodes_ready, timeout_s, f"all {len(wanted)} nodes to be Ready", interval_s=0.25)
     wait_for(lambda: rest.get("/api/v1/namespaces/default/serviceaccounts/default"), timeout_s, "the default ServiceAccount")
-    wait_settled(rest, timeout_s)
+    wait_settled(rest, namespace, timeout_s)

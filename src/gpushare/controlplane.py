@@ -248,7 +248,7 @@ class Launcher:
             f"--configmap-refresh-seconds={EMBEDDED_CONFIGMAP_REFRESH_S}",
             f"--mig-reboot-seconds={EMBEDDED_MIG_REBOOT_S}",
         ], lambda: (state.root / "gpu-operator-sim.ready").exists())
-        cluster_bootstrap.wait_until_ready(state.kubeconfig, self.fleet)
+        cluster_bootstrap.wait_until_ready(state.kubeconfig, self.fleet, self.operator_namespace)
         info = {"server": server, "ports": ports, "bin_dir": str(bins), "operator_namespace": self.operator_namespace}
         state.info.write_text(json.dumps(info, indent=2))
         return info

@@ -428,3 +428,17 @@ def render(policy: Manifest, namespace: str) -> dict[str, Manifest]:
 def expected_hashes(policy: Manifest, namespace: str) -> dict[str, str]:
     """The last-applied hash the operator will write on each DaemonSet for this ClusterPolicy."""
     return {name: ds["metadata"]["annotations"][HASH_ANNOTATION] for name, ds in render(policy, namespace).items()}
+
+
+def owned_by(objs: list[Manifest], owner: Manifest) -> list[Manifest]:
+    return [o for o in objs if any(r.get("uid") == owner["metadata"]["uid"] for r in o["metadata"].get("ownerReferences") or [])]
+
+
+def current_revision(revisions: list[Manifest], daemonset: Manifest) -> str | None:
+    """The hash of the DaemonSet's newest ControllerRevision: what its pods' controller-revision-hash
+    label says once they run the current template (getDaemonsetControllerRevisionHash)."""
+    owned = owned_by(revisions, daemonset)
+    if not owned:
+        return None
+    latest = max(owned, key=lambda r: int(r.get("revision", 0)))
+    return latest["metadata"]["name"].removeprefix(f"{daemonset['metadata']['name']}-")

@@ -142,16 +142,6 @@ class Operator:
             if err.status != 404:
                 raise
 
-    def current_revision(self, daemonset: Obj) -> str | None:
-        """The DaemonSet's current ControllerRevision hash (getDaemonsetControllerRevisionHash)."""
-        name, uid = daemonset["metadata"]["name"], daemonset["metadata"]["uid"]
-        revisions = [r for r in self.sim.revisions.items()
-                     if any(o.get("uid") == uid for o in r["metadata"].get("ownerReferences") or [])]
-        if not revisions:
-            return None
-        latest = max(revisions, key=lambda r: int(r.get("revision", 0)))
-        return latest["metadata"]["name"].removeprefix(f"{name}-")
-
     def _daemonset_ready(self, ds: Obj) -> bool:
         """isDaemonSetReady."""
         status = ds.get("status") or {}
@@ -163,9 +153,8 @@ class Operator:
         if (ds["spec"].get("updateStrategy") or {}).get("type") != "OnDelete":
             return (status.get("observedGeneration", 0) >= ds["metadata"].get("generation", 0)
                     and status.get("updatedNumberScheduled", 0) == desired == status.get("numberAvailable", 0))
-        revision = self.current_revision(ds)
-        pods = [p for p in self.sim.pods_of(ds["metadata"]["labels"]["app"])
-                if any(o.get("uid") == ds["metadata"]["uid"] for o in p["metadata"].get("ownerReferences") or [])]
+        revision = operands.current_revision(self.sim.revisions.items(), ds)
+        pods = operands.owned_by(self.sim.pods_of(ds["metadata"]["labels"]["app"]), ds)
         return bool(pods) and revision is not None and all(
             p["metadata"].get("labels", {}).get("controller-revision-hash") == revision and containers_ready(p) for p in pods)
 
@@ -177,9 +166,8 @@ class Operator:
         if policy is None or driver is None:
             return
         upgrade_policy = cp.section(cp.section(policy.get("spec") or {}, "driver"), "upgradePolicy")
-        revision = self.current_revision(driver)
-        pods = [p for p in sim.pods_of(operands.DRIVER)
-                if any(o.get("uid") == driver["metadata"]["uid"] for o in p["metadata"].get("ownerReferences") or [])]
+        revision = operands.current_revision(sim.revisions.items(), driver)
+        pods = operands.owned_by(sim.pods_of(operands.DRIVER), driver)
         if revision is None or len(pods) != (driver.get("status") or {}).get("desiredNumberScheduled", 0):
             return  # BuildState: "driver DaemonSet should not have Unscheduled pods"; pod events bring us back
         states = []
