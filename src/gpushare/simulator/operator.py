@@ -168,8 +168,11 @@ class Operator:
         upgrade_policy = cp.section(cp.section(policy.get("spec") or {}, "driver"), "upgradePolicy")
         revision = operands.current_revision(sim.revisions.items(), driver)
         pods = operands.owned_by(sim.pods_of(operands.DRIVER), driver)
-        if revision is None or len(pods) != (driver.get("status") or {}).get("desiredNumberScheduled", 0):
-            return  # BuildState: "driver DaemonSet should not have Unscheduled pods"; pod events bring us back
+        if (revision is None or len(pods) != (driver.get("status") or {}).get("desiredNumberScheduled", 0)
+                or not all(p["spec"].get("nodeName") for p in pods)):
+            # BuildState: "driver DaemonSet should not have Unscheduled pods"; pod events bring us back.
+            # (A new pod not bound yet would hide its node's upgrade and free its slot.)
+            return
         states = []
         for pod in pods:
             node = sim.nodes.get(pod["spec"].get("nodeName", ""))
