@@ -63,6 +63,7 @@ class ManagedPod(Generic[T]):
     main_restarts: int = 0
     started_at: float = 0.0  # last start or in-place reload of the main process
     events: list[tuple[str, str]] = field(default_factory=list)  # (container, message) failures to report
+    reported: tuple | None = None  # what the pod's status last said (set once written)
 
     @property
     def mounted(self) -> bool:
@@ -88,10 +89,10 @@ class ManagedPod(Generic[T]):
         """Advance to what the pod does given the node label and the ConfigMap as the API has it now;
         `load` parses a config text for the main container or raises ConfigError with its message.
         True when anything visible changed."""
-        before = self._visible()
+        before = self.visible()
         remounted = self._kubelet_mount(configmap, now, refresh_s)
         if not self.mounted:
-            return self._visible() != before
+            return self.visible() != before
         if self.selected is None:
             if self.config_map is None:
                 self._start(EMPTY, now, load)
@@ -102,9 +103,10 @@ class ManagedPod(Generic[T]):
                 self._sidecar(label, now, load)
             if self.main_error and remounted:
                 self._start(self.selected, now, load)
-        return self._visible() != before
+        return self.visible() != before
 
-    def _visible(self) -> tuple:
+    def visible(self) -> tuple:
+        """What the pod's status shows."""
         return (self.mounted, self.selected, self.init_error, self.init_restarts, self.sidecar_error,
                 self.sidecar_restarts, self.main_error, self.main_restarts, self.started_at)
 

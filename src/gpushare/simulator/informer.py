@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 

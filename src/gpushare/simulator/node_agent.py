@@ -5,6 +5,7 @@ node_view and kubelet; this module reads the Simulator's caches and writes the r
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import json
 import logging
@@ -88,12 +89,13 @@ class NodeAgent:
         policy = sim.policies.get(cp.CLUSTER_POLICY)
         label_patch: dict[str, str | None] = dict(node_labels(labels, (policy or {}).get("spec") if policy else None))
         annotation_patch: dict[str, str | None] = {}
+        mig_run = None
         if HARDWARE_ANNOTATION in annotations:
             hardware = json.loads(annotations[HARDWARE_ANNOTATION])
             product, gpus = lookup_product(hardware["product"]), int(hardware["count"])
             now = time.time()
             if product.mig_capable:
-                self._mig_manager(node, product, gpus, now, label_patch, annotation_patch)
+                mig_run = self._mig_manager(node, product, gpus, now, label_patch, annotation_patch)
             layout = mig_manager.applied_layout(annotations, gpus)
             plugin = self._config_managed(node, operands.DEVICE_PLUGIN, "nvidia-device-plugin", now,
                                           lambda pod: self._plugin_loader(pod, layout))
@@ -109,15 +111,17 @@ class NodeAgent:
         annotation_patch = {k: v for k, v in annotation_patch.items() if annotations.get(k) != v}
         if label_patch or annotation_patch:
             sim.patch_node(name, {"metadata": {"labels": label_patch, "annotations": annotation_patch}})
-
+        if mig_run is not None:
+            self.mig_runs[name] = mig_run  # only once what it decided is written
     # ---- the MIG manager ------------------------------------------------------------------------
-    def _mig_manager(self, node: Obj, product: GpuProduct, gpus: int, now: float,
-                     label_patch: dict[str, str | None], annotation_patch: dict[str, str | None]) -> None:
+    def _mig_manager(self, node: Obj, product: GpuProduct, gpus: int, now: float, label_patch: dict[str, str | None],
+                     annotation_patch: dict[str, str | None]) -> mig_manager.MigRun | None:
+        """Add the MIG manager's writes to the patches; its run state to keep once they are written."""
         sim = self.sim
         name = node["metadata"]["name"]
         pod = sim.operand_pod(name, operands.MIG_MANAGER)
         if pod is None or pod.get("status", {}).get("phase") != "Running":
-            return
+            return None
         volume = next((v for v in pod["spec"].get("volumes") or [] if v["name"] == "mig-parted-config"), {})
         config_map = sim.configmaps.get((volume.get("configMap") or {}).get("name", ""))
         facts = mig_manager.NodeFacts(
@@ -128,10 +132,9 @@ class NodeAgent:
             pod_uid=pod["metadata"]["uid"],
             clients_running=any(sim.pods_on(name, app) for app in MIG_CLIENT_APPS),
         )
-        run, decision = mig_manager.step(self.mig_runs.get(name), facts, now, sim.options.mig_reboot_seconds)
-        self.mig_runs[name] = run
+        run, decision = mig_manager.step(copy.deepcopy(self.mig_runs.get(name)), facts, now, sim.options.mig_reboot_seconds)
         if decision is None:
-            return
+            return run
         label_patch.update(decision.labels)
         annotation_patch.update(decision.annotations)
         if decision.event:
@@ -145,6 +148,7 @@ class NodeAgent:
                         raise
         if decision.wake_after is not None:
             sim.queue.add_after(f"node/{name}", decision.wake_after)
+        return run
 
     # ---- device plugin and GFD with their config-manager ------------------------------------------
     def _plugin_loader(self, pod: Obj, layout: Layout) -> Any:
@@ -176,9 +180,10 @@ class NodeAgent:
             data = (config_map_obj.get("data") or {}) if config_map_obj is not None else None
         label = (node["metadata"].get("labels") or {}).get(cp.CONFIG_LABEL)
         was_mounted = state.mounted or first
-        changed = state.sync(label, data, now, sim.options.configmap_refresh_seconds, loader(pod))
-        if changed or first:
+        state.sync(label, data, now, sim.options.configmap_refresh_seconds, loader(pod))
+        if state.visible() != state.reported:
             self._write_pod_status(pod, state, main)
+            state.reported = state.visible()
         if was_mounted and not state.mounted:
             sim.event("Pod", pod["metadata"]["name"], sim.namespace, "Warning", "FailedMount",
                       f'MountVolume.SetUp failed for volume "{state.config_map}" : configmap "{state.config_map}" not found',

@@ -29,6 +29,9 @@ SERVICE_ACCOUNT = {
 }
 
 
+DEFAULT_MIG_PARTED_CONFIG = default_config(PRODUCTS.values())
+
+
 def _script(command: str) -> str:
     return ("#!/bin/sh\n# simulated: waits for the driver validation, then starts the operand\n"
             f"until [ -f /run/nvidia/validations/driver-ready ]; do sleep 5; done\nexec {command}\n")
@@ -50,7 +53,7 @@ def _config_maps(spec: dict[str, Any]) -> dict[str, tuple[dict[str, str], dict[s
     if cp.enabled(spec, "migManager"):
         wanted["nvidia-mig-manager-entrypoint"] = ({"app": operands.MIG_MANAGER}, {"entrypoint.sh": _script("nvidia-mig-manager")})
         if not cp.mig_parted_config(spec)[1]:
-            wanted["default-mig-parted-config"] = ({}, {"config.yaml": default_config(PRODUCTS.values())})
+            wanted["default-mig-parted-config"] = ({}, {"config.yaml": DEFAULT_MIG_PARTED_CONFIG})
         if not cp.section(cp.section(spec, "migManager"), "gpuClientsConfig").get("name"):
             wanted["default-gpu-clients"] = ({}, {"clients.yaml": "version: v1\nsystemd-services:\n  - nvsm.service\n  - dcgm.service\n"})
     return wanted
