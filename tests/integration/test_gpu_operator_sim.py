@@ -287,3 +287,16 @@ def test_configmap_that_does_not_exist_keeps_new_pods_from_starting(clean_cluste
     assert kubectl_status(cluster, pod).startswith("Init:")
     cluster.kubectl("create", "configmap", CONFIGMAP, "-n", cluster.operator_namespace, "--from-literal=whole=version: v1")
     wait_all_show(cluster, counts, 1)
+
+
+def test_deleting_the_clusterpolicy_removes_every_operand_and_a_new_one_brings_them_back(clean_cluster: Cluster) -> None:
+    """The operands are owned by the ClusterPolicy: deleting it garbage-collects them (and the
+    GPU resources go with the plugin); the chart's instance created again brings them all back."""
+    cluster = clean_cluster
+    counts = physical_counts(cluster)
+    cluster.kubectl("delete", POLICY, "--wait=true")
+    wait_for(lambda: not daemonset_hashes(cluster), TIMEOUT_S, "the operand DaemonSets to be garbage-collected")
+    wait_for(lambda: all(advertised(cluster, n)[0].get(GPU) == "0" for n in counts), TIMEOUT_S, "allocatable to drop to 0")
+    cluster.custom.create_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.default_instance())
+    wait_for(lambda: set(daemonset_hashes(cluster)) == set(CHART_OPERANDS), TIMEOUT_S, "the operands to come back")
+    wait_all_show(cluster, counts, 1)

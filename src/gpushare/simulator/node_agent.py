@@ -113,6 +113,7 @@ class NodeAgent:
             sim.patch_node(name, {"metadata": {"labels": label_patch, "annotations": annotation_patch}})
         if mig_run is not None:
             self.mig_runs[name] = mig_run  # only once what it decided is written
+
     # ---- the MIG manager ------------------------------------------------------------------------
     def _mig_manager(self, node: Obj, product: GpuProduct, gpus: int, now: float, label_patch: dict[str, str | None],
                      annotation_patch: dict[str, str | None]) -> mig_manager.MigRun | None:

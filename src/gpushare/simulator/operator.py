@@ -94,9 +94,8 @@ class Operator:
         if policy is None:
             return
         for name, account in operator_objects.service_accounts(policy, self.ns).items():
-            if name not in sim.known_service_accounts:
+            if sim.service_accounts.get(name) is None:
                 self._create(f"/api/v1/namespaces/{self.ns}/serviceaccounts", account)
-                sim.known_service_accounts.add(name)
         wanted_maps = operator_objects.config_maps(policy, self.ns)
         for name, manifest in wanted_maps.items():
             current = sim.configmaps.get(name)

@@ -54,7 +54,6 @@ class Simulator:
         self.stop = threading.Event()
         self.operator = Operator(self)
         self.agent = NodeAgent(self)
-        self.known_service_accounts: set[str] = set()
         self.admitted: set[str] = set()
         # Status patches of the pods admission rejected, by UID: KWOK, which saw the pod Pending,
         # may still mark it Running after the rejection, and the kubelet never would.
@@ -67,6 +66,8 @@ class Simulator:
         self.revisions = Informer(rest, f"/apis/apps/v1/namespaces/{ns}/controllerrevisions", name_key,
                                   lambda *_: self._queue(POLICY, UPGRADE))
         self.configmaps = Informer(rest, f"/api/v1/namespaces/{ns}/configmaps", name_key, self._configmap_changed)
+        self.service_accounts = Informer(rest, f"/api/v1/namespaces/{ns}/serviceaccounts", name_key,
+                                         lambda _, old, new: self._queue(POLICY) if new is None else None)
         self.nodes = Informer(rest, "/api/v1/nodes", name_key, self._node_changed)
         self.pods = Informer(rest, "/api/v1/pods", namespaced_key, self._pod_changed)
 
@@ -188,12 +189,10 @@ class Simulator:
             except ApiException as err:
                 if err.status != 409:
                     raise
-        accounts = self.rest.get(f"/api/v1/namespaces/{self.namespace}/serviceaccounts")
-        self.known_service_accounts = {a["metadata"]["name"] for a in accounts.get("items") or []}
 
     def run(self, ready_file: Path | None) -> None:
         self.install()
-        informers = (self.policies, self.daemonsets, self.revisions, self.configmaps, self.nodes, self.pods)
+        informers = (self.policies, self.daemonsets, self.revisions, self.configmaps, self.service_accounts, self.nodes, self.pods)
         for informer in informers:
             threading.Thread(target=informer.run, args=(self.stop,), name=informer.name, daemon=True).start()
         for informer in informers:
