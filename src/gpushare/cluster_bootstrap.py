@@ -1,15 +1,25 @@
-"""Registering the simulated fleet with the API server and waiting until the cluster is usable."""
+"""Registering the simulated fleet with the API server and waiting until the cluster is usable: every
+node Ready, the GPU Operator's ClusterPolicy `ready` (all operands rolled out) and every GPU node
+whole (GFD's labels, the device plugin's resources, MIG off, no driver upgrade under way)."""
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from gpushare.fleet import Fleet
-from gpushare.kube import api_client, node_ready, wait_for
+from gpushare.fleet import HARDWARE_ANNOTATION, Fleet
+from gpushare.gpu_catalog import product as lookup_product
+from gpushare.kube import api_client, wait_for
+from gpushare.simulator import clusterpolicy as cp
+from gpushare.simulator.operands import current_revision, owned_by
+from gpushare.simulator.rest import Rest
+
+Obj = dict[str, Any]
 
 
 def register_nodes(kubeconfig: Path, fleet: Fleet) -> None:
@@ -28,26 +38,95 @@ def register_nodes(kubeconfig: Path, fleet: Fleet) -> None:
         list(pool.map(create, [n.manifest() for n in fleet.nodes if n.name not in existing]))
 
 
-def wait_until_ready(kubeconfig: Path, fleet: Fleet, operator_namespace: str, timeout_s: float = 180) -> None:
-    """Every fleet node Ready, the default ServiceAccount there, and every GPU node's plugin running."""
-    api = api_client(kubeconfig)
-    core = client.CoreV1Api(api)
+def _ready(node: Obj) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in node.get("status", {}).get("conditions") or [])
+
+
+def gpu_node_problem(node: Obj) -> str | None:
+    """What keeps a simulated GPU node from showing its whole cards, None when it does."""
+    meta = node["metadata"]
+    hardware = json.loads(meta["annotations"][HARDWARE_ANNOTATION])
+    labels = meta.get("labels") or {}
+    allocatable = node.get("status", {}).get("allocatable") or {}
+    if labels.get("nvidia.com/gpu.replicas") != "1" or labels.get("nvidia.com/gpu.count") != str(hardware["count"]):
+        return "GFD labels (whole cards)"
+    if allocatable.get("nvidia.com/gpu") != str(hardware["count"]) or allocatable.get("nvidia.com/gpu.shared", "0") != "0":
+        return "the device plugin's nvidia.com/gpu allocatable"
+    if lookup_product(hardware["product"]).mig_capable and (
+            labels.get("nvidia.com/mig.config") != "all-disabled" or labels.get("nvidia.com/mig.config.state") != "success"):
+        return "MIG disabled (mig.config all-disabled, state success)"
+    if labels.get("nvidia.com/gpu-driver-upgrade-state", "upgrade-done") != "upgrade-done":
+        return "the driver upgrade to finish"
+    if node.get("spec", {}).get("unschedulable"):
+        return "the node to be schedulable"
+    return None
+
+
+def rollout_problems(rest: Rest, namespace: str) -> list[str]:
+    """Operand DaemonSets not rolled out: a RollingUpdate one until every pod is updated and
+    available; the OnDelete driver until every pod runs the current ControllerRevision."""
+    problems = []
+    revisions = rest.get(f"/apis/apps/v1/namespaces/{namespace}/controllerrevisions").get("items") or []
+    pods = rest.get(f"/api/v1/namespaces/{namespace}/pods").get("items") or []
+    for ds in rest.get(f"/apis/apps/v1/namespaces/{namespace}/daemonsets").get("items") or []:
+        meta, status = ds["metadata"], ds.get("status") or {}
+        desired = status.get("desiredNumberScheduled", 0)
+        if status.get("observedGeneration", 0) < meta.get("generation", 0) or status.get("numberUnavailable", 0):
+            problems.append(f"DaemonSet {meta['name']} to roll out")
+        elif (ds["spec"].get("updateStrategy") or {}).get("type") == "OnDelete":
+            current = current_revision(revisions, ds)
+            mine = owned_by(pods, ds)
+            if len(mine) != desired or any((p["metadata"].get("labels") or {}).get("controller-revision-hash") != current for p in mine):
+                problems.append(f"DaemonSet {meta['name']}: every pod on the current template (OnDelete)")
+        elif not status.get("updatedNumberScheduled", 0) == desired == status.get("numberAvailable", 0):
+            problems.append(f"DaemonSet {meta['name']} to roll out")
+    return problems
+
+
+def settled_problems(rest: Rest, namespace: str) -> list[str]:
+    """What the cluster still waits for: every operand rolled out, the ClusterPolicy ready and every
+    GPU node whole."""
+    problems = rollout_problems(rest, namespace)
+    try:
+        policy = rest.get(f"/apis/{cp.GROUP}/{cp.VERSION}/{cp.PLURAL}/{cp.CLUSTER_POLICY}")
+        if (policy.get("status") or {}).get("state") != "ready":
+            problems.append("ClusterPolicy cluster-policy to be ready")
+    except ApiException as err:
+        if err.status != 404:
+            raise
+        problems.append("ClusterPolicy cluster-policy to exist")
+    for node in rest.get("/api/v1/nodes").get("items") or []:
+        if HARDWARE_ANNOTATION in (node["metadata"].get("annotations") or {}):
+            problem = gpu_node_problem(node)
+            if problem:
+                problems.append(f"{node['metadata']['name']}: {problem}")
+    return problems
+
+
+def wait_settled(rest: Rest, namespace: str, timeout_s: float, interval_s: float = 0.25) -> None:
+    last: list[str] = []
+
+    def settled() -> bool:
+        nonlocal last
+        last = settled_problems(rest, namespace)
+        return not last
+
+    try:
+        wait_for(settled, timeout_s, "the GPU Operator to settle", interval_s=interval_s)
+    except TimeoutError as err:
+        shown = "; ".join(last[:5]) + (f" (and {len(last) - 5} more)" if len(last) > 5 else "")
+        raise TimeoutError(f"{err}; still waiting for: {shown}") from None
+
+
+def wait_until_ready(kubeconfig: Path, fleet: Fleet, namespace: str, timeout_s: float = 300) -> None:
+    """Every fleet node Ready, the default ServiceAccount there, the GPU Operator settled."""
+    rest = Rest(api_client(kubeconfig))
     wanted = {n.name for n in fleet.nodes}
 
     def nodes_ready() -> bool:
-        ready = {n.metadata.name for n in core.list_node().items if node_ready(n)}
+        ready = {n["metadata"]["name"] for n in rest.get("/api/v1/nodes").get("items") or [] if _ready(n)}
         return wanted <= ready
 
     wait_for(nodes_ready, timeout_s, f"all {len(wanted)} nodes to be Ready", interval_s=0.25)
-    wait_for(lambda: core.read_namespaced_service_account("default", "default"), timeout_s,
-             "the default ServiceAccount")
-    gpu_nodes = {n.name for n in fleet.gpu_nodes}
-
-    def plugins_published() -> bool:
-        labelled = {
-            n.metadata.name for n in core.list_node(label_selector="nvidia.com/gpu.replicas").items
-        }
-        return gpu_nodes <= labelled
-
-    wait_for(plugins_published, timeout_s,
-             f"the device plugin to publish all {len(gpu_nodes)} GPU nodes", interval_s=0.25)
+    wait_for(lambda: rest.get("/api/v1/namespaces/default/serviceaccounts/default"), timeout_s, "the default ServiceAccount")
+    wait_settled(rest, namespace, timeout_s)

@@ -26,6 +26,10 @@ from gpushare.fleet import Fleet
 from gpushare.kueue import embedded as kueue_embedded
 from gpushare.processes import Component, ComponentError, alive, start, stop_all, wait_ready
 
+# The embedded cluster's simulator: a kubelet volume refresh long enough that labelling a node right
+# after adding a key to the ConfigMap (without restarting its pods) shows, short enough for tests.
+EMBEDDED_CONFIGMAP_REFRESH_S = 15
+EMBEDDED_MIG_REBOOT_S = 2
 # Start order; `down` stops in reverse.
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "gpu-operator-sim",
               "dcgm-exporter", "kueue")
@@ -254,7 +258,7 @@ class Launcher:
                 [f"--service-account-private-key-file={pki_dir / 'service-account.key'}",
                  f"--root-ca-file={pki_dir / 'ca.crt'}", "--use-service-account-credentials=true",
                  "--node-monitor-grace-period=60s", "--kube-api-qps=300", "--kube-api-burst=500"]
-                if name == "kube-controller-manager" else []
+                if name == "kube-controller-manager" else ["--kube-api-qps=300", "--kube-api-burst=500"]
             )
             port = ports[name]
             self.run(name, [
@@ -275,6 +279,8 @@ class Launcher:
             f"--kubeconfig={state.component_kubeconfig('gpu-operator-sim')}",
             f"--operator-namespace={self.operator_namespace}",
             f"--ready-file={state.root / 'gpu-operator-sim.ready'}",
+            f"--configmap-refresh-seconds={EMBEDDED_CONFIGMAP_REFRESH_S}",
+            f"--mig-reboot-seconds={EMBEDDED_MIG_REBOOT_S}",
         ], lambda: (state.root / "gpu-operator-sim.ready").exists())
         self.run("dcgm-exporter", [
             sys.executable, "-m", "gpushare", "sim", "dcgm-exporter",

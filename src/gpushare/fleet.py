@@ -15,6 +15,8 @@ from gpushare.gpu_catalog import product as lookup_product
 
 # The simulated hardware of a node, read by the GPU Operator simulator (the real plugin asks NVML).
 HARDWARE_ANNOTATION = "sim.gpushare.io/gpus"
+# What node-feature-discovery labels on a node with an NVIDIA PCI device (the operator's trigger).
+NFD_NVIDIA_LABEL = "feature.node.kubernetes.io/pci-10de.present"
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$")
 NODE_KEYS = {"name", "count", "gpus", "product", "cpu", "memory", "pods", "labels"}
 
@@ -37,31 +39,21 @@ class FleetNode:
     def is_gpu_node(self) -> bool:
         return self.gpus > 0
 
-    def gfd_labels(self) -> dict[str, str]:
-        """Labels a GPU node shows before any sharing (node feature discovery + GFD)."""
-        if not self.is_gpu_node:
-            return {}
-        spec = lookup_product(self.product or "")
-        return {
-            "nvidia.com/gpu.present": "true",
-            "nvidia.com/gpu.count": str(self.gpus),
-            "nvidia.com/gpu.product": spec.name,
-            "nvidia.com/gpu.memory": str(spec.memory_mib),
-        }
-
     def manifest(self) -> dict[str, Any]:
-        """The Node object as a kubelet with the device plugin registered would report it."""
+        """The Node object as a kubelet registers it: GPU resources and `nvidia.com/*` labels come
+        later, from the device plugin and GFD the GPU Operator deploys; NFD has labelled the PCI device."""
         resources_ = {"cpu": self.cpu, "memory": self.memory, "pods": self.pods}
         annotations = {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"}
+        nfd = {}
         if self.is_gpu_node:
-            resources_["nvidia.com/gpu"] = str(self.gpus)
             annotations[HARDWARE_ANNOTATION] = json.dumps({"count": self.gpus, "product": self.product})
+            nfd[NFD_NVIDIA_LABEL] = "true"
         labels = {
             "kubernetes.io/hostname": self.name,
             "kubernetes.io/os": "linux",
             "kubernetes.io/arch": "amd64",
             "type": "kwok",
-            **self.gfd_labels(),
+            **nfd,
             **self.labels,
         }
         return {

@@ -65,6 +65,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     operator.add_argument("--operator-namespace", default="gpu-operator",
                           help="namespace of the GPU Operator's DaemonSets and ConfigMaps (default: gpu-operator)")
     operator.add_argument("--ready-file", type=Path, help="touched once the simulator has synced")
+    operator.add_argument(
+        "--configmap-refresh-seconds", type=float, default=60.0,
+        help="how long a running pod keeps its mounted ConfigMap snapshot before the kubelet refreshes it (default 60)")
+    operator.add_argument(
+        "--mig-reboot-seconds", type=float, default=5.0,
+        help="how long a node annotated sim.gpushare.io/mig-reboot-required stays rebooting (default 5)")
     operator.set_defaults(handler=cmd_gpu_operator)
     dcgm_sim_cli.register(sub, DEFAULT_STATE_DIR)
 
@@ -175,6 +181,10 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_gpu_operator(args: argparse.Namespace) -> int:
-    from gpushare.simulator.operator import run_simulator
+    from gpushare.simulator.simulator import Options, run_simulator
 
-    return run_simulator(args.kubeconfig, args.context, args.operator_namespace, args.ready_file)
+    if args.configmap_refresh_seconds <= 0 or args.mig_reboot_seconds < 0:
+        print("error: --configmap-refresh-seconds must be > 0 and --mig-reboot-seconds >= 0", file=sys.stderr)
+        return 2
+    options = Options(args.configmap_refresh_seconds, args.mig_reboot_seconds)
+    return run_simulator(args.kubeconfig, args.context, args.operator_namespace, args.ready_file, options)

@@ -130,23 +130,50 @@ def embedded_cluster(state_dir: Path) -> Cluster:
 
 TEST_NAMESPACE_LABEL = "gpushare.test/scenario"
 # Node labels, annotations and taints the runbooks (or scenarios) may leave behind.
-SCENARIO_LABEL_KEYS = ("nvidia.com/device-plugin.config", "gpu-mode")
-SCENARIO_ANNOTATION_PREFIX = "gpushare.io/"
+SCENARIO_LABEL_KEYS = ("nvidia.com/device-plugin.config", "gpu-mode", "nvidia.com/gpu-driver-upgrade.skip")
+SCENARIO_ANNOTATION_PREFIXES = ("gpushare.io/", "sim.gpushare.io/mig-reboot", "sim.gpushare.io/mig-stall")
+DEPLOY_LABEL_PREFIX = "nvidia.com/gpu.deploy."
+RESET_TIMEOUT_S = 120
+
+
+def _node_patch(node: Any) -> dict[str, Any] | None:
+    """What puts a node back as the fleet registered it and the operator labelled it."""
+    labels = node.metadata.labels or {}
+    annotations = node.metadata.annotations or {}
+    label_patch: dict[str, Any] = {k: None for k in SCENARIO_LABEL_KEYS if k in labels}
+    # a deploy label a scenario turned off comes back as the operator sets it ("true")
+    label_patch.update({k: None for k, v in labels.items()
+                        if k.startswith(DEPLOY_LABEL_PREFIX) and v not in ("true", "paused-for-mig-change")})
+    if labels.get("nvidia.com/mig.config", "all-disabled") != "all-disabled":
+        label_patch["nvidia.com/mig.config"] = "all-disabled"
+    patch: dict[str, Any] = {"metadata": {
+        "labels": label_patch,
+        "annotations": {k: None for k in annotations if k.startswith(SCENARIO_ANNOTATION_PREFIXES)},
+    }}
+    taints = [t for t in node.spec.taints or [] if t.key.startswith("node.kubernetes.io/") and t.key != "node.kubernetes.io/unschedulable"]
+    if node.spec.unschedulable or len(taints) != len(node.spec.taints or []):
+        patch["spec"] = {"unschedulable": None, "taints": [t.to_dict() for t in taints] or None}
+    return patch if any(patch["metadata"].values()) or "spec" in patch else None
 
 
 def reset_embedded(cluster: Cluster) -> None:
-    """Put the embedded cluster back to its freshly started state between scenarios."""
+    """Put the embedded cluster back to its freshly started state between scenarios: the chart's
+    ClusterPolicy, no scenario objects, every operand rolled out and every GPU node whole."""
+    from gpushare.cluster_bootstrap import settled_problems  # noqa: PLC0415
     from gpushare.simulator import clusterpolicy as cp  # noqa: PLC0415
+    from gpushare.simulator.operands import HASH_ANNOTATION, expected_hashes  # noqa: PLC0415
+    from gpushare.simulator.rest import Rest  # noqa: PLC0415
 
-    core = cluster.core
-    for ns in core.list_namespace(label_selector=TEST_NAMESPACE_LABEL).items:
-        core.delete_namespace(ns.metadata.name)
-    for cm in core.list_namespaced_config_map(cluster.operator_namespace).items:
-        if cm.metadata.name != "kube-root-ca.crt":
-            core.delete_namespaced_config_map(cm.metadata.name, cluster.operator_namespace)
+    core, ns = cluster.core, cluster.operator_namespace
+    for namespace in core.list_namespace(label_selector=TEST_NAMESPACE_LABEL).items:
+        core.delete_namespace(namespace.metadata.name)
+    for cm in core.list_namespaced_config_map(ns).items:
+        owned = any(o.kind == "ClusterPolicy" for o in cm.metadata.owner_references or [])
+        if cm.metadata.name != "kube-root-ca.crt" and not owned:
+            core.delete_namespaced_config_map(cm.metadata.name, ns)
     coordination = client.CoordinationV1Api(cluster.api)
-    for lease in coordination.list_namespaced_lease(cluster.operator_namespace).items:
-        coordination.delete_namespaced_lease(lease.metadata.name, cluster.operator_namespace)
+    for lease in coordination.list_namespaced_lease(ns).items:
+        coordination.delete_namespaced_lease(lease.metadata.name, ns)
     try:
         policy = cluster.custom.get_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY)
     except client.exceptions.ApiException as err:
@@ -154,36 +181,24 @@ def reset_embedded(cluster: Cluster) -> None:
             raise
         policy = cluster.custom.create_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.default_instance())
     if policy["spec"] != cp.default_instance()["spec"]:
-        before = cluster.plugin_hash()
         policy["spec"] = cp.default_instance()["spec"]
-        cluster.custom.replace_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY, policy)
-        # The operator re-renders the DaemonSet asynchronously: until it has, the old one looks rolled out.
-        wait_for(lambda: cluster.plugin_hash() != before, 30, "the operator to re-render the device-plugin DaemonSet")
+        policy = cluster.custom.replace_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY, policy)
     for node in core.list_node().items:
-        labels = node.metadata.labels or {}
-        annotations = node.metadata.annotations or {}
-        patch: dict[str, Any] = {"metadata": {
-            "labels": {k: None for k in SCENARIO_LABEL_KEYS if k in labels},
-            "annotations": {k: None for k in annotations if k.startswith(SCENARIO_ANNOTATION_PREFIX)},
-        }}
-        if labels.get("nvidia.com/mig.config", "all-disabled") != "all-disabled":
-            patch["metadata"]["labels"]["nvidia.com/mig.config"] = "all-disabled"
-        taints = [t for t in node.spec.taints or [] if t.key.startswith("node.kubernetes.io/") and t.key != "node.kubernetes.io/unschedulable"]
-        if node.spec.unschedulable or len(taints) != len(node.spec.taints or []):
-            patch["spec"] = {"unschedulable": None, "taints": [t.to_dict() for t in taints] or None}
-        if any(patch["metadata"].values()) or "spec" in patch:
+        patch = _node_patch(node)
+        if patch:
             core.patch_node(node.metadata.name, patch)
-    wait_for(lambda: not core.list_namespace(label_selector=TEST_NAMESPACE_LABEL).items, 60,
-             "scenario namespaces to be deleted")
-    cluster.wait_plugin_rolled_out()
+    wanted = expected_hashes(policy, ns)
+    rest = Rest(cluster.api)
 
-    def whole_cards() -> bool:
-        for node in core.list_node(label_selector="nvidia.com/gpu.present=true").items:
-            labels = node.metadata.labels
-            if labels.get("nvidia.com/gpu.replicas") != "1" or labels.get("nvidia.com/mig.config.state", "success") != "success":
-                return False
-            if "nvidia.com/gpu.shared" in (node.status.allocatable or {}):
-                return False
-        return True
+    def reset() -> bool:
+        if core.list_namespace(label_selector=TEST_NAMESPACE_LABEL).items:
+            return False
+        daemonsets = {d.metadata.name: (d.metadata.annotations or {}).get(HASH_ANNOTATION)
+                      for d in cluster.apps.list_namespaced_daemon_set(ns).items}
+        # the operator re-renders asynchronously: until it has, the old DaemonSets look rolled out
+        return daemonsets == wanted and not settled_problems(rest, ns)
 
-    wait_for(whole_cards, 60, "every GPU node to advertise whole cards again")
+    try:
+        wait_for(reset, RESET_TIMEOUT_S, "the embedded cluster to be reset", interval_s=0.2)
+    except TimeoutError as err:
+        raise TimeoutError(f"{err}; still waiting for: {settled_problems(rest, ns)}") from None

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gpushare.fleet import HARDWARE_ANNOTATION, FleetError, load_fleet, parse_fleet
+from gpushare.fleet import HARDWARE_ANNOTATION, NFD_NVIDIA_LABEL, FleetError, load_fleet, parse_fleet
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -22,22 +22,20 @@ def test_default_fleet_matches_the_runbook_trial_setup() -> None:
     assert [n.name for n in fleet.gpu_nodes] == ["gpu-node", "gpu-node-2", "gpu-node-mig"]
 
 
-def test_gpu_node_manifest_shows_a_node_before_any_sharing() -> None:
+def test_gpu_node_registers_as_a_kubelet_would_before_the_gpu_operator_runs() -> None:
+    # GPU resources and nvidia.com/* labels come from the device plugin and GFD; NFD has seen the card
     manifest = load_fleet().node("gpu-node-2").manifest()
     labels = manifest["metadata"]["labels"]
-    assert labels["nvidia.com/gpu.present"] == "true"
-    assert labels["nvidia.com/gpu.count"] == "8"
-    assert labels["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"
-    assert labels["nvidia.com/gpu.memory"] == "81559"
-    assert manifest["status"]["capacity"]["nvidia.com/gpu"] == "8"
-    assert manifest["status"]["allocatable"]["nvidia.com/gpu"] == "8"
+    assert labels[NFD_NVIDIA_LABEL] == "true"
+    assert not any(k.startswith("nvidia.com/") for k in labels)
+    assert "nvidia.com/gpu" not in manifest["status"]["capacity"]
     assert json.loads(manifest["metadata"]["annotations"][HARDWARE_ANNOTATION]) == {
         "count": 8, "product": "NVIDIA-H100-80GB-HBM3"}
 
 
 def test_cpu_node_has_no_gpu_labels_or_resources() -> None:
     manifest = load_fleet().node("cpu-node").manifest()
-    assert not any(k.startswith("nvidia.com/") for k in manifest["metadata"]["labels"])
+    assert not any(k.startswith("nvidia.com/") or k == NFD_NVIDIA_LABEL for k in manifest["metadata"]["labels"])
     assert "nvidia.com/gpu" not in manifest["status"]["capacity"]
     assert HARDWARE_ANNOTATION not in manifest["metadata"]["annotations"]
 

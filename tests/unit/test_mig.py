@@ -1,12 +1,20 @@
-"""mig-parted configs on the simulated products (NVIDIA MIG user guide profile tables,
-mig-parted's default `all-*` configs); contract section "MIG"."""
+"""mig-parted's side of the MIG manager: the operator's default config (generated from the catalog,
+shaped like assets/state-mig-manager/0400_configmap.yaml), parsing as api/spec/v1/spec.go does,
+and applying a config to a node's GPUs (cmd/nvidia-mig-parted/apply); contract section "MIG"."""
 
 from __future__ import annotations
 
 import pytest
+import yaml
 
-from gpushare.gpu_catalog import product
-from gpushare.simulator.mig import MigConfigError, devices, layout
+from gpushare.gpu_catalog import COMPUTE_SLICES, MEMORY_SLICES, PRODUCTS, product
+from gpushare.simulator.mig import DISABLED, MigConfigError, apply, default_config, devices, mode_change, parse_configs, select
+
+CONFIGS = parse_configs(default_config(PRODUCTS.values()))
+
+
+def applied(product_name: str, config: str, gpus: int = 4) -> list:
+    return apply(product(product_name), [None] * gpus, select(CONFIGS, config))
 
 
 @pytest.mark.parametrize(
@@ -17,62 +25,85 @@ from gpushare.simulator.mig import MigConfigError, devices, layout
         pytest.param("NVIDIA-H100-80GB-HBM3", "all-3g.40gb", {"3g.40gb": 2}, id="h100-all-3g.40gb-2"),
         pytest.param("NVIDIA-H100-80GB-HBM3", "all-7g.80gb", {"7g.80gb": 1}, id="h100-all-7g.80gb-1"),
         pytest.param("NVIDIA-A100-SXM4-40GB", "all-1g.5gb", {"1g.5gb": 7}, id="a100-40gb-all-1g.5gb-7"),
+        # the same name, another count per product: a device-filter entry each (as upstream's all-1g.10gb)
+        pytest.param("NVIDIA-A100-SXM4-40GB", "all-1g.10gb", {"1g.10gb": 4}, id="a100-40gb-all-1g.10gb-4"),
+        pytest.param("NVIDIA-A100-SXM4-80GB", "all-1g.10gb", {"1g.10gb": 7}, id="a100-80gb-all-1g.10gb-7"),
         pytest.param("NVIDIA-A100-SXM4-40GB", "all-2g.10gb", {"2g.10gb": 3}, id="a100-40gb-all-2g.10gb-3"),
         pytest.param("NVIDIA-A100-SXM4-40GB", "all-7g.40gb", {"7g.40gb": 1}, id="a100-40gb-all-7g.40gb-1"),
-        pytest.param("NVIDIA-A100-SXM4-80GB", "all-1g.10gb", {"1g.10gb": 7}, id="a100-80gb-all-1g.10gb-7"),
-        # mig-parted's all-balanced
-        pytest.param(
-            "NVIDIA-H100-80GB-HBM3", "all-balanced", {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}, id="h100-all-balanced"
-        ),
-        pytest.param(
-            "NVIDIA-A100-SXM4-40GB",
-            "all-balanced",
-            {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1},
-            id="a100-40gb-all-balanced",
-        ),
-        # MIG mode on, no instances
-        pytest.param("NVIDIA-A100-SXM4-40GB", "all-enabled", {}, id="all-enabled-no-devices"),
+        pytest.param("NVIDIA-H100-80GB-HBM3", "all-balanced", {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}, id="h100-balanced"),
+        pytest.param("NVIDIA-A100-SXM4-40GB", "all-balanced", {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}, id="a100-balanced"),
     ],
 )
-def test_profile_tables(product_name: str, config: str, per_gpu: dict[str, int]) -> None:
-    gpus = 4
-    mig_layout = layout(product(product_name), config, gpus)
-    assert mig_layout is not None and len(mig_layout) == gpus
-    assert all(devices([gpu]) == per_gpu for gpu in mig_layout)
-    assert devices(mig_layout) == {name: count * gpus for name, count in per_gpu.items()}
+def test_default_config_profiles(product_name: str, config: str, per_gpu: dict[str, int]) -> None:
+    layout = applied(product_name, config)
+    assert len(layout) == 4 and all(devices([gpu]) == per_gpu for gpu in layout)
+    assert devices(layout) == {name: count * 4 for name, count in per_gpu.items()}
 
 
-def test_balanced_layout_fits_the_seven_compute_slices() -> None:
-    for name in ("NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-40GB", "NVIDIA-A100-SXM4-80GB"):
-        gpu = product(name)
-        slices = sum(gpu.mig_profiles[p].compute_slices * n for p, n in gpu.mig_balanced.items())
-        assert slices <= 7, name
+def test_profile_tables_fit_one_gpu() -> None:
+    for gpu in PRODUCTS.values():
+        for profile in gpu.mig_profiles.values():
+            assert profile.compute_slices * profile.max_per_gpu <= COMPUTE_SLICES, profile
+            assert profile.memory_slices * profile.max_per_gpu <= MEMORY_SLICES, profile
 
 
-@pytest.mark.parametrize("product_name", ["NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-40GB", "NVIDIA-L4", "Tesla-T4"])
-def test_all_disabled_means_whole_cards_on_any_product(product_name: str) -> None:
-    assert layout(product(product_name), "all-disabled", 2) is None
+def test_all_disabled_and_all_enabled() -> None:
+    assert applied("NVIDIA-A100-SXM4-40GB", DISABLED) == [None] * 4
+    assert applied("NVIDIA-A100-SXM4-40GB", "all-enabled") == [[]] * 4  # MIG mode on, no devices
+
+
+def test_non_mig_capable_gpus_are_skipped_by_all_device_entries() -> None:
+    # apply: "Skipping -- non MIG-capable GPU" for `devices: all`
+    assert applied("NVIDIA-L4", "all-1g.10gb", 2) == [None, None]
 
 
 @pytest.mark.parametrize(
     ("product_name", "config", "message"),
     [
-        # the A100-40GB has no 80gb (or 10gb-per-slice) instances
-        pytest.param(
-            "NVIDIA-A100-SXM4-40GB",
-            "all-7g.80gb",
-            "does not fit NVIDIA-A100-SXM4-40GB",
-            id="a100-40gb-7g.80gb-unfitting",
-        ),
-        pytest.param("NVIDIA-A100-SXM4-40GB", "all-1g.20gb", "does not fit", id="a100-40gb-1g.20gb-unfitting"),
-        pytest.param("NVIDIA-H100-80GB-HBM3", "all-1g.5gb", "does not fit", id="h100-1g.5gb-unfitting"),
-        pytest.param("NVIDIA-A100-SXM4-40GB", "all-2g.99gb", "does not fit", id="unknown-profile"),
-        pytest.param("NVIDIA-A100-SXM4-40GB", "custom-layout", "does not exist", id="unknown-config-name"),
-        # not MIG capable: only all-disabled applies
-        pytest.param("NVIDIA-L4", "all-1g.10gb", "does not support MIG", id="l4-not-mig-capable"),
-        pytest.param("Tesla-T4", "all-balanced", "does not support MIG", id="t4-not-mig-capable"),
+        # no 80gb instance on a 40GB card: the config exists, applying it fails
+        pytest.param("NVIDIA-A100-SXM4-40GB", "all-7g.80gb", "not supported on NVIDIA-A100-SXM4-40GB", id="a100-7g.80gb"),
+        pytest.param("NVIDIA-H100-80GB-HBM3", "all-1g.5gb", "not supported", id="h100-1g.5gb"),
     ],
 )
-def test_configs_mig_parted_refuses(product_name: str, config: str, message: str) -> None:
+def test_configs_that_do_not_apply(product_name: str, config: str, message: str) -> None:
     with pytest.raises(MigConfigError, match=message):
-        layout(product(product_name), config, 4)
+        applied(product_name, config)
+
+
+def test_unknown_config_is_refused_by_select() -> None:
+    with pytest.raises(MigConfigError, match="selected mig-config not present: custom-layout"):
+        select(CONFIGS, "custom-layout")
+
+
+def test_custom_config_per_device_index_and_overcommit() -> None:
+    text = yaml.safe_dump({"version": "v1", "mig-configs": {
+        "split": [{"devices": [0, 1], "mig-enabled": True, "mig-devices": {"1g.5gb": 7}},
+                  {"devices": [2, 3], "mig-enabled": True, "mig-devices": {"3g.20gb": 2}}],
+        "too-big": [{"devices": "all", "mig-enabled": True, "mig-devices": {"3g.20gb": 2, "1g.5gb": 1}}],
+    }})
+    configs = parse_configs(text)
+    a100 = product("NVIDIA-A100-SXM4-40GB")
+    assert apply(a100, [None] * 4, select(configs, "split")) == [["1g.5gb"] * 7] * 2 + [["3g.20gb"] * 2] * 2
+    with pytest.raises(MigConfigError, match="does not fit"):
+        apply(a100, [None] * 4, select(configs, "too-big"))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param("version: v2\nmig-configs: {a: [{devices: all, mig-enabled: false}]}", "unknown version", id="version"),
+        pytest.param("version: v1\nmig-configs: {a: [{devices: all}]}", "missing required field: mig-enabled", id="no-mig-enabled"),
+        pytest.param("version: v1\nmig-configs: {a: [{devices: all, mig-enabled: true}]}", "'mig-devices' when 'mig-enabled' is true",
+                     id="enabled-without-devices"),
+        pytest.param("version: v1\nmig-configs: {a: [{devices: some, mig-enabled: false}]}", "invalid input for 'devices'", id="devices"),
+        pytest.param("version: v1\nmig-configs: {}", "at least one entry", id="empty"),
+    ],
+)
+def test_config_file_errors(text: str, message: str) -> None:
+    with pytest.raises(MigConfigError, match=message):
+        parse_configs(text)
+
+
+def test_mode_change() -> None:
+    assert mode_change([None, None], [["1g.5gb"], None])
+    assert not mode_change([["1g.5gb"], None], [["2g.10gb"], None])  # only the devices change

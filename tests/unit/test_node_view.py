@@ -1,154 +1,131 @@
-"""What a GPU node advertises for a hardware, a loaded config and a MIG layout.
-
-Cases trace to the contract's "What a node shows once the plugin has loaded a config" and "MIG"."""
+"""What a GPU node advertises (device plugin) and how GFD labels it, for a hardware, a loaded config
+and a MIG layout. Cases trace to the contract's "What a node shows once the plugin has loaded a
+config" and "MIG", and to k8s-device-plugin internal/rm/device_map.go and internal/lm."""
 
 from __future__ import annotations
 
 import pytest
 
-from gpushare.device_plugin_config import NO_SHARING, ConfigError, PluginConfig, Sharing
+from gpushare.device_plugin_config import NO_SHARING, ConfigError, PluginConfig, parse
 from gpushare.gpu_catalog import product
-from gpushare.simulator.mig import layout
-from gpushare.simulator.node_view import GPU, SHARED, compute
+from gpushare.simulator.node_view import GPU, SHARED, TIMESTAMP, gfd_labels, gfd_owns, plugin_resources
 
 H100 = product("NVIDIA-H100-80GB-HBM3")
 A100 = product("NVIDIA-A100-SXM4-40GB")
+WHOLE = [None]
+ALL_1G5 = [["1g.5gb"] * 7 for _ in range(4)]
+BALANCED = [["1g.5gb", "1g.5gb", "2g.10gb", "3g.20gb"] for _ in range(4)]
 
 
-def shared(replicas: int, renamed: bool, strategy: str = "time-slicing") -> PluginConfig:
-    return PluginConfig("none", Sharing(strategy, rename_by_default=renamed, replicas=replicas))
+def shared(replicas: int, renamed: bool, mechanism: str = "timeSlicing") -> PluginConfig:
+    return parse(f"""
+version: v1
+sharing:
+  {mechanism}:
+    renameByDefault: {str(renamed).lower()}
+    resources:
+    - name: nvidia.com/gpu
+      replicas: {replicas}
+""")
 
 
 @pytest.mark.parametrize(
     ("gpus", "config", "resources", "labels"),
     [
-        # no sharing: whole cards, replicas "1", strategy none
-        pytest.param(
-            8,
-            NO_SHARING,
-            {GPU: 8},
-            {
-                "nvidia.com/gpu.replicas": "1",
-                "nvidia.com/gpu.sharing-strategy": "none",
-                "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
-            },
-            id="whole-cards",
-        ),
-        # "renameByDefault: true -> nvidia.com/gpu.shared: NxR and nvidia.com/gpu: 0"; no -SHARED suffix
-        pytest.param(
-            1,
-            shared(4, renamed=True),
-            {GPU: 0, SHARED: 4},
-            {
-                "nvidia.com/gpu.replicas": "4",
-                "nvidia.com/gpu.sharing-strategy": "time-slicing",
-                "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
-            },
-            id="renamed-1x4",
-        ),
-        pytest.param(
-            8,
-            shared(4, renamed=True),
-            {GPU: 0, SHARED: 32},
-            {"nvidia.com/gpu.replicas": "4", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
-            id="renamed-8x4",
-        ),
+        pytest.param(8, NO_SHARING, {GPU: 8}, {"nvidia.com/gpu.replicas": "1", "nvidia.com/gpu.sharing-strategy": "none",
+                                               "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}, id="whole-cards"),
+        # "renameByDefault: true -> nvidia.com/gpu.shared: NxR" (nvidia.com/gpu is no longer registered)
+        pytest.param(1, shared(4, renamed=True), {SHARED: 4}, {"nvidia.com/gpu.replicas": "4",
+                     "nvidia.com/gpu.sharing-strategy": "time-slicing", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+                     id="renamed-1x4"),
+        pytest.param(8, shared(4, renamed=True), {SHARED: 32}, {"nvidia.com/gpu.replicas": "4"}, id="renamed-8x4"),
         # "renameByDefault: false -> nvidia.com/gpu: NxR"; "-SHARED only when shared AND not renamed"
-        pytest.param(
-            8,
-            shared(2, renamed=False),
-            {GPU: 16},
-            {
-                "nvidia.com/gpu.replicas": "2",
-                "nvidia.com/gpu.sharing-strategy": "time-slicing",
-                "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-SHARED",
-            },
-            id="not-renamed-8x2",
-        ),
-        # "sharing-strategy = none | time-slicing | mps"
-        pytest.param(
-            2,
-            shared(3, renamed=False, strategy="mps"),
-            {GPU: 6},
-            {"nvidia.com/gpu.sharing-strategy": "mps", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-SHARED"},
-            id="mps-not-renamed",
-        ),
+        pytest.param(8, shared(2, renamed=False), {GPU: 16}, {"nvidia.com/gpu.replicas": "2",
+                     "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-SHARED"}, id="not-renamed-8x2"),
+        pytest.param(2, shared(3, renamed=False, mechanism="mps"), {GPU: 6}, {"nvidia.com/gpu.sharing-strategy": "mps",
+                     "nvidia.com/mps.capable": "true"}, id="mps"),
     ],
 )
-def test_time_slicing_arithmetic(
-    gpus: int, config: PluginConfig, resources: dict[str, int], labels: dict[str, str]
-) -> None:
-    view = compute(H100, gpus, config, "single", None)
-    assert view.resources == resources
-    assert labels.items() <= view.labels.items()
-    # "`nvidia.com/gpu.count` = physical GPUs" whatever the sharing
-    assert view.labels["nvidia.com/gpu.count"] == str(gpus)
-    assert view.labels["nvidia.com/gpu.memory"] == str(H100.memory_mib)
+def test_time_slicing_arithmetic(gpus: int, config: PluginConfig, resources: dict[str, int], labels: dict[str, str]) -> None:
+    layout = [None] * gpus
+    assert plugin_resources(config, "single", layout) == resources
+    gfd = gfd_labels(H100, config, "single", layout, 1700000000)
+    assert labels.items() <= gfd.items()
+    assert gfd["nvidia.com/gpu.count"] == str(gpus)  # physical GPUs whatever the sharing
+    assert gfd["nvidia.com/gpu.memory"] == str(H100.memory_mib)
+    assert gfd[TIMESTAMP] == "1700000000"
 
 
 @pytest.mark.parametrize(("strategy", "label"), [("single", "single"), ("mixed", "mixed"), ("none", None)])
 def test_mig_strategy_label_on_every_gpu_node(strategy: str, label: str | None) -> None:
     # GFD adds nvidia.com/mig.strategy whenever the strategy is not `none`, on MIG-less cards too
-    assert compute(H100, 8, NO_SHARING, strategy, None).labels.get("nvidia.com/mig.strategy") == label
+    assert gfd_labels(H100, NO_SHARING, strategy, [None] * 8, 0).get("nvidia.com/mig.strategy") == label
+
+
+def test_mig_capable_label_comes_from_the_product() -> None:
+    assert gfd_labels(A100, NO_SHARING, "single", [None] * 4, 0)["nvidia.com/mig.capable"] == "true"
+    assert gfd_labels(product("NVIDIA-L4"), NO_SHARING, "single", [None], 0)["nvidia.com/mig.capable"] == "false"
 
 
 @pytest.mark.parametrize(
     ("config", "resources", "product_label"),
     [
-        # "single -> resource nvidia.com/gpu, product label with -MIG-<profile>"; gpu.count = MIG devices
+        # "single -> resource nvidia.com/gpu (one per instance), product label with -MIG-<profile>"
         pytest.param(NO_SHARING, {GPU: 28}, "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", id="single"),
-        # time-slicing applies to the MIG devices advertised as nvidia.com/gpu
-        pytest.param(
-            shared(2, renamed=True),
-            {GPU: 0, SHARED: 56},
-            "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb",
-            id="single-shared-renamed",
-        ),
-        # "-SHARED only when shared AND not renamed", after the MIG profile (GFD's productLabel)
-        pytest.param(
-            shared(2, renamed=False),
-            {GPU: 56},
-            "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb-SHARED",
-            id="single-shared-not-renamed",
-        ),
+        pytest.param(shared(2, renamed=True), {SHARED: 56}, "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", id="single-shared-renamed"),
+        pytest.param(shared(2, renamed=False), {GPU: 56}, "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb-SHARED",
+                     id="single-shared-not-renamed"),
     ],
 )
 def test_mig_single(config: PluginConfig, resources: dict[str, int], product_label: str) -> None:
-    view = compute(A100, 4, config, "single", layout(A100, "all-1g.5gb", 4))
-    assert view.resources == resources
-    assert view.labels["nvidia.com/gpu.product"] == product_label
-    assert view.labels["nvidia.com/gpu.count"] == "28"
-    assert view.labels["nvidia.com/gpu.memory"] == str(A100.mig_profiles["1g.5gb"].memory_mib)
-    assert view.labels["nvidia.com/mig.strategy"] == "single"
+    assert plugin_resources(config, "single", ALL_1G5) == resources
+    labels = gfd_labels(A100, config, "single", ALL_1G5, 0)
+    assert labels["nvidia.com/gpu.product"] == product_label
+    assert labels["nvidia.com/gpu.count"] == "28"
+    assert labels["nvidia.com/gpu.memory"] == str(A100.mig_profiles["1g.5gb"].memory_mib)
+    assert labels["nvidia.com/mig.strategy"] == "single"
 
 
 @pytest.mark.parametrize("config", [NO_SHARING, shared(4, renamed=False)], ids=["no-sharing", "gpu-sharing-config"])
 def test_mig_mixed_advertises_one_resource_and_count_label_per_profile(config: PluginConfig) -> None:
     # "mixed -> resources nvidia.com/mig-1g.10gb etc. with labels nvidia.com/mig-1g.10gb.count"
-    view = compute(A100, 4, config, "mixed", layout(A100, "all-balanced", 4))
-    assert view.resources == {
-        GPU: 0,
-        "nvidia.com/mig-1g.5gb": 8,
-        "nvidia.com/mig-2g.10gb": 4,
-        "nvidia.com/mig-3g.20gb": 4,
-    }
-    assert {k: v for k, v in view.labels.items() if k.endswith(".count")} == {
-        "nvidia.com/gpu.count": "4",  # physical cards
-        "nvidia.com/mig-1g.5gb.count": "8",
-        "nvidia.com/mig-2g.10gb.count": "4",
-        "nvidia.com/mig-3g.20gb.count": "4",
-    }
-    # GFD labels MIG-enabled cards without sharing: replicas 0, no -SHARED suffix
-    assert view.labels["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB"
-    assert view.labels["nvidia.com/gpu.replicas"] == "0"
-    assert view.labels["nvidia.com/mig.strategy"] == "mixed"
-    assert all(view.owns(label) for label in view.labels)
+    assert plugin_resources(config, "mixed", BALANCED) == {
+        "nvidia.com/mig-1g.5gb": 8, "nvidia.com/mig-2g.10gb": 4, "nvidia.com/mig-3g.20gb": 4}
+    labels = gfd_labels(A100, config, "mixed", BALANCED, 0)
+    assert {k: v for k, v in labels.items() if k.endswith(".count")} == {
+        "nvidia.com/gpu.count": "4",  # the MIG-enabled cards
+        "nvidia.com/mig-1g.5gb.count": "8", "nvidia.com/mig-2g.10gb.count": "4", "nvidia.com/mig-3g.20gb.count": "4"}
+    # "sharing-strategy label `none` under mixed": MIG-enabled cards are labelled without sharing
+    assert labels["nvidia.com/gpu.sharing-strategy"] == "none"
+    assert labels["nvidia.com/gpu.replicas"] == "0"
+    assert labels["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB"
+    assert labels["nvidia.com/mig-3g.20gb.product"] == "NVIDIA-A100-SXM4-40GB-MIG-3g.20gb"
+    assert all(gfd_owns(label) for label in labels)
 
 
-def test_mig_single_with_mixed_profiles_is_a_plugin_error() -> None:
-    # the plugin's single strategy requires one MIG device type on the node
-    with pytest.raises(ConfigError, match="more than one MIG device type present on node"):
-        compute(A100, 4, NO_SHARING, "single", layout(A100, "all-balanced", 4))
+@pytest.mark.parametrize(
+    ("layout", "problem"),
+    [
+        pytest.param(BALANCED, "more than one MIG device type present on node", id="mixed-geometry"),
+        pytest.param([[], [], ["1g.5gb"], ["1g.5gb"]], "has no MIG devices configured", id="enabled-but-empty"),
+        pytest.param([None, ["1g.5gb"] * 7, None, None], "the same migEnabled value", id="some-cards-whole"),
+    ],
+)
+def test_invalid_layout_under_single_labels_mig_invalid_and_stops_the_plugin(layout: list, problem: str) -> None:
+    # GFD: newInvalidMigStrategyLabeler (no exception); the plugin: refuses to build its device map
+    labels = gfd_labels(A100, NO_SHARING, "single", layout, 0)
+    assert labels["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB-MIG-INVALID"
+    assert (labels["nvidia.com/gpu.count"], labels["nvidia.com/gpu.replicas"], labels["nvidia.com/gpu.memory"]) == ("0", "0", "0")
+    with pytest.raises(ConfigError, match=problem):
+        plugin_resources(NO_SHARING, "single", layout)
+
+
+def test_strategy_none_ignores_mig() -> None:
+    # the plugin's own default (no MIG_STRATEGY): MIG-enabled cards still count as whole GPUs
+    assert plugin_resources(NO_SHARING, "none", ALL_1G5) == {GPU: 4}
+    labels = gfd_labels(A100, NO_SHARING, "none", ALL_1G5, 0)
+    assert "nvidia.com/mig.strategy" not in labels
+    assert labels["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB"
 
 
 @pytest.mark.parametrize(
@@ -156,11 +133,13 @@ def test_mig_single_with_mixed_profiles_is_a_plugin_error() -> None:
     [
         pytest.param("nvidia.com/gpu.replicas", True, id="gfd-label"),
         pytest.param("nvidia.com/mig-1g.5gb.count", True, id="mig-count-label"),
+        pytest.param(TIMESTAMP, True, id="timestamp"),
         pytest.param("nvidia.com/gpu.present", False, id="operator-trigger-label"),
+        pytest.param("nvidia.com/gpu.deploy.device-plugin", False, id="operator-deploy-label"),
         pytest.param("nvidia.com/mig.config", False, id="mig-manager-input"),
         pytest.param("nvidia.com/device-plugin.config", False, id="per-node-config-label"),
     ],
 )
-def test_view_owns_only_gfd_labels(label: str, owned: bool) -> None:
-    # labels the view owns are removed from the node when a new view lacks them; the rest are the user's or operator's
-    assert compute(H100, 1, NO_SHARING, "single", None).owns(label) is owned
+def test_gfd_owns_only_its_labels(label: str, owned: bool) -> None:
+    # labels GFD owns are removed when it no longer produces them; the rest are the user's or operator's
+    assert gfd_owns(label) is owned

@@ -104,3 +104,15 @@ def test_one_worker_per_key_under_contention() -> None:
         worker.join(timeout=5)
     assert overlaps == []
     assert all(last_run_start[key] > last_add[key] for key in keys), (last_add, last_run_start)
+
+
+def test_add_after_hands_the_key_out_once_the_delay_has_passed() -> None:
+    queue = WorkQueue()
+    queue.add_after("node/a", 0.3)
+    queue.add_after("node/b", 0.0)
+    assert queue.get() == "node/b"
+    queue.done("node/b")
+    assert queue.idle(), "node/a is not due yet"
+    wait_for(lambda: not queue.idle(), 5, "node/a to be released")
+    assert queue.get() == "node/a"
+    queue.close()

@@ -1,24 +1,23 @@
-"""The GPU Operator's objects: the ClusterPolicy CRD and instance, and the device-plugin DaemonSet
-rendered from the ClusterPolicy (re-applied only when the rendered spec's hash changes)."""
+"""The ClusterPolicy: its CRD (the fields the simulator reads, the rest preserved) and the instance
+the gpu-operator chart creates (deployments/gpu-operator/values.yaml rendered through
+templates/clusterpolicy.yaml, v26.7.0), with accessors that apply the operator's defaults
+(api/nvidia/v1/clusterpolicy_types.go: `IsEnabled` of each component)."""
 
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
 from typing import Any
 
 GROUP, VERSION, PLURAL = "nvidia.com", "v1", "clusterpolicies"
 CLUSTER_POLICY = "cluster-policy"
-DAEMONSET = "nvidia-device-plugin-daemonset"
-APP_LABEL = {"app": DAEMONSET}
-HASH_ANNOTATION = "nvidia.com/last-applied-hash"
+CHART_VERSION = "v26.7.0"
 CONFIG_LABEL = "nvidia.com/device-plugin.config"
-PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.18.1"
-DEPLOY_COMPONENTS = (
-    "driver", "gpu-feature-discovery", "container-toolkit", "device-plugin",
-    "dcgm", "dcgm-exporter", "node-status-exporter", "operator-validator",
-)
+
+# component key -> enabled when the ClusterPolicy does not say (IsEnabled in clusterpolicy_types.go)
+ENABLED_BY_DEFAULT = {
+    "driver": True, "toolkit": True, "devicePlugin": True, "dcgm": True, "dcgmExporter": True, "gfd": True,
+    "migManager": True, "nodeStatusExporter": False,
+}
 
 
 def crd() -> dict[str, Any]:
@@ -29,12 +28,20 @@ def crd() -> dict[str, Any]:
         return schema
 
     string = {"type": "string"}
+    boolean = {"type": "boolean"}
     spec = obj({
-        "devicePlugin": obj({"enabled": {"type": "boolean"}, "config": obj({"name": string, "default": string})}),
-        "mig": obj({"strategy": {"type": "string", "enum": ["single", "mixed"]}}),
-        "migManager": obj({"enabled": {"type": "boolean"}}),
-        "daemonsets": obj({"tolerations": {"type": "array", "items": obj()},
-                           "rollingUpdate": obj({"maxUnavailable": {"type": "string"}})}),
+        "devicePlugin": obj({"enabled": boolean, "config": obj({"name": string, "default": string})}),
+        "mig": obj({"strategy": {"type": "string", "enum": ["none", "single", "mixed"]}}),
+        "migManager": obj({"enabled": boolean, "config": obj({"name": string, "default": {**string, "default": "all-disabled"}})}),
+        "daemonsets": obj({
+            "tolerations": {"type": "array", "items": obj()},
+            "priorityClassName": string,
+            "updateStrategy": {"type": "string", "enum": ["RollingUpdate", "OnDelete"], "default": "RollingUpdate"},
+            "rollingUpdate": obj({"maxUnavailable": string}),
+        }),
+        "driver": obj({"enabled": boolean, "upgradePolicy": obj({
+            "autoUpgrade": boolean, "maxParallelUpgrades": {"type": "integer", "minimum": 0},
+            "maxUnavailable": {"x-kubernetes-int-or-string": True}})}),
     })
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
@@ -54,86 +61,118 @@ def crd() -> dict[str, Any]:
     }
 
 
+def _image(repository: str, image: str, version: str) -> dict[str, str]:
+    return {"repository": repository, "image": image, "version": version, "imagePullPolicy": "IfNotPresent"}
+
+
+_DEFAULT_SPEC: dict[str, Any] = {
+    "hostPaths": {"rootFS": "/", "driverInstallDir": "/run/nvidia/driver"},
+    "operator": {"runtimeClass": "nvidia"},
+    "daemonsets": {
+        "labels": {"helm.sh/chart": f"gpu-operator-{CHART_VERSION}", "app.kubernetes.io/managed-by": "gpu-operator"},
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "priorityClassName": "system-node-critical",
+        "updateStrategy": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": "1"},
+    },
+    "validator": {**_image("nvcr.io/nvidia", "gpu-operator", CHART_VERSION), "plugin": {"env": []}},
+    "mig": {"strategy": "single"},
+    "psa": {"enabled": False},
+    "cdi": {"enabled": True},
+    "driver": {
+        "enabled": True, "useNvidiaDriverCRD": False, "kernelModuleType": "auto", "usePrecompiled": False,
+        **_image("nvcr.io/nvidia", "driver", "595.91.07"),
+        "startupProbe": {"initialDelaySeconds": 60, "periodSeconds": 10, "timeoutSeconds": 60, "failureThreshold": 120},
+        "rdma": {"enabled": False, "useHostMofed": False},
+        "manager": _image("nvcr.io/nvidia/cloud-native", "k8s-driver-manager", "v0.12.0"),
+        "repoConfig": {"configMapName": ""},
+        "certConfig": {"name": ""},
+        "licensingConfig": {"secretName": "", "nlsEnabled": True},
+        "virtualTopology": {"config": ""},
+        "kernelModuleConfig": {"name": ""},
+        "upgradePolicy": {
+            "autoUpgrade": True,
+            "maxParallelUpgrades": 1,
+            "maxUnavailable": "25%",
+            "waitForCompletion": {"timeoutSeconds": 0},
+            "podDeletion": {"force": False, "timeoutSeconds": 300, "deleteEmptyDir": False},
+            "drain": {"enable": False, "force": False, "timeoutSeconds": 300, "deleteEmptyDir": False},
+        },
+    },
+    "vgpuManager": {"enabled": False, "image": "vgpu-manager", "version": "", "imagePullPolicy": "IfNotPresent"},
+    "kataManager": {"enabled": False},
+    "vfioManager": {"enabled": True, **_image("nvcr.io/nvidia/cloud-native", "k8s-driver-manager", "v0.12.0")},
+    "vgpuDeviceManager": {"enabled": True, **_image("nvcr.io/nvidia/cloud-native", "vgpu-device-manager", "v0.5.0"),
+                          "config": {"name": "", "default": "default"}},
+    "ccManager": {"enabled": True, "defaultMode": "on", **_image("nvcr.io/nvidia/cloud-native", "k8s-cc-manager", "v0.4.3")},
+    "toolkit": {"enabled": True, **_image("nvcr.io/nvidia/k8s", "container-toolkit", "v1.20.0"),
+                "installDir": "/usr/local/nvidia"},
+    "devicePlugin": {"enabled": True, **_image("nvcr.io/nvidia", "k8s-device-plugin", "v0.20.0"),
+                     "mps": {"root": "/run/nvidia/mps"}},
+    "dcgm": {"enabled": False, **_image("nvcr.io/nvidia/cloud-native", "dcgm", "4.6.0-1-ubuntu24.04")},
+    "dcgmExporter": {
+        "enabled": True, **_image("nvcr.io/nvidia/k8s", "dcgm-exporter", "4.6.0-4.8.3-distroless"),
+        "serviceMonitor": {"enabled": True, "interval": "15s", "scrapeTimeout": "10s", "honorLabels": False,
+                           "additionalLabels": {}, "relabelings": []},
+        "service": {"internalTrafficPolicy": "Cluster"},
+    },
+    "gfd": {"enabled": True, **_image("nvcr.io/nvidia", "k8s-device-plugin", "v0.20.0")},
+    "migManager": {"enabled": True, **_image("nvcr.io/nvidia/cloud-native", "k8s-mig-manager", "v0.15.0"),
+                   "config": {"default": "all-disabled"}, "gpuClientsConfig": {"name": ""}},
+    "nodeStatusExporter": {"enabled": False, **_image("nvcr.io/nvidia", "gpu-operator", CHART_VERSION)},
+    "gds": {"enabled": False, **_image("nvcr.io/nvidia/cloud-native", "nvidia-fs", "2.29.4")},
+    "gdrcopy": {"enabled": False, **_image("nvcr.io/nvidia/cloud-native", "gdrdrv", "v2.6")},
+    "sandboxWorkloads": {"enabled": False, "defaultWorkload": "container", "mode": "kubevirt"},
+    "sandboxDevicePlugin": {"enabled": True, **_image("nvcr.io/nvidia", "kubevirt-gpu-device-plugin", "v1.6.0")},
+    "kataSandboxDevicePlugin": {"enabled": True,
+                                **_image("nvcr.io/nvidia/cloud-native", "nvidia-sandbox-device-plugin", "v0.0.5")},
+}
+
+
 def default_instance() -> dict[str, Any]:
-    """The instance as the gpu-operator chart creates it (no device-plugin config, MIG single)."""
+    """The `cluster-policy` instance as the chart creates it with its default values."""
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "ClusterPolicy",
-        "metadata": {"name": CLUSTER_POLICY},
-        "spec": {
-            "operator": {"defaultRuntime": "containerd"},
-            "daemonsets": {"updateStrategy": "RollingUpdate", "tolerations": [
-                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]},
-            "driver": {"enabled": True},
-            "toolkit": {"enabled": True},
-            "devicePlugin": {"enabled": True, "config": {"name": "", "default": ""}},
-            "gfd": {"enabled": True},
-            "dcgmExporter": {"enabled": True},
-            "mig": {"strategy": "single"},
-            "migManager": {"enabled": True, "config": {"name": "default-mig-parted-config", "default": "all-disabled"}},
-        },
+        "metadata": {"name": CLUSTER_POLICY, "labels": {"app.kubernetes.io/component": "gpu-operator"}},
+        "spec": copy.deepcopy(_DEFAULT_SPEC),
     }
 
 
-def render_daemonset(policy: dict[str, Any], namespace: str) -> dict[str, Any]:
-    spec = policy.get("spec") or {}
-    plugin = spec.get("devicePlugin") or {}
-    config = plugin.get("config") or {}
-    config_name, default_key = config.get("name") or "", config.get("default") or ""
-    mig_strategy = (spec.get("mig") or {}).get("strategy") or "single"
-    tolerations = copy.deepcopy((spec.get("daemonsets") or {}).get("tolerations") or [
-        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}])
-    max_unavailable = str(((spec.get("daemonsets") or {}).get("rollingUpdate") or {}).get("maxUnavailable") or "1")
-    env = [{"name": "MIG_STRATEGY", "value": mig_strategy}, {"name": "PASS_DEVICE_SPECS", "value": "true"}]
-    env += [{"name": k, "value": str(v)} for e in plugin.get("env") or [] for k, v in [(e.get("name"), e.get("value"))]]
-    containers = [{"name": "nvidia-device-plugin", "image": plugin.get("image") or PLUGIN_IMAGE, "env": env}]
-    volumes = []
-    if config_name:
-        containers[0]["env"].append({"name": "CONFIG_FILE", "value": "/config/config.yaml"})
-        containers.append({
-            "name": "config-manager",
-            "image": plugin.get("image") or PLUGIN_IMAGE,
-            "command": ["config-manager"],
-            "env": [
-                {"name": "ONESHOT", "value": "false"},
-                {"name": "NODE_LABEL", "value": CONFIG_LABEL},
-                {"name": "CONFIG_FILE_SRCDIR", "value": "/available-configs"},
-                {"name": "CONFIG_FILE_DST", "value": "/config/config.yaml"},
-                {"name": "DEFAULT_CONFIG", "value": default_key},
-            ],
-            "volumeMounts": [{"name": config_name, "mountPath": "/available-configs"}],
-        })
-        volumes.append({"name": config_name, "configMap": {"name": config_name}})
-    daemonset = {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {"name": DAEMONSET, "namespace": namespace, "labels": dict(APP_LABEL)},
-        "spec": {
-            "selector": {"matchLabels": dict(APP_LABEL)},
-            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
-                "maxUnavailable": int(max_unavailable) if max_unavailable.isdigit() else max_unavailable}},
-            "template": {
-                "metadata": {"labels": dict(APP_LABEL)},
-                "spec": {
-                    "nodeSelector": {"nvidia.com/gpu.deploy.device-plugin": "true"},
-                    "tolerations": tolerations,
-                    "priorityClassName": "system-node-critical",
-                    "containers": containers,
-                    "volumes": volumes,
-                },
-            },
-        },
-    }
-    digest = hashlib.sha256(json.dumps(daemonset["spec"], sort_keys=True).encode()).hexdigest()[:16]
-    daemonset["metadata"]["annotations"] = {HASH_ANNOTATION: digest}
-    return daemonset
+def section(spec: dict[str, Any], key: str) -> dict[str, Any]:
+    value = spec.get(key)
+    return value if isinstance(value, dict) else {}
 
 
-def plugin_source(pod_spec: Any) -> tuple[str, str]:
-    """(ConfigMap name, default key) a device-plugin pod was rendered with; ('', '') without config."""
-    for container in pod_spec.containers or []:
-        if container.name == "config-manager":
-            env = {e.name: e.value or "" for e in container.env or []}
-            volume = next((v for v in pod_spec.volumes or [] if v.config_map), None)
-            return (volume.config_map.name if volume else "", env.get("DEFAULT_CONFIG", ""))
-    return ("", "")
+def enabled(spec: dict[str, Any], key: str) -> bool:
+    value = section(spec, key).get("enabled")
+    return ENABLED_BY_DEFAULT[key] if value is None else bool(value)
+
+
+def image(spec: dict[str, Any], key: str) -> str:
+    """gpuv1.ImagePath: repository/image:version (a digest joins with @)."""
+    part = section(spec, key)
+    name = part.get("image", "")
+    if part.get("repository"):
+        name = f"{part['repository']}/{name}"
+    version = str(part.get("version", ""))
+    if version:
+        name += ("@" if version.startswith("sha256:") else ":") + version
+    return name
+
+
+def plugin_config(spec: dict[str, Any]) -> tuple[str, str]:
+    """(ConfigMap name, default key) of `devicePlugin.config`; ('', '') when unset."""
+    config = section(section(spec, "devicePlugin"), "config")
+    return str(config.get("name") or ""), str(config.get("default") or "")
+
+
+def mig_strategy(spec: dict[str, Any]) -> str:
+    """`mig.strategy`, '' when the ClusterPolicy has none (the operator then sets no MIG_STRATEGY)."""
+    return str(section(spec, "mig").get("strategy") or "")
+
+
+def mig_parted_config(spec: dict[str, Any]) -> tuple[str, bool]:
+    """(ConfigMap the MIG manager mounts, whether it is a custom one)."""
+    name = str(section(section(spec, "migManager"), "config").get("name") or "")
+    return (name, True) if name else ("default-mig-parted-config", False)

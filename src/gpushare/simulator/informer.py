@@ -1,88 +1,90 @@
-"""A minimal informer: list, then watch, keep a cache, call back on every change; re-list on 410."""
+"""A minimal informer over raw JSON: list, then watch, keep a cache, call back on every change;
+re-list when the watch expires (410 Gone) or breaks."""
 
 from __future__ import annotations
 
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
 
-from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 
+from gpushare.simulator.rest import Obj, Rest
+
 log = logging.getLogger(__name__)
+WATCH_TIMEOUT_S = 240
+
+
+def namespaced_key(obj: Obj) -> str:
+    return f"{obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"
+
+
+def name_key(obj: Obj) -> str:
+    return obj["metadata"]["name"]
 
 
 class Informer:
-    def __init__(self, name: str, list_fn: Callable[..., Any], key: Callable[[Any], str],
-                 on_change: Callable[[str, Any | None], None], **list_kwargs: Any):
-        self.name = name
-        self.list_fn = list_fn
+    def __init__(self, rest: Rest, path: str, key: Callable[[Obj], str],
+                 on_change: Callable[[str, Obj | None, Obj | None], None]):
+        """`on_change(key, old, new)`: new is None on deletion, old None on creation."""
+        self.rest = rest
+        self.path = path
+        self.name = path.rsplit("/", 1)[-1]
         self.key = key
         self.on_change = on_change
-        self.list_kwargs = list_kwargs
-        self.cache: dict[str, Any] = {}
+        self.cache: dict[str, Obj] = {}
         self.synced = threading.Event()
         self.lock = threading.Lock()
 
-    def get(self, key: str) -> Any | None:
+    def get(self, key: str) -> Obj | None:
         with self.lock:
             return self.cache.get(key)
 
-    def items(self) -> list[Any]:
+    def items(self) -> list[Obj]:
         with self.lock:
             return list(self.cache.values())
 
-    def _resource_version(self, obj: Any) -> str:
-        meta = obj["metadata"] if isinstance(obj, dict) else obj.metadata
-        return meta["resourceVersion"] if isinstance(meta, dict) else meta.resource_version
-
     def _relist(self) -> str:
-        listing = self.list_fn(**self.list_kwargs)
-        items = listing["items"] if isinstance(listing, dict) else listing.items
-        fresh = {self.key(obj): obj for obj in items}
+        listing = self.rest.get(self.path)
+        fresh = {self.key(obj): obj for obj in listing.get("items") or []}
         with self.lock:
-            gone = set(self.cache) - set(fresh)
-            self.cache = fresh
-        for key in gone:
-            self.on_change(key, None)
+            old, self.cache = self.cache, fresh
+        for key in set(old) - set(fresh):
+            self.on_change(key, old[key], None)
         for key, obj in fresh.items():
-            self.on_change(key, obj)
-        meta = listing["metadata"] if isinstance(listing, dict) else listing.metadata
-        return meta["resourceVersion"] if isinstance(meta, dict) else meta.resource_version
+            if old.get(key, {}).get("metadata", {}).get("resourceVersion") != obj["metadata"].get("resourceVersion"):
+                self.on_change(key, old.get(key), obj)
+        return listing["metadata"]["resourceVersion"]
 
     def run(self, stop: threading.Event) -> None:
-        resource_version = None
+        version: str | None = None
         while not stop.is_set():
             try:
-                if resource_version is None:
-                    resource_version = self._relist()
+                if version is None:
+                    version = self._relist()
                     self.synced.set()
-                stream = watch.Watch()
-                for event in stream.stream(self.list_fn, resource_version=resource_version,
-                                           timeout_seconds=60, allow_watch_bookmarks=True, **self.list_kwargs):
+                for event in self.rest.watch(self.path, version, WATCH_TIMEOUT_S):
                     if stop.is_set():
-                        stream.stop()
                         return
-                    obj = event["object"]
-                    resource_version = self._resource_version(obj)
-                    if event["type"] == "BOOKMARK":
+                    kind, obj = event["type"], event["object"]
+                    if kind == "ERROR":
+                        version = None  # 410 Gone and the like: start over
+                        break
+                    version = obj["metadata"]["resourceVersion"]
+                    if kind == "BOOKMARK":
                         continue
                     key = self.key(obj)
                     with self.lock:
-                        if event["type"] == "DELETED":
-                            self.cache.pop(key, None)
-                        else:
+                        old = self.cache.pop(key, None) if kind == "DELETED" else self.cache.get(key)
+                        if kind != "DELETED":
                             self.cache[key] = obj
-                    self.on_change(key, None if event["type"] == "DELETED" else obj)
+                    self.on_change(key, old, None if kind == "DELETED" else obj)
             except ApiException as err:
-                if err.status == 410:
-                    resource_version = None
-                    continue
-                log.warning("%s watch failed: %s; re-listing", self.name, err.reason)
-                resource_version = None
+                log.warning("%s watch failed: %s %s; re-listing", self.name, err.status, err.reason)
+                version = None
                 stop.wait(1)
             except Exception as err:  # noqa: BLE001 - connection drops: re-list and carry on
-                log.warning("%s watch interrupted: %s; re-listing", self.name, err)
-                resource_version = None
+                if not stop.is_set():
+                    log.warning("%s watch interrupted: %s; re-listing", self.name, err)
+                version = None
                 stop.wait(1)

@@ -1,83 +1,111 @@
-"""What a GPU node advertises (allocatable resources and GFD labels) for a given hardware,
-device-plugin config and MIG layout — the arithmetic of the contract, with no I/O."""
+"""What a GPU node shows for a hardware, a loaded config and a MIG layout, with no I/O: the
+resources the device plugin advertises (k8s-device-plugin internal/rm/device_map.go) and the labels
+GFD writes (internal/lm/resource.go, mig-strategy.go, nvml.go, timestamp.go)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from gpushare.gpu_catalog import GpuProduct
-from gpushare.simulator.mig import devices
 from gpushare.device_plugin_config import ConfigError, PluginConfig
+from gpushare.gpu_catalog import GpuProduct
+from gpushare.simulator.mig import Layout, devices
 
 GPU = "nvidia.com/gpu"
 SHARED = "nvidia.com/gpu.shared"
-# Label keys this module owns; any of them not in a new view is removed from the node.
-OWNED_LABELS = (
-    "nvidia.com/gpu.count",
-    "nvidia.com/gpu.replicas",
-    "nvidia.com/gpu.sharing-strategy",
-    "nvidia.com/gpu.product",
-    "nvidia.com/gpu.memory",
-    "nvidia.com/mig.strategy",
-)
+TIMESTAMP = "nvidia.com/gfd.timestamp"
+# Label keys GFD writes; one it no longer produces is removed from the node.
+GFD_LABELS = frozenset({
+    "nvidia.com/gpu.count", "nvidia.com/gpu.replicas", "nvidia.com/gpu.sharing-strategy", "nvidia.com/gpu.product",
+    "nvidia.com/gpu.memory", "nvidia.com/gpu.slices.gi", "nvidia.com/gpu.slices.ci", "nvidia.com/mig.strategy",
+    "nvidia.com/mig.capable", "nvidia.com/mps.capable", TIMESTAMP,
+})
+_DEVICE_MAP_ERROR = ("error getting plugins: unable to create plugins: failed to construct resource managers: "
+                     "error building device map: error building device map from config.resources: ")
 
 
-@dataclass(frozen=True)
-class NodeView:
-    resources: dict[str, int]  # every nvidia.com/* extended resource the node advertises
-    labels: dict[str, str]
-
-    def owns(self, label: str) -> bool:
-        return label in OWNED_LABELS or (label.startswith("nvidia.com/mig-") and "." in label.split("/", 1)[1])
+def gfd_owns(label: str) -> bool:
+    return label in GFD_LABELS or (label.startswith("nvidia.com/mig-") and "." in label.split("/", 1)[1])
 
 
-def _shared(resources: dict[str, int], config: PluginConfig) -> dict[str, int]:
+def _replicate(resources: dict[str, int], config: PluginConfig) -> dict[str, int]:
     sharing = config.sharing
     if sharing.strategy == "none" or GPU not in resources:
         return resources
     total = resources[GPU] * sharing.replicas
     if sharing.rename_by_default:
-        return {**resources, GPU: 0, SHARED: total}
+        return {**{k: v for k, v in resources.items() if k != GPU}, SHARED: total}
     return {**resources, GPU: total}
 
 
-def compute(
-    product: GpuProduct, gpus: int, config: PluginConfig, mig_strategy: str, mig_layout: list[list[str]] | None
-) -> NodeView:
-    sharing = config.sharing
-    suffix = "-SHARED" if sharing.strategy != "none" and not sharing.rename_by_default else ""
-    labels = {
-        "nvidia.com/gpu.count": str(gpus),
-        "nvidia.com/gpu.replicas": str(sharing.replicas),
-        "nvidia.com/gpu.sharing-strategy": sharing.strategy,
-        "nvidia.com/gpu.product": product.name + suffix,
-        "nvidia.com/gpu.memory": str(product.memory_mib),
-    }
-    if mig_strategy != "none":
-        labels["nvidia.com/mig.strategy"] = mig_strategy  # GFD sets it on every GPU node, MIG or not
-    if mig_layout is None:
-        return NodeView(_shared({GPU: gpus}, config), labels)
-    counts = devices(mig_layout)
+def _single_strategy_problem(layout: Layout) -> str | None:
+    enabled = [(i, gpu) for i, gpu in enumerate(layout) if gpu is not None]
+    empty = next((i for i, gpu in enabled if not gpu), None)
+    if empty is not None:
+        return ("invalid MIG configuration: at least one device with migEnabled=true was not configured correctly: "
+                f"device {empty} has no MIG devices configured")
+    if len(devices(layout)) > 1:
+        return "invalid MIG configuration: more than one MIG device type present on node"
+    if enabled and len(enabled) != len(layout):
+        return "all devices on the node must be configured with the same migEnabled value"
+    return None
+
+
+def plugin_resources(config: PluginConfig, mig_strategy: str, layout: Layout) -> dict[str, int]:
+    """Extended resources the plugin registers (resource -> devices); ConfigError with the text after
+    `error starting plugins: ` when it refuses to start."""
+    full = sum(1 for gpu in layout if gpu is None)
+    if mig_strategy == "none" or full == len(layout):
+        return _replicate({GPU: len(layout)}, config)
     if mig_strategy == "single":
-        if len(counts) > 1:
-            raise ConfigError(
-                "error building device map: error building device map from config.resources: "
-                "invalid MIG configuration: more than one MIG device type present on node"
-            )
-        profile = next(iter(counts), None)
-        total = sum(counts.values())
-        labels["nvidia.com/gpu.count"] = str(total)
-        if profile:
-            spec = product.mig_profiles[profile]
-            labels["nvidia.com/gpu.product"] = f"{product.name}-MIG-{profile}{suffix}"
-            labels["nvidia.com/gpu.memory"] = str(spec.memory_mib)
-        return NodeView(_shared({GPU: total}, config), labels)
-    # mixed: GFD labels the MIG-enabled cards themselves without sharing (replicas 0, no suffix)
-    labels["nvidia.com/gpu.replicas"] = "0"
-    labels["nvidia.com/gpu.product"] = product.name
-    resources = {GPU: 0}
-    for profile, count in counts.items():
-        resources[f"nvidia.com/mig-{profile}"] = count
-        labels[f"nvidia.com/mig-{profile}.count"] = str(count)
-        labels[f"nvidia.com/mig-{profile}.memory"] = str(product.mig_profiles[profile].memory_mib)
-    return NodeView(resources, labels)
+        problem = _single_strategy_problem(layout)
+        if problem:
+            raise ConfigError(_DEVICE_MAP_ERROR + problem)
+        return _replicate({GPU: sum(devices(layout).values())}, config)
+    resources = {GPU: full} if full else {}
+    resources.update({f"nvidia.com/mig-{p}": n for p, n in devices(layout).items()})
+    return _replicate(resources, config)
+
+
+def _base(product_name: str, count: int, replicas: int, strategy: str, memory: int, shared_suffix: bool) -> dict[str, str]:
+    return {
+        "product": product_name + ("-SHARED" if shared_suffix else ""),
+        "count": str(count),
+        "replicas": str(replicas),
+        "sharing-strategy": strategy,
+        "memory": str(memory),
+    }
+
+
+def gfd_labels(product: GpuProduct, config: PluginConfig, mig_strategy: str, layout: Layout, timestamp: int) -> dict[str, str]:
+    sharing = config.sharing
+    shared = sharing.strategy != "none"
+    mig_enabled = [gpu for gpu in layout if gpu is not None]
+    labels = {
+        TIMESTAMP: str(timestamp),
+        "nvidia.com/mig.capable": str(product.mig_capable).lower(),
+        "nvidia.com/mps.capable": str(sharing.strategy == "mps" and not mig_enabled).lower(),
+    }
+    gpu: dict[str, str] = {}
+    if mig_enabled:  # MIG-enabled cards are labelled without sharing
+        gpu = _base(product.name, len(mig_enabled), 0, "none", product.memory_mib, False)
+    if len(mig_enabled) < len(layout):
+        gpu = _base(product.name, len(layout) - len(mig_enabled), sharing.replicas, sharing.strategy,
+                    product.memory_mib, shared and not sharing.rename_by_default)
+    if mig_strategy != "none":
+        labels["nvidia.com/mig.strategy"] = mig_strategy
+    counts = devices(layout)
+    if mig_strategy == "single" and mig_enabled:
+        if _single_strategy_problem(layout):
+            gpu = {"product": f"{product.name}-MIG-INVALID", "count": "0", "replicas": "0", "sharing-strategy": "", "memory": "0"}
+        else:
+            (name, total), = counts.items()
+            profile = product.mig_profiles[name]
+            gpu = _base(f"{product.name}-MIG-{name}", total, sharing.replicas, sharing.strategy, profile.memory_mib,
+                        shared and not sharing.rename_by_default)
+            gpu.update({"slices.gi": str(profile.compute_slices), "slices.ci": str(profile.compute_slices)})
+    labels.update({f"{GPU}.{k}": v for k, v in gpu.items()})
+    if mig_strategy == "mixed":
+        for name, total in counts.items():
+            profile = product.mig_profiles[name]
+            mig = _base(f"{product.name}-MIG-{name}", total, 1, "none", profile.memory_mib, False)
+            mig.update({"slices.gi": str(profile.compute_slices), "slices.ci": str(profile.compute_slices)})
+            labels.update({f"nvidia.com/mig-{name}.{k}": v for k, v in mig.items()})
+    return labels

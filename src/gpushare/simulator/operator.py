@@ -1,397 +1,252 @@
-"""The simulated GPU Operator: one controller, driven by watches, that plays the operator
-(ClusterPolicy -> DaemonSet, node labels), the device plugin with its config-manager and GFD
-(node allocatable and labels), the kubelet's device admission, and the MIG manager."""
+"""The GPU Operator's controllers: the ClusterPolicy reconciler (operand DaemonSets by their
+last-applied hash, the objects they need, status.state), the node labeller and the driver upgrade
+controller. Pure decisions live in operands, operator_objects and upgrade; this module does the
+I/O against the cluster the Simulator watches."""
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 import logging
-import signal
-import threading
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+import time
+from typing import TYPE_CHECKING, Any
 
-from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from gpushare.fleet import HARDWARE_ANNOTATION
-from gpushare.gpu_catalog import product as lookup_product
-from gpushare.kube import api_client, wait_for
 from gpushare.simulator import clusterpolicy as cp
-from gpushare.simulator.informer import Informer
-from gpushare.simulator.mig import DISABLED, MigConfigError, layout
-from gpushare.simulator.node_view import GPU, SHARED, compute
-from gpushare.device_plugin_config import NO_SHARING, ConfigError, PluginConfig, parse
-from gpushare.simulator.workqueue import WorkQueue
+from gpushare.simulator import operands, operator_objects, upgrade
+from gpushare.simulator.rest import Obj
 
-log = logging.getLogger("gpushare.simulator")
+if TYPE_CHECKING:
+    from gpushare.simulator.simulator import Simulator
 
+log = logging.getLogger("gpushare.simulator.operator")
+NFD_GPU_LABELS = ("feature.node.kubernetes.io/pci-10de.present", "feature.node.kubernetes.io/pci-0302_10de.present",
+                  "feature.node.kubernetes.io/pci-0300_10de.present")
+GPU_PRESENT = "nvidia.com/gpu.present"
+# controllers/state_manager.go gpuStateLabels for the container workload
+DEPLOY_COMPONENTS = ("driver", "gpu-feature-discovery", "container-toolkit", "device-plugin", "dcgm", "dcgm-exporter",
+                     "node-status-exporter", "operator-validator", "client")
+MIG_MANAGER_LABEL = "nvidia.com/gpu.deploy.mig-manager"
+MIG_CAPABLE = "nvidia.com/mig.capable"
 MIG_CONFIG = "nvidia.com/mig.config"
-MIG_STATE = "nvidia.com/mig.config.state"
-MIG_APPLIED = "sim.gpushare.io/mig-applied"  # simulated hardware state: the config mig-parted applied
-PAUSED = "paused-for-mig-change"
-MIG_CLIENTS = ("device-plugin", "gpu-feature-discovery", "dcgm", "dcgm-exporter")
-POLICY_KEY = "policy"
-WORKERS = 8
 
 
-@dataclass
-class PluginState:
-    """What the device plugin on one node has loaded."""
+def node_labels(labels: dict[str, str], spec: dict[str, Any] | None) -> dict[str, str]:
+    """The labels the operator adds to a node (nodelabeling_controller.go, state_manager.go):
+    gpu.present from NFD, the deploy labels not already set (a non-empty value is honoured), the
+    MIG manager's on MIG-capable nodes and the default `nvidia.com/mig.config`."""
+    patch: dict[str, str] = {}
+    if labels.get(GPU_PRESENT) != "true":
+        if not any(labels.get(k) == "true" for k in NFD_GPU_LABELS):
+            return patch
+        patch[GPU_PRESENT] = "true"
+    for component in DEPLOY_COMPONENTS:
+        if not labels.get(f"nvidia.com/gpu.deploy.{component}"):
+            patch[f"nvidia.com/gpu.deploy.{component}"] = "true"
+    product = labels.get("nvidia.com/gpu.product", "").lower()
+    mig_capable = (labels[MIG_CAPABLE] == "true") if MIG_CAPABLE in labels else any(p in product for p in ("h100", "a100", "a30"))
+    if mig_capable and MIG_MANAGER_LABEL not in labels:
+        patch[MIG_MANAGER_LABEL] = "true"
+    if spec is not None and cp.enabled(spec, "migManager") and mig_capable and not labels.get(MIG_CONFIG):
+        if cp.section(cp.section(spec, "migManager"), "config").get("default", "all-disabled") == "all-disabled":
+            patch[MIG_CONFIG] = "all-disabled"
+    return patch
 
-    pod_uid: str
-    label_seen: str | None
-    mig_strategy: str
-    config: PluginConfig | None = None
-    error: str | None = None
+
+def _ready_condition(pod: Obj) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in pod.get("status", {}).get("conditions") or [])
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+def containers_ready(pod: Obj) -> bool:
+    statuses = pod.get("status", {}).get("containerStatuses") or []
+    return pod.get("status", {}).get("phase") == "Running" and bool(statuses) and all(s.get("ready") for s in statuses)
 
 
-class Simulator:
-    def __init__(self, api: client.ApiClient, namespace: str):
-        self.namespace = namespace
-        self.core = client.CoreV1Api(api)
-        self.apps = client.AppsV1Api(api)
-        self.custom = client.CustomObjectsApi(api)
-        self.extensions = client.ApiextensionsV1Api(api)
-        self.queue = WorkQueue()
-        self.stop = threading.Event()
-        self.plugins: dict[str, PluginState] = {}
-        self.admitted: set[str] = set()
-        # Status patches of the pods admission rejected, by UID: KWOK, which saw the pod Pending,
-        # may still mark it Running after the rejection, and the kubelet never would.
-        self.rejected: dict[str, dict[str, Any]] = {}
-        self.nodes = Informer("nodes", self.core.list_node, lambda n: n.metadata.name, self._node_changed)
-        self.pods = Informer("pods", self.core.list_pod_for_all_namespaces, self._pod_key, self._pod_changed)
-        self.policies = Informer(
-            "clusterpolicies",
-            lambda **kw: self.custom.list_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, **kw),
-            lambda o: o["metadata"]["name"], lambda *_: self.queue.add(POLICY_KEY),
-        )
-        self.daemonsets = Informer(
-            "daemonsets", self.apps.list_namespaced_daemon_set, lambda d: d.metadata.name,
-            lambda *_: self.queue.add(POLICY_KEY), namespace=namespace,
-        )
+def uses_gpus(pod: Obj) -> bool:
+    """cmd/gpu-operator/main.go gpuPodSpecFilter: Running or Pending, asking for nvidia.com/gpu* or
+    nvidia.com/mig-* in a container's limits or requests."""
+    if pod.get("status", {}).get("phase") not in ("Running", "Pending"):
+        return False
+    for container in pod["spec"].get("containers") or []:
+        resources = container.get("resources") or {}
+        for names in (resources.get("limits") or {}, resources.get("requests") or {}):
+            if any(n.startswith("nvidia.com/gpu") or n.startswith("nvidia.com/mig-") for n in names):
+                return True
+    return False
 
-    # ---- event routing -------------------------------------------------------------------
-    @staticmethod
-    def _pod_key(pod: Any) -> str:
-        return f"{pod.metadata.namespace}/{pod.metadata.name}"
 
-    def _node_changed(self, name: str, node: Any | None) -> None:
-        if node is None:
-            self.plugins.pop(name, None)
-        else:
-            self.queue.add(f"node/{name}")
+def _owned_by_daemonset(pod: Obj) -> bool:
+    return any(o.get("kind") == "DaemonSet" for o in pod["metadata"].get("ownerReferences") or [])
 
-    def _pod_changed(self, key: str, pod: Any | None) -> None:
-        if pod is None or not pod.spec.node_name:
+
+class Operator:
+    def __init__(self, sim: Simulator):
+        self.sim = sim
+        self.eviction_started: dict[str, float] = {}
+
+    @property
+    def ns(self) -> str:
+        return self.sim.namespace
+
+    # ---- ClusterPolicy -> objects and DaemonSets ----------------------------------------------
+    def reconcile_policy(self) -> None:
+        sim = self.sim
+        policy = sim.policies.get(cp.CLUSTER_POLICY)
+        if policy is None:
             return
-        if self._is_plugin_pod(pod):
-            self.queue.add(f"node/{pod.spec.node_name}")
-        elif pod.metadata.uid in self.rejected:
-            if pod.status.phase != "Failed":
-                self.queue.add(f"pod/{key}")
-        elif pod.metadata.uid not in self.admitted and pod.status.phase in ("Pending", "Running"):
-            self.queue.add(f"pod/{key}")
+        for name, account in operator_objects.service_accounts(policy, self.ns).items():
+            if sim.service_accounts.get(name) is None:
+                self._create(f"/api/v1/namespaces/{self.ns}/serviceaccounts", account)
+        wanted_maps = operator_objects.config_maps(policy, self.ns)
+        for name, manifest in wanted_maps.items():
+            current = sim.configmaps.get(name)
+            if current is None:
+                self._create(f"/api/v1/namespaces/{self.ns}/configmaps", manifest)
+            elif current.get("data") != manifest["data"]:
+                sim.rest.replace(f"/api/v1/namespaces/{self.ns}/configmaps/{name}", manifest)
+        for name in operator_objects.managed_config_map_names() - set(wanted_maps):
+            if sim.configmaps.get(name) is not None:
+                self._delete(f"/api/v1/namespaces/{self.ns}/configmaps/{name}")
+        rendered = operands.render(policy, self.ns)
+        ready = True
+        for name, manifest in rendered.items():
+            current = sim.daemonsets.get(name)
+            if current is None:
+                self._create(f"/apis/apps/v1/namespaces/{self.ns}/daemonsets", manifest)
+                ready = False
+            elif (current["metadata"].get("annotations") or {}).get(operands.HASH_ANNOTATION) != \
+                    manifest["metadata"]["annotations"][operands.HASH_ANNOTATION]:
+                log.info("DaemonSet %s is different, updating", name)
+                sim.rest.replace(f"/apis/apps/v1/namespaces/{self.ns}/daemonsets/{name}", manifest)
+                ready = False
+            else:
+                ready = self._daemonset_ready(current) and ready
+        for name, *_ in operands.OPERANDS:
+            if name not in rendered and sim.daemonsets.get(name) is not None:
+                self._delete(f"/apis/apps/v1/namespaces/{self.ns}/daemonsets/{name}")
+        state = "ready" if ready else "notReady"
+        if (policy.get("status") or {}).get("state") != state:
+            sim.rest.patch(f"/apis/{cp.GROUP}/{cp.VERSION}/{cp.PLURAL}/{cp.CLUSTER_POLICY}/status", {"status": {"state": state}})
 
-    def _is_plugin_pod(self, pod: Any) -> bool:
-        return pod.metadata.namespace == self.namespace and (pod.metadata.labels or {}).get("app") == cp.DAEMONSET
-
-    # ---- start-up ------------------------------------------------------------------------
-    def install(self) -> None:
-        """The chart's install: CRD, namespace, ClusterPolicy instance (kept if present)."""
+    def _create(self, path: str, body: Obj) -> None:
         try:
-            self.extensions.create_custom_resource_definition(cp.crd())
+            self.sim.rest.create(path, body)
         except ApiException as err:
             if err.status != 409:
                 raise
-        wait_for(lambda: any(c.type == "Established" and c.status == "True" for c in
-                             self.extensions.read_custom_resource_definition(f"{cp.PLURAL}.{cp.GROUP}").status.conditions or []),
-                 30, "the ClusterPolicy CRD to be established")
-        for create in (
-            lambda: self.core.create_namespace({"metadata": {"name": self.namespace}}),
-            lambda: self.custom.create_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.default_instance()),
-        ):
-            try:
-                create()
-            except ApiException as err:
-                if err.status != 409:
-                    raise
 
-    def run(self, ready_file: Path | None) -> None:
-        self.install()
-        informers = (self.policies, self.daemonsets, self.nodes, self.pods)
-        for informer in informers:
-            threading.Thread(target=informer.run, args=(self.stop,), name=informer.name, daemon=True).start()
-        workers = [threading.Thread(target=self._work, name=f"worker-{i}", daemon=True) for i in range(WORKERS)]
-        for worker in workers:
-            worker.start()
-        for informer in informers:
-            informer.synced.wait()
-        self.queue.add(POLICY_KEY)
-        if ready_file:
-            ready_file.write_text(_now())
-        log.info("simulator running in namespace %s", self.namespace)
-        self.stop.wait()
-        self.queue.close()
-
-    def _work(self) -> None:
-        while (key := self.queue.get()) is not None:
-            try:
-                if key == POLICY_KEY:
-                    self.reconcile_policy()
-                elif key.startswith("node/"):
-                    self.reconcile_node(key.removeprefix("node/"))
-                elif key.startswith("pod/"):
-                    self.admit(key.removeprefix("pod/"))
-            except ApiException as err:
-                if err.status == 409:
-                    self.queue.add(key)  # conflict: retry on fresh data
-                elif err.status != 404:
-                    log.warning("%s: API error %s %s: %s", key, err.status, err.reason, err.body)
-            except Exception:  # noqa: BLE001 - one bad object must not stop the simulator
-                log.exception("%s: reconcile failed", key)
-            finally:
-                self.queue.done(key)
-
-    # ---- the operator: ClusterPolicy -> DaemonSet --------------------------------------------
-    def reconcile_policy(self) -> None:
-        policy = self.policies.get(cp.CLUSTER_POLICY)
-        if policy is None:
-            return
-        rendered = cp.render_daemonset(policy, self.namespace)
-        # Owned by the ClusterPolicy, as the operator does: deleting the policy removes the plugin.
-        rendered["metadata"]["ownerReferences"] = [{
-            "apiVersion": f"{cp.GROUP}/{cp.VERSION}", "kind": "ClusterPolicy", "name": cp.CLUSTER_POLICY,
-            "uid": policy["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]
-        current = self.daemonsets.get(cp.DAEMONSET)
-        if current is None:
-            self.apps.create_namespaced_daemon_set(self.namespace, rendered)
-            current_ready = False
-        else:
-            applied = (current.metadata.annotations or {}).get(cp.HASH_ANNOTATION)
-            if applied != rendered["metadata"]["annotations"][cp.HASH_ANNOTATION]:
-                rendered["metadata"]["resourceVersion"] = current.metadata.resource_version
-                self.apps.replace_namespaced_daemon_set(cp.DAEMONSET, self.namespace, rendered)
-                current_ready = False
-            else:
-                status = current.status
-                current_ready = (
-                    (status.desired_number_scheduled or 0) == (status.number_ready or 0)
-                    == (status.updated_number_scheduled or 0)
-                    and status.observed_generation == current.metadata.generation
-                )
-        state = "ready" if current_ready else "notReady"
-        if (policy.get("status") or {}).get("state") != state:
-            self.custom.patch_cluster_custom_object_status(
-                cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY, {"status": {"state": state}})
-
-    # ---- per node: operator labels, MIG manager, device plugin + GFD ---------------------------
-    def reconcile_node(self, name: str) -> None:
-        node = self.nodes.get(name)
-        if node is None:
-            return
-        annotations = node.metadata.annotations or {}
-        if HARDWARE_ANNOTATION not in annotations:
-            return
-        hardware = json.loads(annotations[HARDWARE_ANNOTATION])
-        gpu = lookup_product(hardware["product"])
-        labels = node.metadata.labels or {}
-        wanted = {f"nvidia.com/gpu.deploy.{c}": "true" for c in cp.DEPLOY_COMPONENTS
-                  if f"nvidia.com/gpu.deploy.{c}" not in labels}
-        if gpu.mig_capable and MIG_CONFIG not in labels:
-            wanted[MIG_CONFIG] = DISABLED
-        if wanted:
-            self.core.patch_node(name, {"metadata": {"labels": wanted}})
-            return  # the watch brings the node back with its labels
-        if gpu.mig_capable and self._mig_manager(node, gpu, hardware["count"]):
-            return
-        self._device_plugin(node, gpu, hardware["count"])
-
-    def _mig_manager(self, node: Any, gpu: Any, count: int) -> bool:
-        """Apply a changed `nvidia.com/mig.config`; True when it wrote (the watch re-queues)."""
-        labels = node.metadata.labels or {}
-        annotations = node.metadata.annotations or {}
-        desired = labels.get(MIG_CONFIG, DISABLED)
-        applied = annotations.get(MIG_APPLIED, DISABLED)
-        state = labels.get(MIG_STATE)
-        if desired == applied and state in ("success", None) and not self._paused(labels):
-            return False
-        if state == "failed" and annotations.get("sim.gpushare.io/mig-failed") == desired:
-            return False
-        if state != "pending":
-            paused = {f"nvidia.com/gpu.deploy.{c}": PAUSED for c in MIG_CLIENTS}
-            self.core.patch_node(node.metadata.name, {"metadata": {"labels": {MIG_STATE: "pending", **paused}}})
-            return True
-        restored = {f"nvidia.com/gpu.deploy.{c}": "true" for c in MIG_CLIENTS}
+    def _delete(self, path: str) -> None:
         try:
-            layout(gpu, desired, count)
-        except MigConfigError as err:
-            self._event(node, "Node", "", "MigConfigFailed", str(err))
-            self.core.patch_node(node.metadata.name, {"metadata": {
-                "labels": {MIG_STATE: "failed", **restored},
-                "annotations": {"sim.gpushare.io/mig-failed": desired}}})
-            return True
-        self.core.patch_node(node.metadata.name, {"metadata": {
-            "labels": {MIG_STATE: "success", **restored},
-            "annotations": {MIG_APPLIED: desired, "sim.gpushare.io/mig-failed": None}}})
-        return True
-
-    @staticmethod
-    def _paused(labels: dict[str, str]) -> bool:
-        return any(labels.get(f"nvidia.com/gpu.deploy.{c}") == PAUSED for c in MIG_CLIENTS)
-
-    def _plugin_pod(self, node_name: str) -> Any | None:
-        for pod in self.pods.items():
-            if (self._is_plugin_pod(pod) and pod.spec.node_name == node_name
-                    and pod.metadata.deletion_timestamp is None and pod.status.phase == "Running"):
-                return pod
-        return None
-
-    def _device_plugin(self, node: Any, gpu: Any, count: int) -> None:
-        name = node.metadata.name
-        labels = node.metadata.labels or {}
-        pod = self._plugin_pod(name)
-        if pod is None:
-            return
-        label_value = labels.get(cp.CONFIG_LABEL)
-        state = self.plugins.get(name)
-        if state is None or state.pod_uid != pod.metadata.uid or state.label_seen != label_value:
-            # A new plugin pod starts, or the config-manager sees its node label change: both read
-            # the ConfigMap as it is now. A ConfigMap edit alone triggers neither.
-            env = {e.name: e.value for c in pod.spec.containers for e in c.env or []}
-            previous = state.config if state else None
-            state = PluginState(pod.metadata.uid, label_value, env.get("MIG_STRATEGY", "single"), previous)
-            self.plugins[name] = state
-            try:
-                state.config = self._load_config(pod, label_value)
-                state.error = None
-            except ConfigError as err:
-                state.error = str(err)
-        if state.error:
-            self._set_pod_ready(pod, False, state.error)
-            return
-        mig_applied = (node.metadata.annotations or {}).get(MIG_APPLIED, DISABLED)
-        try:
-            view = compute(gpu, count, state.config or NO_SHARING, state.mig_strategy, layout(gpu, mig_applied, count))
-        except (ConfigError, MigConfigError) as err:
-            state.error = str(err)
-            self._set_pod_ready(pod, False, state.error)
-            return
-        self._set_pod_ready(pod, True, None)
-        self._publish(node, view)
-
-    def _load_config(self, pod: Any, label_value: str | None) -> PluginConfig:
-        config_map, default_key = cp.plugin_source(pod.spec)
-        if not config_map:
-            return NO_SHARING
-        key = label_value or default_key
-        try:
-            data = self.core.read_namespaced_config_map(config_map, self.namespace).data or {}
+            self.sim.rest.delete(path)
         except ApiException as err:
-            if err.status == 404:
-                raise ConfigError(f'MountVolume.SetUp failed for volume "{config_map}": configmap "{config_map}" not found') from None
-            raise
-        if not key:
-            return NO_SHARING
-        if key not in data:
-            raise ConfigError(f"Error: specified config {key} does not exist")
-        return parse(data[key])
+            if err.status != 404:
+                raise
 
-    def _publish(self, node: Any, view: Any) -> None:
-        labels = node.metadata.labels or {}
-        label_patch: dict[str, str | None] = {k: v for k, v in view.labels.items() if labels.get(k) != v}
-        label_patch.update({k: None for k in labels if view.owns(k) and k not in view.labels})
-        if label_patch:
-            self.core.patch_node(node.metadata.name, {"metadata": {"labels": label_patch}})
-        capacity = node.status.capacity or {}
-        status_patch: dict[str, str | None] = {k: str(v) for k, v in view.resources.items() if capacity.get(k) != str(v)}
-        status_patch.update({k: None for k in capacity if k.startswith("nvidia.com/") and k not in view.resources})
-        allocatable = node.status.allocatable or {}
-        drift = any(allocatable.get(k) != str(v) for k, v in view.resources.items())
-        if status_patch or drift:
-            full = {**status_patch, **{k: str(v) for k, v in view.resources.items()}}
-            self.core.patch_node_status(node.metadata.name, {"status": {"capacity": full, "allocatable": full}})
+    def _daemonset_ready(self, ds: Obj) -> bool:
+        """isDaemonSetReady."""
+        status = ds.get("status") or {}
+        desired = status.get("desiredNumberScheduled", 0)
+        if desired == 0:
+            return True
+        if status.get("numberUnavailable", 0):
+            return False
+        if (ds["spec"].get("updateStrategy") or {}).get("type") != "OnDelete":
+            return (status.get("observedGeneration", 0) >= ds["metadata"].get("generation", 0)
+                    and status.get("updatedNumberScheduled", 0) == desired == status.get("numberAvailable", 0))
+        revision = operands.current_revision(self.sim.revisions.items(), ds)
+        pods = operands.owned_by(self.sim.pods_of(ds["metadata"]["labels"]["app"]), ds)
+        return bool(pods) and revision is not None and all(
+            p["metadata"].get("labels", {}).get("controller-revision-hash") == revision and containers_ready(p) for p in pods)
 
-    def _set_pod_ready(self, pod: Any, ready: bool, message: str | None) -> None:
-        current = next((c.status == "True" for c in pod.status.conditions or [] if c.type == "Ready"), False)
-        if current == ready:
+    # ---- driver upgrades ----------------------------------------------------------------------
+    def reconcile_upgrades(self) -> None:
+        sim = self.sim
+        policy = sim.policies.get(cp.CLUSTER_POLICY)
+        driver = sim.daemonsets.get(operands.DRIVER)
+        if policy is None or driver is None:
             return
-        value = "True" if ready else "False"
-        conditions = [{"type": t, "status": value, "lastTransitionTime": _now()} for t in ("Ready", "ContainersReady")]
-        statuses = []
-        for container in pod.spec.containers:
-            failing = not ready and container.name == ("config-manager" if len(pod.spec.containers) > 1 else container.name)
-            state = ({"waiting": {"reason": "CrashLoopBackOff", "message": message}} if failing
-                     else {"running": {"startedAt": _now()}})
-            statuses.append({"name": container.name, "image": container.image, "ready": not failing,
-                             "restartCount": 0, "state": state})
-        self.core.patch_namespaced_pod_status(pod.metadata.name, pod.metadata.namespace, {
-            "status": {"conditions": conditions, "containerStatuses": statuses}})
-        if message:
-            self._event(pod, "Pod", pod.metadata.namespace, "FailedToLoadConfig", message)
-
-    def _event(self, obj: Any, kind: str, namespace: str, reason: str, message: str) -> None:
-        target_ns = namespace or "default"
-        self.core.create_namespaced_event(target_ns, {
-            "metadata": {"generateName": f"{obj.metadata.name}."},
-            "involvedObject": {"kind": kind, "name": obj.metadata.name, "namespace": namespace,
-                               "uid": obj.metadata.uid, "apiVersion": "v1"},
-            "reason": reason, "message": message, "type": "Warning",
-            "source": {"component": "gpushare-gpu-operator-sim"},
-            "firstTimestamp": _now(), "lastTimestamp": _now(), "count": 1,
-        })
-
-    # ---- kubelet device admission -----------------------------------------------------------
-    def admit(self, key: str) -> None:
-        pod = self.pods.get(key)
-        if pod is None:
+        upgrade_policy = cp.section(cp.section(policy.get("spec") or {}, "driver"), "upgradePolicy")
+        revision = operands.current_revision(sim.revisions.items(), driver)
+        pods = operands.owned_by(sim.pods_of(operands.DRIVER), driver)
+        if (revision is None or len(pods) != (driver.get("status") or {}).get("desiredNumberScheduled", 0)
+                or not all(p["spec"].get("nodeName") for p in pods)):
+            # BuildState: "driver DaemonSet should not have Unscheduled pods"; pod events bring us back.
+            # (A new pod not bound yet would hide its node's upgrade and free its slot.)
             return
-        rejection = self.rejected.get(pod.metadata.uid)
-        if rejection is not None:
-            if pod.status.phase != "Failed":
-                self.core.patch_namespaced_pod_status(pod.metadata.name, pod.metadata.namespace, rejection)
-            return
-        if pod.metadata.uid in self.admitted or pod.status.phase not in ("Pending", "Running"):
-            return
-        state = self.plugins.get(pod.spec.node_name)
-        config = state.config if state else None
-        self.admitted.add(pod.metadata.uid)
-        if config is None or config.sharing.strategy == "none" or not config.sharing.fail_requests_greater_than_one:
-            return
-        resource = SHARED if config.sharing.rename_by_default else GPU
-        # The kubelet calls Allocate once per container; the plugin validates each request.
-        for container in [*(pod.spec.init_containers or []), *pod.spec.containers]:
-            limits = (container.resources.limits or {}) if container.resources else {}
-            requested = int(limits.get(resource, 0) or 0)
-            if requested > 1:
-                message = (
-                    "Pod was rejected: Allocate failed due to rpc error: code = Unknown desc = "
-                    f'invalid allocation request for "{resource}": invalid request: maximum request size '
-                    f"for shared resources is 1; found {requested}, which is unexpected"
-                )
-                rejection = {"status": {
-                    "phase": "Failed", "reason": "UnexpectedAdmissionError", "message": message,
-                    "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": _now()}],
-                    "containerStatuses": None}}
-                self.rejected[pod.metadata.uid] = rejection
-                self.core.patch_namespaced_pod_status(pod.metadata.name, pod.metadata.namespace, rejection)
-                self._event(pod, "Pod", pod.metadata.namespace, "UnexpectedAdmissionError", message)
-                return
+        states = []
+        for pod in pods:
+            node = sim.nodes.get(pod["spec"].get("nodeName", ""))
+            if node is not None:
+                states.append(self._node_upgrade(node, pod, revision, upgrade_policy))
+        for step in upgrade.plan(states, upgrade_policy):
+            self._execute(step)
+        waiting = [s.name for s in states if s.state == upgrade.POD_DELETION]
+        self.eviction_started = {n: t for n, t in self.eviction_started.items() if n in waiting}
+        if waiting:
+            sim.queue.add_after("upgrade", 1.0)  # evictions refused by a PodDisruptionBudget are retried
 
+    def _node_upgrade(self, node: Obj, driver_pod: Obj, revision: str, policy: dict[str, Any]) -> upgrade.NodeUpgrade:
+        name = node["metadata"]["name"]
+        labels = node["metadata"].get("labels") or {}
+        annotations = node["metadata"].get("annotations") or {}
+        on_node = self.sim.pods_on(name)
+        validators = [p for p in on_node if (p["metadata"].get("labels") or {}).get("app") == operands.VALIDATOR]
+        timeout = float(cp.section(policy, "podDeletion").get("timeoutSeconds") or 300)
+        started = self.eviction_started.get(name)
+        return upgrade.NodeUpgrade(
+            name=name,
+            state=labels.get(upgrade.STATE_LABEL, ""),
+            unschedulable=bool(node["spec"].get("unschedulable")),
+            ready=any(c.get("type") == "Ready" and c.get("status") == "True" for c in node.get("status", {}).get("conditions") or []),
+            driver_in_sync=(driver_pod["metadata"].get("labels") or {}).get("controller-revision-hash") == revision,
+            driver_ready=containers_ready(driver_pod),
+            driver_terminating="deletionTimestamp" in driver_pod["metadata"],
+            gpu_pods=sum(1 for p in on_node if uses_gpus(p) and not _owned_by_daemonset(p)),
+            eviction_timed_out=started is not None and time.monotonic() - started > timeout,
+            validator_ready=any(_ready_condition(p) for p in validators),
+            initial_unschedulable=upgrade.INITIAL_STATE_ANNOTATION in annotations,
+            skip=labels.get(upgrade.SKIP_LABEL) == "true",
+            requested=annotations.get(upgrade.REQUESTED_ANNOTATION) == "true",
+        )
 
-def run_simulator(kubeconfig: Path | None, context: str | None, namespace: str, ready_file: Path | None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    simulator = Simulator(api_client(kubeconfig, context), namespace)
-    signal.signal(signal.SIGTERM, lambda *_: simulator.stop.set())
-    try:
-        simulator.run(ready_file)
-    except KeyboardInterrupt:
-        simulator.stop.set()
-    return 0
+    def _execute(self, step: upgrade.Step) -> None:
+        sim = self.sim
+        if step.state is not None:
+            sim.patch_node(step.node, {"metadata": {"labels": {upgrade.STATE_LABEL: step.state or None}}})
+            if step.state:
+                sim.event("Node", step.node, "", "Normal", upgrade.EVENT_REASON,
+                          f"Successfully updated node state label to {step.state}")
+        if step.action in ("cordon", "uncordon"):
+            sim.patch_node(step.node, {"spec": {"unschedulable": True if step.action == "cordon" else None}})
+        elif step.action in ("mark-initial", "clear-initial", "clear-requested"):
+            key = upgrade.REQUESTED_ANNOTATION if step.action == "clear-requested" else upgrade.INITIAL_STATE_ANNOTATION
+            sim.patch_node(step.node, {"metadata": {"annotations": {key: "true" if step.action == "mark-initial" else None}}})
+        elif step.action == "restart-driver":
+            for pod in sim.pods_on(step.node):
+                if (pod["metadata"].get("labels") or {}).get("app") == operands.DRIVER:
+                    self._delete(f"/api/v1/namespaces/{self.ns}/pods/{pod['metadata']['name']}")
+        elif step.action == "evict":
+            self._evict(step.node)
+
+    def _evict(self, node: str) -> None:
+        sim = self.sim
+        first = node not in self.eviction_started
+        self.eviction_started.setdefault(node, time.monotonic())
+        refused = []
+        for pod in sim.pods_on(node):
+            meta = pod["metadata"]
+            if not uses_gpus(pod) or _owned_by_daemonset(pod) or "deletionTimestamp" in meta:
+                continue
+            eviction = {"apiVersion": "policy/v1", "kind": "Eviction",
+                        "metadata": {"name": meta["name"], "namespace": meta["namespace"]}}
+            try:
+                sim.rest.create(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/eviction", eviction)
+            except ApiException as err:
+                if err.status == 429:
+                    refused.append(f"{meta['namespace']}/{meta['name']}")
+                elif err.status != 404:
+                    raise
+        if first and not refused:
+            sim.event("Node", node, "", "Normal", upgrade.EVENT_REASON, "Deleted workload pods on the node for the driver upgrade")
+        elif refused and first:
+            sim.event("Node", node, "", "Warning", upgrade.EVENT_REASON,
+                      f"Cannot evict {', '.join(refused)} yet (PodDisruptionBudget); retrying")

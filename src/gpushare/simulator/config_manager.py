@@ -1,0 +1,154 @@
+"""A pod that reads the device-plugin config through the config-manager (the device plugin and GFD),
+as its kubelet and its containers see it, with no I/O:
+
+- the config ConfigMap as MOUNTED: a snapshot taken when the pod starts, refreshed by the kubelet
+  only every `refresh_s` seconds (its sync period plus the ConfigMap cache TTL);
+- `config-manager-init` (ONESHOT): picks the key named by the node label (or DEFAULT_CONFIG, or the
+  empty config) from the mounted keys, or crash-loops;
+- the main container: loads the selected config at start, and again in place on SIGHUP;
+- the `config-manager` sidecar: on a label change, re-selects and SIGHUPs the main container; on a
+  key it cannot find it exits (crash-loops) and the loaded config stays in effect.
+
+Follows NVIDIA/k8s-device-plugin cmd/config-manager/main.go (updateConfigName with
+FALLBACK_STRATEGIES=empty, as the operator sets it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from gpushare.device_plugin_config import ConfigError
+
+T = TypeVar("T")
+EMPTY = ""  # the config-manager's empty config: /config/config.yaml -> /dev/null
+MISSING_FILE = ("unable to load config: unable to finalize config: unable to parse config file: "
+                "read error: open /config/config.yaml: no such file or directory")
+
+
+class SelectError(ValueError):
+    """The config-manager exits with this message."""
+
+
+def select_config(label: str | None, default: str, keys: Iterable[str]) -> str:
+    files = set(keys)
+    if not files:
+        raise SelectError("no configuration files available")
+    if label:
+        if label not in files:
+            raise SelectError(f"specified config {label} does not exist")
+        return label
+    if default:
+        if default not in files:
+            raise SelectError("specified config  does not exist")  # sic: upstream prints the empty label
+        return default
+    return EMPTY
+
+
+@dataclass
+class ManagedPod(Generic[T]):
+    uid: str
+    config_map: str | None  # None: rendered without devicePlugin.config (no config-manager at all)
+    default: str
+    mount: dict[str, str] | None = None  # the mounted ConfigMap data; None while it cannot be mounted
+    mounted_at: float | None = None
+    label: str | None = None  # the node label value the config-manager last acted on
+    selected: str | None = None  # the key /config/config.yaml points to; None until init succeeded
+    init_error: str | None = None
+    init_restarts: int = 0
+    sidecar_error: str | None = None
+    sidecar_restarts: int = 0
+    loaded: T | None = None  # what the main process runs with
+    main_error: str | None = None
+    main_restarts: int = 0
+    started_at: float = 0.0  # last start or in-place reload of the main process
+    events: list[tuple[str, str]] = field(default_factory=list)  # (container, message) failures to report
+    reported: tuple | None = None  # what the pod's status last said (set once written)
+
+    @property
+    def mounted(self) -> bool:
+        return self.config_map is None or self.mount is not None
+
+    @property
+    def running(self) -> bool:
+        """The main container runs with a loaded config."""
+        return self.selected is not None and self.main_error is None
+
+    @property
+    def ready(self) -> bool:
+        return self.running and self.sidecar_error is None
+
+    def refresh_due(self, now: float, refresh_s: float) -> float | None:
+        """When the kubelet next refreshes the mounted ConfigMap (None: nothing mounted from one)."""
+        if self.config_map is None:
+            return None
+        return (self.mounted_at or now) + refresh_s
+
+    def sync(self, label: str | None, configmap: dict[str, str] | None, now: float, refresh_s: float,
+             load: Callable[[str], T]) -> bool:
+        """Advance to what the pod does given the node label and the ConfigMap as the API has it now;
+        `load` parses a config text for the main container or raises ConfigError with its message.
+        True when anything visible changed."""
+        before = self.visible()
+        remounted = self._kubelet_mount(configmap, now, refresh_s)
+        if not self.mounted:
+            return self.visible() != before
+        if self.selected is None:
+            if self.config_map is None:
+                self._start(EMPTY, now, load)
+            elif remounted or self.init_restarts == 0 and self.init_error is None or label != self.label:
+                self._init(label, now, load)
+        else:
+            if self.config_map is not None and (label != self.label or self.sidecar_error and remounted):
+                self._sidecar(label, now, load)
+            if self.main_error and remounted:
+                self._start(self.selected, now, load)
+        return self.visible() != before
+
+    def visible(self) -> tuple:
+        """What the pod's status shows."""
+        return (self.mounted, self.selected, self.init_error, self.init_restarts, self.sidecar_error,
+                self.sidecar_restarts, self.main_error, self.main_restarts, self.started_at)
+
+    def _kubelet_mount(self, configmap: dict[str, str] | None, now: float, refresh_s: float) -> bool:
+        if self.config_map is None:
+            return False
+        if self.mounted_at is not None and now < self.mounted_at + refresh_s:
+            return False
+        changed = configmap != self.mount
+        self.mount, self.mounted_at = (dict(configmap) if configmap is not None else None), now
+        return changed
+
+    def _init(self, label: str | None, now: float, load: Callable[[str], T]) -> None:
+        self.label = label
+        try:
+            key = select_config(label, self.default, self.mount or {})
+        except SelectError as err:
+            self.init_error, self.init_restarts = str(err), self.init_restarts + 1
+            self.events.append(("config-manager-init", str(err)))
+            return
+        self.init_error = None
+        self._start(key, now, load)
+
+    def _sidecar(self, label: str | None, now: float, load: Callable[[str], T]) -> None:
+        self.label = label
+        try:
+            key = select_config(label, self.default, self.mount or {})
+        except SelectError as err:
+            self.sidecar_error, self.sidecar_restarts = str(err), self.sidecar_restarts + 1
+            self.events.append(("config-manager", str(err)))
+            return
+        self.sidecar_error = None
+        if key != self.selected:
+            self._start(key, now, load)  # SIGHUP: the main process reloads in place
+
+    def _start(self, key: str, now: float, load: Callable[[str], T]) -> None:
+        self.selected, self.started_at = key, now
+        text = EMPTY if key == EMPTY else (self.mount or {}).get(key)
+        try:
+            if text is None:
+                raise ConfigError(MISSING_FILE)
+            self.loaded, self.main_error = load(text), None
+        except ConfigError as err:
+            self.main_error, self.main_restarts = str(err), self.main_restarts + 1
+            self.events.append(("main", str(err)))

@@ -1,0 +1,102 @@
+"""The kubelet's part, with no I/O: the node's extended resources from what the device plugin
+registers (pkg/kubelet/cm/devicemanager: a stopped plugin's devices turn unhealthy, so allocatable
+drops to 0 while capacity keeps them; a resource no longer registered stays at 0), the status of a
+config-managed pod (init containers, containers, conditions as kubectl reads them), and the device
+plugin's Allocate check for shared replicas (k8s-device-plugin internal/rm/rm.go)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpushare.device_plugin_config import PluginConfig
+from gpushare.simulator.config_manager import ManagedPod
+from gpushare.simulator.node_view import GPU, SHARED
+
+Obj = dict[str, Any]
+EXTENDED = "nvidia.com/"
+
+
+def node_resources(registered: dict[str, int] | None, capacity: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(capacity, allocatable) of the nvidia.com/ resources; `registered` is None while the plugin
+    does not run."""
+    known = {k: v for k, v in capacity.items() if k.startswith(EXTENDED)}
+    if registered is None:
+        return dict(known), {k: "0" for k in known}
+    resources = {k: str(registered.get(k, 0)) for k in known.keys() | registered.keys()}
+    return resources, dict(resources)
+
+
+def _waiting(reason: str, message: str | None = None) -> Obj:
+    waiting: Obj = {"reason": reason}
+    if message:
+        waiting["message"] = message
+    return {"waiting": waiting}
+
+
+def _status(container: Obj, ready: bool, state: Obj, restarts: int, error: str | None, started: str) -> Obj:
+    status: Obj = {"name": container["name"], "image": container.get("image", ""), "imageID": "", "ready": ready,
+                   "restartCount": restarts, "started": "running" in state, "state": state}
+    if restarts and error:
+        status["lastState"] = {"terminated": {"exitCode": 1, "reason": "Error", "message": error,
+                                              "startedAt": started, "finishedAt": started}}
+    return status
+
+
+def managed_pod_status(pod: Obj, managed: ManagedPod[Any], main: str, now: str) -> Obj:
+    """The status a kubelet reports for a device-plugin or GFD pod in this state."""
+    spec = pod["spec"]
+    started = pod["metadata"]["creationTimestamp"]
+    initialized = managed.selected is not None
+    inits = []
+    for container in spec.get("initContainers") or []:
+        if container["name"] == "config-manager-init" and not initialized:
+            state = _waiting("CrashLoopBackOff", managed.init_error) if managed.init_error else _waiting("PodInitializing")
+            inits.append(_status(container, False, state, managed.init_restarts, managed.init_error, started))
+        elif not managed.mounted:
+            inits.append(_status(container, False, _waiting("PodInitializing"), 0, None, started))
+        else:
+            restarts = managed.init_restarts if container["name"] == "config-manager-init" else 0
+            done = {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": started, "finishedAt": started}}
+            inits.append(_status(container, True, done, restarts, managed.init_error, started))
+    containers = []
+    for container in spec["containers"]:
+        error, restarts = ((managed.main_error, managed.main_restarts) if container["name"] == main
+                           else (managed.sidecar_error, managed.sidecar_restarts))
+        if not initialized:
+            state = _waiting("PodInitializing")
+        elif error:
+            state = _waiting("CrashLoopBackOff", error)
+        else:
+            state = {"running": {"startedAt": started}}
+        containers.append(_status(container, "running" in state, state, restarts, error, started))
+    ready = "True" if managed.ready else "False"
+    conditions = [
+        {"type": "PodReadyToStartContainers", "status": "True" if managed.mounted else "False"},
+        {"type": "Initialized", "status": "True" if initialized else "False"},
+        {"type": "Ready", "status": ready},
+        {"type": "ContainersReady", "status": ready},
+    ]
+    for condition in conditions:
+        condition["lastTransitionTime"] = now
+    status = {"phase": "Running" if initialized else "Pending", "conditions": conditions, "startTime": started,
+              "initContainerStatuses": inits, "containerStatuses": containers}
+    if pod.get("status", {}).get("hostIP") is None:
+        status["hostIP"] = "10.0.0.1"
+        status["hostIPs"] = [{"ip": "10.0.0.1"}]
+    return status
+
+
+def admission_rejection(pod: Obj, config: PluginConfig | None) -> str | None:
+    """The kubelet's rejection message when a container asks for more than one shared replica
+    under failRequestsGreaterThanOne (the plugin validates each container's Allocate)."""
+    if config is None or config.sharing.strategy == "none" or not config.sharing.fail_requests_greater_than_one:
+        return None
+    resource = SHARED if config.sharing.rename_by_default else GPU
+    for container in [*(pod["spec"].get("initContainers") or []), *pod["spec"]["containers"]]:
+        limits = (container.get("resources") or {}).get("limits") or {}
+        requested = int(limits.get(resource, 0) or 0)
+        if requested > 1:
+            return ("Pod was rejected: Allocate failed due to rpc error: code = Unknown desc = "
+                    f'invalid allocation request for "{resource}": invalid request: maximum request size '
+                    f"for shared resources is 1; found {requested}, which is unexpected")
+    return None

@@ -1,0 +1,135 @@
+"""The MIG manager on one node, with no I/O: what it writes next, given the node, its running
+mig-manager pod and the run in progress. Follows NVIDIA/mig-parted pkg/mig/reconfigure
+(reconfigure.go `Run`) and cmd/nvidia-mig-manager (a run per label change and per pod start):
+
+- an unknown config fails at once (`assert --valid-config`), before `pending`;
+- a config already applied is `success` at once;
+- otherwise `pending`, the GPU clients' deploy labels set to `paused-for-mig-change` (a "false"
+  stays "false"), a wait until their pods are gone, the change (through `rebooting` when the node
+  needs a reboot for a MIG mode change), the validator pod deleted, the labels restored ("false"
+  stays "false", anything else becomes "true"), `success` — or `failed` when mig-parted cannot apply.
+
+Two simulated-node annotations let tests reach the other paths: REBOOT_ANNOTATION (a MIG mode
+change on this node needs a reboot) and STALL_ANNOTATION (the MIG manager never finishes)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from gpushare.gpu_catalog import GpuProduct
+from gpushare.simulator.mig import Layout, MigConfigError, apply, mode_change, parse_configs, select
+
+MIG_CONFIG = "nvidia.com/mig.config"
+MIG_STATE = "nvidia.com/mig.config.state"
+PAUSED = "paused-for-mig-change"
+LAYOUT_ANNOTATION = "sim.gpushare.io/mig-layout"  # the simulated hardware: MIG devices per GPU
+REBOOT_ANNOTATION = "sim.gpushare.io/mig-reboot-required"
+STALL_ANNOTATION = "sim.gpushare.io/mig-stall"
+CLIENT_LABELS = tuple(f"nvidia.com/gpu.deploy.{c}" for c in ("device-plugin", "gpu-feature-discovery", "dcgm-exporter", "dcgm", "nvsm"))
+OPTIONAL_CLIENT = "nvidia.com/gpu.deploy.client"  # paused and restored only when set
+
+
+def applied_layout(annotations: dict[str, str], gpus: int) -> Layout:
+    raw = annotations.get(LAYOUT_ANNOTATION)
+    return json.loads(raw) if raw else [None] * gpus
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    product: GpuProduct
+    gpus: int
+    config_text: str | None  # the mig-parted config.yaml the MIG manager reads; None when missing
+    pod_uid: str  # the running mig-manager pod
+    clients_running: bool  # device-plugin, GFD, DCGM exporter or DCGM pods still on the node
+
+
+@dataclass
+class MigRun:
+    pod_uid: str
+    config: str
+    previous: dict[str, str]  # the clients' deploy labels when the run began
+    phase: str = "start"  # start | pending | rebooting | done
+    target: Layout | None = None
+    error: str | None = None  # mig-parted cannot apply it: the run ends failed
+    reboot_until: float = 0.0
+    rebooted: bool = False
+
+
+@dataclass
+class Decision:
+    labels: dict[str, str | None] = field(default_factory=dict)
+    annotations: dict[str, str | None] = field(default_factory=dict)
+    delete_validator: bool = False
+    wake_after: float | None = None
+    event: str | None = None  # a Warning event on the node
+
+
+def _clients(labels: dict[str, str]) -> dict[str, str]:
+    previous = {key: labels.get(key, "") for key in CLIENT_LABELS}
+    if labels.get(OPTIONAL_CLIENT):
+        previous[OPTIONAL_CLIENT] = labels[OPTIONAL_CLIENT]
+    return previous
+
+
+def _paused(previous: dict[str, str]) -> dict[str, str | None]:
+    return {k: "false" if v == "false" else PAUSED for k, v in previous.items()}
+
+
+def _restored(previous: dict[str, str]) -> dict[str, str | None]:
+    return {k: "false" if v == "false" else "true" for k, v in previous.items()}
+
+
+def _finish(run: MigRun, state: str, decision: Decision | None = None) -> Decision:
+    decision = decision or Decision()
+    decision.labels.update({**_restored(run.previous), MIG_STATE: state})
+    run.phase = "done"
+    return decision
+
+
+def step(run: MigRun | None, facts: NodeFacts, now: float, reboot_s: float) -> tuple[MigRun, Decision | None]:
+    """The next write of the MIG manager on this node (None: nothing to do now)."""
+    wanted = facts.labels.get(MIG_CONFIG, "")
+    if run is None or run.pod_uid != facts.pod_uid or (run.phase == "done" and run.config != wanted):
+        run = MigRun(facts.pod_uid, wanted, _clients(facts.labels))
+    if run.phase == "done" or not wanted or facts.config_text is None:
+        return run, None
+    current = applied_layout(facts.annotations, facts.gpus)
+    if run.phase == "start":
+        try:
+            entries = select(parse_configs(facts.config_text), wanted)
+        except MigConfigError as err:
+            return run, _finish(run, "failed", Decision(event=str(err)))
+        try:
+            run.target = apply(facts.product, current, entries)
+        except MigConfigError as err:
+            run.error = str(err)
+        if run.error is None and run.target == current:
+            return run, _finish(run, "success")
+        if facts.labels.get(MIG_STATE) == "rebooting" and run.target is not None and mode_change(current, run.target):
+            return run, _finish(run, "failed", Decision(event="MIG mode change did not take effect after rebooting"))
+        run.phase = "pending"
+        return run, Decision(labels={MIG_STATE: "pending", **_paused(run.previous)})
+    if run.phase == "pending":
+        if facts.annotations.get(STALL_ANNOTATION) == "true" or facts.clients_running:
+            return run, None  # never finishing, or waiting for the GPU clients' pods to go
+        if (run.error is None and run.target is not None and mode_change(current, run.target) and not run.rebooted
+                and facts.annotations.get(REBOOT_ANNOTATION) == "true"):
+            run.phase, run.reboot_until = "rebooting", now + reboot_s
+            return run, Decision(labels={MIG_STATE: "rebooting"}, wake_after=reboot_s)
+        return run, _apply(run)
+    if run.phase == "rebooting":
+        if now < run.reboot_until:
+            return run, Decision(wake_after=run.reboot_until - now)
+        run.phase, run.rebooted = "pending", True  # back from the reboot: a new run, MIG mode now set
+        return run, Decision(labels={MIG_STATE: "pending"})
+    return run, None
+
+
+def _apply(run: MigRun) -> Decision:
+    if run.error is not None or run.target is None:
+        return _finish(run, "failed", Decision(event=run.error))
+    decision = Decision(annotations={LAYOUT_ANNOTATION: json.dumps(run.target)}, delete_validator=True)
+    return _finish(run, "success", decision)

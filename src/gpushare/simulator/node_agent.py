@@ -1,0 +1,225 @@
+"""Everything that runs ON a simulated GPU node: the operator's node labels, the MIG manager, the
+device plugin and GFD pods with their config-manager (as their kubelet reports them) and the
+kubelet's extended resources. Decisions come from operator.node_labels, mig_manager, config_manager,
+node_view and kubelet; this module reads the Simulator's caches and writes the results."""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from kubernetes.client.exceptions import ApiException
+
+from gpushare.device_plugin_config import ConfigError, PluginConfig, parse
+from gpushare.fleet import HARDWARE_ANNOTATION
+from gpushare.gpu_catalog import GpuProduct
+from gpushare.gpu_catalog import product as lookup_product
+from gpushare.simulator import clusterpolicy as cp
+from gpushare.simulator import mig_manager, operands
+from gpushare.simulator.config_manager import ManagedPod
+from gpushare.simulator.kubelet import managed_pod_status, node_resources
+from gpushare.simulator.mig import Layout
+from gpushare.simulator.node_view import gfd_labels, gfd_owns, plugin_resources
+from gpushare.simulator.operator import node_labels
+from gpushare.simulator.rest import STRATEGIC, Obj
+
+if TYPE_CHECKING:
+    from gpushare.simulator.simulator import Simulator
+
+log = logging.getLogger("gpushare.simulator.node")
+MIG_CLIENT_APPS = (operands.DEVICE_PLUGIN, operands.GFD, "nvidia-dcgm-exporter", "nvidia-dcgm")
+PluginLoad = tuple[PluginConfig, dict[str, int]]
+
+
+def _now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _env(container: Obj) -> dict[str, str]:
+    return {e["name"]: e.get("value", "") for e in container.get("env") or [] if "name" in e}
+
+
+def _container(pod: Obj, name: str) -> Obj:
+    return next((c for c in pod["spec"].get("containers") or [] if c["name"] == name), {})
+
+
+def config_source(pod: Obj) -> tuple[str | None, str]:
+    """(ConfigMap, DEFAULT_CONFIG) the pod's config-manager-init reads; (None, '') without one."""
+    init = next((c for c in pod["spec"].get("initContainers") or [] if c["name"] == "config-manager-init"), None)
+    if init is None:
+        return None, ""
+    mount = next((m["name"] for m in init.get("volumeMounts") or [] if m.get("mountPath") == "/available-configs"), None)
+    volume = next((v for v in pod["spec"].get("volumes") or [] if v["name"] == mount), {})
+    return (volume.get("configMap") or {}).get("name"), _env(init).get("DEFAULT_CONFIG", "")
+
+
+def mig_strategy_of(pod: Obj, main: str) -> str:
+    """The strategy the plugin or GFD runs with: its MIG_STRATEGY, else the binary's default `none`."""
+    return _env(_container(pod, main)).get("MIG_STRATEGY") or "none"
+
+
+class NodeAgent:
+    def __init__(self, sim: Simulator):
+        self.sim = sim
+        self.managed: dict[str, ManagedPod[Any]] = {}  # by pod uid
+        self.mig_runs: dict[str, mig_manager.MigRun] = {}
+        self.wakeups: dict[str, float] = {}
+
+    def forget(self, uid: str) -> None:
+        self.managed.pop(uid, None)
+
+    def plugin_config(self, node: str) -> PluginConfig | None:
+        """The config the device plugin on `node` serves with (None while it does not run)."""
+        pod = self.sim.operand_pod(node, operands.DEVICE_PLUGIN)
+        state = self.managed.get(pod["metadata"]["uid"]) if pod else None
+        return state.loaded[0] if state is not None and state.running else None
+
+    def reconcile(self, name: str) -> None:
+        sim = self.sim
+        node = sim.nodes.get(name)
+        if node is None:
+            self.mig_runs.pop(name, None)
+            return
+        meta = node["metadata"]
+        labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+        policy = sim.policies.get(cp.CLUSTER_POLICY)
+        label_patch: dict[str, str | None] = dict(node_labels(labels, (policy or {}).get("spec") if policy else None))
+        annotation_patch: dict[str, str | None] = {}
+        mig_run = None
+        if HARDWARE_ANNOTATION in annotations:
+            hardware = json.loads(annotations[HARDWARE_ANNOTATION])
+            product, gpus = lookup_product(hardware["product"]), int(hardware["count"])
+            now = time.time()
+            if product.mig_capable:
+                mig_run = self._mig_manager(node, product, gpus, now, label_patch, annotation_patch)
+            layout = mig_manager.applied_layout(annotations, gpus)
+            plugin = self._config_managed(node, operands.DEVICE_PLUGIN, "nvidia-device-plugin", now,
+                                          lambda pod: self._plugin_loader(pod, layout))
+            gfd = self._config_managed(node, operands.GFD, "gpu-feature-discovery", now, lambda pod: _gfd_loader)
+            self._kubelet_resources(node, plugin)
+            if gfd is not None and gfd[0].running:
+                state, pod = gfd
+                wanted = gfd_labels(product, state.loaded, mig_strategy_of(pod, "gpu-feature-discovery"), layout,
+                                    int(state.started_at))
+                label_patch.update({k: v for k, v in wanted.items() if labels.get(k) != v})
+                label_patch.update({k: None for k in labels if gfd_owns(k) and k not in wanted})
+        label_patch = {k: v for k, v in label_patch.items() if labels.get(k) != v}
+        annotation_patch = {k: v for k, v in annotation_patch.items() if annotations.get(k) != v}
+        if label_patch or annotation_patch:
+            sim.patch_node(name, {"metadata": {"labels": label_patch, "annotations": annotation_patch}})
+        if mig_run is not None:
+            self.mig_runs[name] = mig_run  # only once what it decided is written
+
+    # ---- the MIG manager ------------------------------------------------------------------------
+    def _mig_manager(self, node: Obj, product: GpuProduct, gpus: int, now: float, label_patch: dict[str, str | None],
+                     annotation_patch: dict[str, str | None]) -> mig_manager.MigRun | None:
+        """Add the MIG manager's writes to the patches; its run state to keep once they are written."""
+        sim = self.sim
+        name = node["metadata"]["name"]
+        pod = sim.operand_pod(name, operands.MIG_MANAGER)
+        if pod is None or pod.get("status", {}).get("phase") != "Running":
+            return None
+        volume = next((v for v in pod["spec"].get("volumes") or [] if v["name"] == "mig-parted-config"), {})
+        config_map = sim.configmaps.get((volume.get("configMap") or {}).get("name", ""))
+        facts = mig_manager.NodeFacts(
+            labels={**(node["metadata"].get("labels") or {}), **{k: v for k, v in label_patch.items() if v is not None}},
+            annotations=node["metadata"].get("annotations") or {},
+            product=product, gpus=gpus,
+            config_text=(config_map.get("data") or {}).get("config.yaml") if config_map else None,
+            pod_uid=pod["metadata"]["uid"],
+            clients_running=any(sim.pods_on(name, app) for app in MIG_CLIENT_APPS),
+        )
+        run, decision = mig_manager.step(copy.deepcopy(self.mig_runs.get(name)), facts, now, sim.options.mig_reboot_seconds)
+        if decision is None:
+            return run
+        label_patch.update(decision.labels)
+        annotation_patch.update(decision.annotations)
+        if decision.event:
+            sim.event("Node", name, "", "Warning", "MigConfigFailed", decision.event)
+        if decision.delete_validator:
+            for validator in sim.pods_on(name, operands.VALIDATOR):
+                try:
+                    sim.rest.delete(f"/api/v1/namespaces/{sim.namespace}/pods/{validator['metadata']['name']}")
+                except ApiException as err:
+                    if err.status != 404:
+                        raise
+        if decision.wake_after is not None:
+            sim.queue.add_after(f"node/{name}", decision.wake_after)
+        return run
+
+    # ---- device plugin and GFD with their config-manager ------------------------------------------
+    def _plugin_loader(self, pod: Obj, layout: Layout) -> Any:
+        strategy = mig_strategy_of(pod, "nvidia-device-plugin")
+
+        def load(text: str) -> PluginLoad:
+            try:
+                config = parse(text)
+                return config, plugin_resources(config, strategy, layout)
+            except ConfigError as err:
+                raise ConfigError(f"error starting plugins: {err}") from None
+        return load
+
+    def _config_managed(self, node: Obj, app: str, main: str, now: float, loader: Any) -> tuple[ManagedPod[Any], Obj] | None:
+        sim = self.sim
+        name = node["metadata"]["name"]
+        pod = sim.operand_pod(name, app)
+        if pod is None:
+            return None
+        uid = pod["metadata"]["uid"]
+        state = self.managed.get(uid)
+        first = state is None
+        if state is None:
+            config_map, default = config_source(pod)
+            state = self.managed[uid] = ManagedPod(uid, config_map, default)
+        data = None
+        if state.config_map is not None:
+            config_map_obj = sim.configmaps.get(state.config_map)
+            data = (config_map_obj.get("data") or {}) if config_map_obj is not None else None
+        label = (node["metadata"].get("labels") or {}).get(cp.CONFIG_LABEL)
+        was_mounted = state.mounted or first
+        state.sync(label, data, now, sim.options.configmap_refresh_seconds, loader(pod))
+        if state.visible() != state.reported:
+            self._write_pod_status(pod, state, main)
+            state.reported = state.visible()
+        if was_mounted and not state.mounted:
+            sim.event("Pod", pod["metadata"]["name"], sim.namespace, "Warning", "FailedMount",
+                      f'MountVolume.SetUp failed for volume "{state.config_map}" : configmap "{state.config_map}" not found',
+                      uid=uid, component="kubelet")
+        for container, message in state.events:
+            container_name = main if container == "main" else container
+            sim.event("Pod", pod["metadata"]["name"], sim.namespace, "Warning", "BackOff",
+                      f"Back-off restarting failed container {container_name} in pod "
+                      f"{pod['metadata']['name']}_{sim.namespace}({uid}): {message}", uid=uid, component="kubelet")
+        state.events.clear()
+        due = state.refresh_due(now, sim.options.configmap_refresh_seconds)
+        if due is not None and not (now < self.wakeups.get(name, 0) <= due):
+            self.wakeups[name] = due
+            sim.queue.add_after(f"node/{name}", due - now + 0.05)
+        return state, pod
+
+    def _write_pod_status(self, pod: Obj, state: ManagedPod[Any], main: str) -> None:
+        meta = pod["metadata"]
+        try:
+            self.sim.rest.patch(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/status",
+                                {"status": managed_pod_status(pod, state, main, _now_iso())}, STRATEGIC)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+
+    # ---- the kubelet's extended resources ----------------------------------------------------------
+    def _kubelet_resources(self, node: Obj, plugin: tuple[ManagedPod[Any], Obj] | None) -> None:
+        status = node.get("status") or {}
+        registered = plugin[0].loaded[1] if plugin is not None and plugin[0].running else None
+        capacity, allocatable = node_resources(registered, status.get("capacity") or {})
+        current_capacity = {k: v for k, v in (status.get("capacity") or {}).items() if k.startswith("nvidia.com/")}
+        current_allocatable = {k: v for k, v in (status.get("allocatable") or {}).items() if k.startswith("nvidia.com/")}
+        if capacity != current_capacity or allocatable != current_allocatable:
+            self.sim.patch_node_status(node["metadata"]["name"], {"capacity": capacity, "allocatable": allocatable})
+
+
+def _gfd_loader(text: str) -> PluginConfig:
+    return parse(text)

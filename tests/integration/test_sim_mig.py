@@ -1,0 +1,149 @@
+"""The MIG manager on gpu-node-mig (4 x A100-SXM4-40GB), driven by `kubectl label node ...
+nvidia.com/mig.config=<name>`: the states it writes, the GPU clients it pauses and restores (their
+pods really go and come back), what the plugin and GFD show per `mig.strategy`, and the reboot and
+never-finishing paths (contract section "MIG"; mig-parted pkg/mig/reconfigure)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpushare.kube import wait_for
+from gpushare.simulator import mig_manager as mm
+from gpushare.simulator import operands
+from tests.integration.sim_support import (
+    GPU, MIG_NODE, POLICY, TIMEOUT_S, advertised, apply_configmap, container_status, label_node, node_history,
+    operand_pods, patch_policy_and_wait, pod_uids, simulated_gpus, stays,
+)
+from tests.support.cluster import Cluster
+
+pytestmark = pytest.mark.cluster
+__all__ = ["simulated_gpus"]
+PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
+
+
+def states(node: Any) -> tuple:
+    labels = node.metadata.labels or {}
+    return labels.get(mm.MIG_STATE), labels.get(PLUGIN_LABEL), labels.get("nvidia.com/gpu.deploy.dcgm")
+
+
+def relabel(cluster: Cluster, config: str, until: Callable[[tuple], bool] = lambda s: s[0] in ("success", "failed")) -> list[tuple]:
+    """`kubectl label node gpu-node-mig nvidia.com/mig.config=<config> --overwrite`; what followed."""
+    before = cluster.node(MIG_NODE)
+    label_node(cluster, MIG_NODE, mm.MIG_CONFIG, config)
+    return node_history(cluster, MIG_NODE, states, before, until)
+
+
+def sequence(history: list[tuple]) -> list[str]:
+    names = [s[0] for s in history]
+    return [s for i, s in enumerate(names) if i == 0 or names[i - 1] != s]
+
+
+def shows(cluster: Cluster, resource: str, count: int, **labels: str) -> bool:
+    allocatable, node_labels = advertised(cluster, MIG_NODE)
+    return allocatable.get(resource) == str(count) and all(node_labels.get(k) == v for k, v in labels.items())
+
+
+@pytest.mark.parametrize("strategy", ["single", "mixed"])
+def test_mig_label_round_trip(clean_cluster: Cluster, strategy: str) -> None:
+    """`nvidia.com/mig.config` drives `mig.config.state` pending -> success | failed, pausing the GPU
+    clients' deploy labels (their pods go) and restoring them (new pods); an unknown config fails at
+    once; resources and labels follow `spec.mig.strategy`."""
+    cluster = clean_cluster
+    if strategy == "mixed":
+        patch_policy_and_wait(cluster, {"mig": {"strategy": "mixed"}})
+    plugins = pod_uids(cluster)
+    history = relabel(cluster, "all-1g.5gb")
+    assert sequence(history) == ["pending", "success"]
+    assert ("pending", "paused-for-mig-change", "paused-for-mig-change") in history
+    assert history[-1][1:] == ("true", "true")
+    if strategy == "single":
+        wait_for(lambda: shows(cluster, GPU, 28, **{"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb",
+                                                     "nvidia.com/gpu.count": "28"}), TIMEOUT_S, "28 x nvidia.com/gpu")
+    else:
+        wait_for(lambda: shows(cluster, "nvidia.com/mig-1g.5gb", 28, **{"nvidia.com/mig-1g.5gb.count": "28",
+                                                                         "nvidia.com/gpu.sharing-strategy": "none"}),
+                 TIMEOUT_S, "28 x nvidia.com/mig-1g.5gb")
+        assert advertised(cluster, MIG_NODE)[0][GPU] == "0"
+    after = pod_uids(cluster)
+    for app in (operands.DEVICE_PLUGIN, operands.GFD, "nvidia-dcgm-exporter", operands.VALIDATOR):
+        assert after[f"{app}/{MIG_NODE}"] != plugins[f"{app}/{MIG_NODE}"], f"{app} restarted on {MIG_NODE}"
+    assert after[f"{operands.DRIVER}/{MIG_NODE}"] == plugins[f"{operands.DRIVER}/{MIG_NODE}"]
+    mig_view = advertised(cluster, MIG_NODE)[0]
+
+    assert sequence(relabel(cluster, "no-such-config")) == ["failed"]  # assert --valid-config fails before pending
+    assert sequence(relabel(cluster, "all-1g.5gb")) == ["success"]  # already applied
+    assert sequence(relabel(cluster, "all-7g.80gb")) == ["pending", "failed"]  # exists, but no 80gb instance on a 40GB card
+    # the clients were paused and restored around the failed attempt: their new pods find the same devices
+    wait_for(lambda: advertised(cluster, MIG_NODE)[0] == mig_view, TIMEOUT_S, "the MIG devices back after the failed change")
+
+    assert sequence(relabel(cluster, "all-disabled")) == ["pending", "success"]
+    wait_for(lambda: shows(cluster, GPU, 4, **{"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"}), TIMEOUT_S, "whole cards")
+    allocatable, labels = advertised(cluster, MIG_NODE)
+    assert not [k for k in labels if k.startswith("nvidia.com/mig-")], "no MIG labels left"
+    assert all(allocatable[k] == "0" for k in allocatable if k.startswith("nvidia.com/mig-"))
+
+
+def test_a_deploy_label_set_to_false_stays_false(clean_cluster: Cluster) -> None:
+    cluster = clean_cluster
+    label_node(cluster, MIG_NODE, "nvidia.com/gpu.deploy.dcgm", "false")
+    history = relabel(cluster, "all-1g.5gb")
+    assert ("pending", "paused-for-mig-change", "false") in history
+    assert history[-1] == ("success", "true", "false")
+
+
+def test_a_node_that_needs_a_reboot_passes_through_rebooting(clean_cluster: Cluster) -> None:
+    cluster = clean_cluster
+    cluster.kubectl("annotate", "node", MIG_NODE, f"{mm.REBOOT_ANNOTATION}=true")
+    assert sequence(relabel(cluster, "all-1g.5gb")) == ["pending", "rebooting", "pending", "success"]
+    wait_for(lambda: shows(cluster, GPU, 28), TIMEOUT_S, "28 x nvidia.com/gpu after the reboot")
+
+
+def test_a_mig_manager_that_never_finishes_stays_pending(clean_cluster: Cluster) -> None:
+    cluster = clean_cluster
+    cluster.kubectl("annotate", "node", MIG_NODE, f"{mm.STALL_ANNOTATION}=true")
+    assert sequence(relabel(cluster, "all-1g.5gb", until=lambda s: s[0] == "pending" and s[1] != "true")) == ["pending"]
+    stays(lambda: states(cluster.node(MIG_NODE))[:2] == ("pending", "paused-for-mig-change"), 5, "the pending MIG change")
+    assert advertised(cluster, MIG_NODE)[0][GPU] == "0", "its device plugin is gone"
+    cluster.kubectl("annotate", "node", MIG_NODE, f"{mm.STALL_ANNOTATION}-")  # the timeout path's clean-up
+    wait_for(lambda: states(cluster.node(MIG_NODE))[0] == "success", TIMEOUT_S, "the MIG change to finish")
+
+
+def test_mixed_geometry_under_single_is_mig_invalid(clean_cluster: Cluster, tmp_path: Path) -> None:
+    """A custom mig-parted ConfigMap (`migManager.config.name`) with two profiles on one node: under
+    `single`, GFD labels `-MIG-INVALID` with count 0 and the plugin refuses to start."""
+    cluster = clean_cluster
+    custom = {"version": "v1", "mig-configs": {
+        "all-disabled": [{"devices": "all", "mig-enabled": False}],
+        "split": [{"devices": [0, 1], "mig-enabled": True, "mig-devices": {"1g.5gb": 7}},
+                  {"devices": [2, 3], "mig-enabled": True, "mig-devices": {"3g.20gb": 2}}]}}
+    apply_configmap(cluster, tmp_path, {"config.yaml": yaml.safe_dump(custom)}, name="custom-mig-parted-config")
+    patch_policy_and_wait(cluster, {"migManager": {"config": {"name": "custom-mig-parted-config", "default": "all-disabled"}}})
+    assert sequence(relabel(cluster, "split")) == ["pending", "success"]
+    wait_for(lambda: advertised(cluster, MIG_NODE)[1].get("nvidia.com/gpu.product") == "NVIDIA-A100-SXM4-40GB-MIG-INVALID",
+             TIMEOUT_S, "GFD to label the invalid MIG configuration")
+    labels = advertised(cluster, MIG_NODE)[1]
+    assert (labels["nvidia.com/gpu.count"], labels["nvidia.com/gpu.replicas"]) == ("0", "0")
+    plugin = operand_pods(cluster, operands.DEVICE_PLUGIN)[MIG_NODE]
+    state = container_status(plugin, "nvidia-device-plugin").state
+    assert state.waiting and "more than one MIG device type present on node" in state.waiting.message
+    assert advertised(cluster, MIG_NODE)[0][GPU] == "0"
+
+
+def test_without_a_mig_strategy_the_operator_sets_none_and_the_plugin_decides(clean_cluster: Cluster) -> None:
+    """applyMIGConfiguration: no `mig.strategy`, no MIG_STRATEGY env; the plugin and GFD run their
+    default (`none`): no `nvidia.com/mig.strategy` label."""
+    cluster = clean_cluster
+    before = {d.metadata.name for d in cluster.apps.list_namespaced_daemon_set(cluster.operator_namespace).items}
+    cluster.kubectl("patch", POLICY, "--type", "json", "-p", json.dumps([{"op": "remove", "path": "/spec/mig/strategy"}]))
+    wait_for(lambda: all("nvidia.com/mig.strategy" not in advertised(cluster, n)[1] for n in ("gpu-node", MIG_NODE)),
+             TIMEOUT_S, "GFD to drop nvidia.com/mig.strategy")
+    for pod in operand_pods(cluster, operands.DEVICE_PLUGIN).values():
+        env = {e.name for e in pod.spec.containers[0].env or []}
+        assert "MIG_STRATEGY" not in env and "NVIDIA_MIG_MONITOR_DEVICES" in env
+    assert {d.metadata.name for d in cluster.apps.list_namespaced_daemon_set(cluster.operator_namespace).items} == before

@@ -1,0 +1,84 @@
+"""The driver upgrade controller's pass (k8s-operator-libs pkg/upgrade ApplyState as the GPU Operator
+configures it): which node moves to which state, at most maxParallelUpgrades at a time."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from gpushare.simulator import upgrade as u
+
+POLICY: dict[str, Any] = {"autoUpgrade": True, "maxParallelUpgrades": 1, "maxUnavailable": "25%"}
+
+
+def node(name: str, state: str = "", **facts: Any) -> u.NodeUpgrade:
+    base = u.NodeUpgrade(name=name, state=state, unschedulable=False, ready=True, driver_in_sync=True, driver_ready=True,
+                         driver_terminating=False, gpu_pods=0, eviction_timed_out=False, validator_ready=True,
+                         initial_unschedulable=False, skip=False, requested=False)
+    return replace(base, **facts)
+
+
+def states(steps: list[u.Step]) -> dict[str, str | None]:
+    return {s.node: s.state for s in steps if s.state is not None}
+
+
+def actions(steps: list[u.Step]) -> list[tuple[str, str]]:
+    return [(s.node, s.action) for s in steps if s.action]
+
+
+def test_nodes_in_sync_are_done_and_out_of_sync_ones_need_an_upgrade() -> None:
+    steps = u.plan([node("a"), node("b", driver_in_sync=False), node("c", u.DONE, driver_in_sync=False)], POLICY)
+    assert states(steps) == {"a": u.DONE, "b": u.REQUIRED, "c": u.REQUIRED}
+
+
+def test_one_upgrade_at_a_time() -> None:
+    nodes = [node(n, u.REQUIRED, driver_in_sync=False) for n in "abcd"]
+    assert states(u.plan(nodes, POLICY)) == {"a": u.CORDON}
+    nodes[0] = node("a", u.POD_RESTART, driver_in_sync=False, unschedulable=True)
+    assert u.plan(nodes, POLICY) == [u.Step("a", action="restart-driver")], "no slot while a is upgrading"
+    assert states(u.plan(nodes, {**POLICY, "maxParallelUpgrades": 0, "maxUnavailable": "100%"})) == {
+        "b": u.CORDON, "c": u.CORDON, "d": u.CORDON}
+
+
+@pytest.mark.parametrize(
+    ("current", "expected_state", "expected_actions"),
+    [
+        pytest.param(node("a", u.CORDON), u.WAIT_JOBS, [("a", "cordon")], id="cordon"),
+        pytest.param(node("a", u.WAIT_JOBS), u.POD_DELETION, [], id="no-jobs-to-wait-for"),
+        pytest.param(node("a", u.POD_DELETION, gpu_pods=2), None, [("a", "evict")], id="evict-gpu-pods"),
+        pytest.param(node("a", u.POD_DELETION), u.POD_RESTART, [], id="gpu-pods-gone"),
+        pytest.param(node("a", u.POD_DELETION, gpu_pods=1, eviction_timed_out=True), u.FAILED, [], id="pdb-blocks-too-long"),
+        pytest.param(node("a", u.POD_RESTART, driver_in_sync=False), None, [("a", "restart-driver")], id="restart-driver"),
+        pytest.param(node("a", u.POD_RESTART, driver_in_sync=False, driver_terminating=True), None, [], id="driver-terminating"),
+        pytest.param(node("a", u.POD_RESTART, driver_ready=False), None, [], id="new-driver-starting"),
+        pytest.param(node("a", u.POD_RESTART), u.VALIDATION, [], id="new-driver-ready"),
+        pytest.param(node("a", u.VALIDATION), u.UNCORDON, [], id="validated"),
+        pytest.param(node("a", u.VALIDATION, initial_unschedulable=True), u.DONE, [("a", "clear-initial")], id="stays-cordoned"),
+        pytest.param(node("a", u.UNCORDON), u.DONE, [("a", "uncordon")], id="uncordon"),
+    ],
+)
+def test_state_machine(current: u.NodeUpgrade, expected_state: str | None, expected_actions: list) -> None:
+    steps = u.plan([current], POLICY)
+    assert states(steps).get("a") == expected_state
+    assert actions(steps) == expected_actions
+
+
+def test_a_node_cordoned_before_the_upgrade_is_marked() -> None:
+    steps = u.plan([node("a", u.DONE, driver_in_sync=False, unschedulable=True)], POLICY)
+    assert actions(steps) == [("a", "mark-initial")] and states(steps) == {"a": u.REQUIRED}
+
+
+def test_auto_upgrade_off_removes_the_state_labels_and_does_nothing_else() -> None:
+    steps = u.plan([node("a", u.REQUIRED, driver_in_sync=False), node("b")], {**POLICY, "autoUpgrade": False})
+    assert steps == [u.Step("a", "")]
+
+
+def test_skip_label() -> None:
+    assert u.plan([node("a", u.REQUIRED, driver_in_sync=False, skip=True)], POLICY) == []
+
+
+@pytest.mark.parametrize(("value", "total", "expected"), [("25%", 3, 1), ("25%", 500, 125), (2, 10, 2), (None, 7, 7)])
+def test_max_unavailable(value: Any, total: int, expected: int) -> None:
+    assert u.max_unavailable({} if value is None else {"maxUnavailable": value}, total) == expected
