@@ -3,6 +3,8 @@ fleet's GPUs and MIG instances, and the OpenMetrics history promtool reads."""
 
 from __future__ import annotations
 
+import json
+
 import re
 from dataclasses import replace
 
@@ -63,14 +65,18 @@ def test_default_fleet_hands_out_every_profile() -> None:
     assert gpus[0].uuid != gpus[1].uuid and gpus[0].uuid == fleet_gpus(nodes)[0].uuid
 
 
-def test_mig_layout_from_the_applied_config() -> None:
-    node = {"metadata": {"name": "m", "annotations": {"sim.gpushare.io/gpus": '{"count": 2, "product": "NVIDIA-A100-SXM4-40GB"}'},
-                         "labels": {"nvidia.com/mig.config": "all-balanced", "nvidia.com/mig.config.state": "success"}}}
+def test_mig_layout_from_the_simulated_hardware() -> None:
+    """The instances DCGM reports are the layout the MIG manager applied (the node's hardware
+    annotation), not the label a pending change asks for."""
+    balanced = json.dumps([["1g.5gb", "1g.5gb", "2g.10gb", "3g.20gb"], None])
+    node = {"metadata": {"name": "m", "annotations": {
+        "sim.gpushare.io/gpus": '{"count": 2, "product": "NVIDIA-A100-SXM4-40GB"}',
+        "sim.gpushare.io/mig-layout": balanced}, "labels": {"nvidia.com/mig.config": "all-balanced"}}}
     gpus = fleet_gpus(node_hardware([node]))
-    assert [(g.index, g.mig_profile, g.mig_instance) for g in gpus][:4] == [
-        (0, "1g.5gb", 1), (0, "1g.5gb", 2), (0, "2g.10gb", 3), (0, "3g.20gb", 4)]
-    pending = {"metadata": {**node["metadata"], "labels": {"nvidia.com/mig.config": "all-balanced",
-                                                           "nvidia.com/mig.config.state": "pending"}}}
+    assert [(g.index, g.mig_profile, g.mig_instance) for g in gpus] == [
+        (0, "1g.5gb", 1), (0, "1g.5gb", 2), (0, "2g.10gb", 3), (0, "3g.20gb", 4), (1, None, None)]
+    pending = {"metadata": {"name": "m", "annotations": {"sim.gpushare.io/gpus": node["metadata"]["annotations"][
+        "sim.gpushare.io/gpus"]}, "labels": {"nvidia.com/mig.config": "all-balanced"}}}
     assert [g.mig_profile for g in fleet_gpus(node_hardware([pending]))] == [None, None]
 
 

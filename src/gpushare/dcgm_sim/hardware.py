@@ -12,18 +12,14 @@ from gpushare.dcgm_sim.exposition import SimGpu
 from gpushare.dcgm_sim.profiles import FLEET_PROFILES, Profile
 from gpushare.fleet import HARDWARE_ANNOTATION
 from gpushare.gpu_catalog import product as lookup_product
-from gpushare.simulator.mig import MigConfigError, layout
-
-MIG_CONFIG = "nvidia.com/mig.config"
-MIG_STATE = "nvidia.com/mig.config.state"
-
+from gpushare.simulator.mig_manager import applied_layout
 
 @dataclass(frozen=True)
 class NodeHardware:
     name: str
     count: int
     product: str
-    mig_config: str | None = None  # the mig-parted config the MIG manager applied
+    mig_layout: tuple[tuple[str, ...] | None, ...] = ()  # per GPU: its MIG devices, None with MIG off
 
 
 def node_hardware(nodes: Iterable[Any]) -> list[NodeHardware]:
@@ -35,9 +31,9 @@ def node_hardware(nodes: Iterable[Any]) -> list[NodeHardware]:
         if not hardware:
             continue
         spec = json.loads(hardware)
-        labels = meta.get("labels") or {}
-        applied = labels.get(MIG_CONFIG) if labels.get(MIG_STATE) == "success" else None
-        found.append(NodeHardware(meta["name"], int(spec["count"]), spec["product"], applied))
+        layout = applied_layout(meta.get("annotations") or {}, int(spec["count"]))
+        found.append(NodeHardware(meta["name"], int(spec["count"]), spec["product"],
+                                  tuple(tuple(gpu) if gpu is not None else None for gpu in layout)))
     return sorted(found, key=lambda n: n.name)
 
 
@@ -47,18 +43,15 @@ def fleet_gpus(nodes: Sequence[NodeHardware], profiles: Sequence[Profile] = FLEE
     position = 0
     for node in nodes:
         product = lookup_product(node.product)
-        try:
-            mig = layout(product, node.mig_config, node.count) if node.mig_config else None
-        except MigConfigError:
-            mig = None
         for index in range(node.count):
             profile = profiles[position % len(profiles)]
             position += 1
+            mig = node.mig_layout[index] if index < len(node.mig_layout) else None
             if mig is None:
                 gpus.append(SimGpu(node.name, index, node.product, product.memory_mib, profile))
                 continue
             # MIG mode on: DCGM reports the instances only (none when the GPU has no instances).
-            for instance, name in enumerate(mig[index], start=1):
+            for instance, name in enumerate(mig, start=1):
                 memory = product.mig_profiles[name].memory_mib
                 gpus.append(SimGpu(node.name, index, node.product, memory, profile, name, instance))
     return gpus
