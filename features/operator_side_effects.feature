@@ -11,7 +11,7 @@ Feature: A trial on one node disturbs no other node, on the chart-default GPU Op
     Given a cluster with the GPU Operator
     And the state of every GPU node is recorded
 
-  Scenario: Enable on gpu-node, then on gpu-node-2, raise the replicas, roll both back
+  Scenario: Enable on gpu-node, raise its replicas, enable gpu-node-2, roll both back
     Given the trial node is "gpu-node"
     When the operator enables time-slicing with 2 replicas
     Then the run succeeds
@@ -19,17 +19,18 @@ Feature: A trial on one node disturbs no other node, on the chart-default GPU Op
     And the driver DaemonSet's template is unchanged and no node was cordoned
     And the GFD labels of every GPU node match what it advertises
     Given the state of every GPU node is recorded
-    And the trial node is "gpu-node-2"
-    When the operator enables time-slicing with 2 replicas
+    When the operator runs "enable-timeslicing.yml -l gpu-node -e timeslicing_replicas=4"
     Then the run succeeds
-    And on every GPU node not targeted, no operand pod was restarted
-    And the driver DaemonSet's template is unchanged and no node was cordoned
+    And the run restarted the device plugin and GFD on "gpu-node" only
+    And node "gpu-node" has label "nvidia.com/gpu.replicas" set to "4"
     And the GFD labels of every GPU node match what it advertises
     Given the state of every GPU node is recorded
-    When the operator runs "enable-timeslicing.yml -l gpu-node-2 -e timeslicing_replicas=4"
+    And the trial node is "gpu-node-2"
+    When the operator enables time-slicing with 4 replicas
     Then the run succeeds
-    And the run restarted the device plugin and GFD on "gpu-node-2" only
-    And node "gpu-node-2" has label "nvidia.com/gpu.replicas" set to "4"
+    And node "gpu-node-2" advertises 32 "nvidia.com/gpu.shared"
+    And on every GPU node not targeted, no operand pod was restarted
+    And the driver DaemonSet's template is unchanged and no node was cordoned
     And the GFD labels of every GPU node match what it advertises
     Given the state of every GPU node is recorded
     When the operator runs "rollback-timeslicing.yml -l gpu-node-2"
@@ -37,12 +38,15 @@ Feature: A trial on one node disturbs no other node, on the chart-default GPU Op
     And on every GPU node not targeted, no operand pod was restarted
     And the driver DaemonSet's template is unchanged and no node was cordoned
     And the GFD labels of every GPU node match what it advertises
+    Given the state of every GPU node is recorded
+    And the trial node is "gpu-node"
     When the operator runs "rollback-timeslicing.yml -l gpu-node"
     Then the run succeeds
     And the output says "their pods restart on all 3 GPU nodes"
     And on every GPU node not targeted, no operand pod was restarted, but the device plugin and GFD
     And the driver DaemonSet's template is unchanged and no node was cordoned
     And the GFD labels of every GPU node match what it advertises
+    And the ClusterPolicy is as before the first enable
 
   Scenario: The prepare step is the one fleet-wide change; a trial after it touches its node only
     When the operator runs "prepare-timeslicing.yml"

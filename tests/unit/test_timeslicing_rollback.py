@@ -383,7 +383,8 @@ def test_an_unusable_backup_is_refused(backup: str, text: str, fragment: str) ->
 
 def test_a_named_record_restores_its_backup() -> None:
     result = roll_back(enabled_read(), ["gpu-node"], backup=ENABLE_RECORD)
-    assert result.refusals == [] and result.expected["clusterpolicy"] == {NAME: "", DEFAULT: ""}
+    assert result.refusals == []
+    assert result.expected["clusterpolicy"] == {"/spec/devicePlugin/config": {"name": "", "default": ""}}
 
 
 # ---- refusals before anything ----------------------------------------------------------------------------

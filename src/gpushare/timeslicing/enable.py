@@ -17,6 +17,7 @@ from gpushare.timeslicing.settings import DEFAULT_CONFIG, DEFAULT_KEY, NOTHING, 
 from gpushare.timeslicing.state import ClusterState, operator_problems
 
 RUNBOOK = "enable-timeslicing"
+CONFIG = "/spec/devicePlugin/config"
 CONFIG_NAME = "/spec/devicePlugin/config/name"
 CONFIG_DEFAULT = "/spec/devicePlugin/config/default"
 TOLERATIONS = "/spec/daemonsets/tolerations"
@@ -206,10 +207,14 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
                 "add the key first.")
 
     field_changes: list[FieldChange] = []
-    if policy_name != settings.configmap:
-        field_changes.append(FieldChange(CONFIG_NAME, policy_name, settings.configmap))
-    if policy_default != wanted_default:
-        field_changes.append(FieldChange(CONFIG_DEFAULT, policy_default, wanted_default))
+    config = (state.spec.get("devicePlugin") or {}).get("config")
+    if config is None:  # the chart renders no config block until a ConfigMap is named
+        field_changes.append(FieldChange(CONFIG, None, {"name": settings.configmap, "default": wanted_default}))
+    else:
+        if policy_name != settings.configmap:
+            field_changes.append(FieldChange(CONFIG_NAME, config.get("name"), settings.configmap))
+        if policy_default != wanted_default:
+            field_changes.append(FieldChange(CONFIG_DEFAULT, config.get("default"), wanted_default))
     taint = settings.pool_taint
     operand_roll = False
     if taint is not None and not tolerated(state.operand_tolerations, taint):
@@ -231,7 +236,7 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
                             f"tainted node. Adding that toleration {cost}. Use a pool taint the operands already tolerate "
                             "(the default: -e timeslicing_pool_taint_key=nvidia.com/gpu), or -e timeslicing_pool_taint=false, "
                             "or confirm the fleet-wide change with -e timeslicing_confirm_operand_roll=true.")
-    rolls_fleet = any(c.path in (CONFIG_NAME, CONFIG_DEFAULT) for c in field_changes)
+    rolls_fleet = any(c.path.startswith(CONFIG) for c in field_changes)
     readers = [o.name for o in state.config_readers()] or list(CONFIG_READERS[:2])
     if rolls_fleet and len(gpu_nodes) > settings.fleet_roll_confirm_above and not settings.confirm_fleet_roll:
         _refuse(result, f"This cluster has not been prepared for time-slicing: pointing spec.devicePlugin.config at "

@@ -13,10 +13,10 @@ from typing import Any
 
 import yaml
 
-from gpushare.k8s.patch import resolve
+from gpushare.k8s.patch import json_patch, resolve
 from gpushare.model.node import CONFIG_LABEL, CORDONED_BY, MARK, Node, Pool
 from gpushare.model.pods import Pod
-from gpushare.timeslicing.enable import CONFIG_NAME, RUNBOOK as ENABLE, field_ops
+from gpushare.timeslicing.enable import CONFIG, CONFIG_NAME, RUNBOOK as ENABLE, field_ops
 from gpushare.timeslicing.records import FieldChange, Intent, Record, new_record, record_name, state_patch
 from gpushare.timeslicing.settings import DEFAULT_KEY, NOTHING
 from gpushare.timeslicing.state import ClusterState, operator_problems
@@ -24,6 +24,7 @@ from gpushare.timeslicing.state import ClusterState, operator_problems
 RUNBOOK = "rollback-timeslicing"
 SHARED_RESOURCES = ("nvidia.com/gpu.shared", "nvidia.com/gpu")
 _ABSENT = object()
+_SET_BY_RUNS = object()  # with an explicit backup: whatever the field holds now is overwritten
 
 
 @dataclass(frozen=True)
@@ -134,9 +135,9 @@ def _restore_fields(records: list[Record], backup: dict[str, Any] | None) -> lis
         for change in record.intent.clusterpolicy:
             first = fields.get(change.path)
             fields[change.path] = FieldChange(change.path, change.after, first.after if first else change.before)
-    if backup is not None:
-        paths = set(fields) | {CONFIG_NAME, "/spec/devicePlugin/config/default"}
-        return [FieldChange(p, fields[p].before if p in fields else None, resolve(backup, p, None)) for p in sorted(paths)]
+    if backup is not None:  # the operator named the backup: its device-plugin config (and what else the runs changed)
+        paths = {p for p in fields if not p.startswith(CONFIG)} | {CONFIG}
+        return [FieldChange(p, _SET_BY_RUNS, resolve(backup, p, None)) for p in sorted(paths)]
     # FieldChange(path, before=value the runs set, after=value to restore)
     return list(fields.values())
 
@@ -201,7 +202,9 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
         current = resolve(policy, change.path, None)
         if current == change.after:
             continue
-        if current != change.before:
+        if change.before is _SET_BY_RUNS:
+            change = FieldChange(change.path, current, change.after)
+        elif current != change.before:
             if not settings.confirm_overwrite:
                 result.refusals.append(
                     f"ClusterPolicy {settings.clusterpolicy} field {change.path.removeprefix('/spec/')} was changed by "
@@ -270,8 +273,8 @@ def _configmap_cleanup(state: ClusterState, settings: RollbackSettings, live: li
             continue
         created = any(r.intent.configmap == name and r.intent.configmap_created for r in live) or (
             (cm["metadata"].get("annotations") or {}).get("gpushare.io/created-by") == ENABLE)
-        still_pointed = state.plugin_config[0] == name and not any(
-            c.path == CONFIG_NAME and c.after != name for c in restore_ops)
+        restored = json_patch(state.clusterpolicy or {}, _restore_ops(state.clusterpolicy or {}, restore_ops))
+        still_pointed = resolve(restored, CONFIG_NAME, None) == name
         added = {k for r in live if r.intent.configmap == name for k in r.intent.keys_added} | (
             set(state.managed_keys(name)))
         data = set((cm.get("data") or {}).keys())
