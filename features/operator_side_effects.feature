@@ -46,7 +46,6 @@ Feature: A trial on one node disturbs no other node, on the chart-default GPU Op
     And on every GPU node not targeted, no operand pod was restarted, but the device plugin and GFD
     And the driver DaemonSet's template is unchanged and no node was cordoned
     And the GFD labels of every GPU node match what it advertises
-    And the ClusterPolicy is as before the first enable
 
   Scenario: The prepare step is the one fleet-wide change; a trial after it touches its node only
     When the operator runs "prepare-timeslicing.yml"
