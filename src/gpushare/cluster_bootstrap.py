@@ -1,6 +1,7 @@
 """Registering the simulated fleet with the API server and waiting until the cluster is usable: every
-node Ready, the GPU Operator's ClusterPolicy `ready` (all operands rolled out) and every GPU node
-whole (GFD's labels, the device plugin's resources, MIG off, no driver upgrade under way)."""
+node Ready, then (once the GPU Operator is installed) every operand rolled out, the ClusterPolicy
+`ready` and every GPU node whole (GFD's labels, the device plugin's resources, MIG off, no driver
+upgrade under way)."""
 
 from __future__ import annotations
 
@@ -64,19 +65,20 @@ def gpu_node_problem(node: Obj) -> str | None:
 
 def rollout_problems(rest: Rest, namespace: str) -> list[str]:
     """Operand DaemonSets not rolled out: a RollingUpdate one until every pod is updated and
-    available; the OnDelete driver until every pod runs the current ControllerRevision."""
+    available; the OnDelete driver until every pod runs the current ControllerRevision (its pods and
+    revisions are read only then)."""
     problems = []
-    revisions = rest.get(f"/apis/apps/v1/namespaces/{namespace}/controllerrevisions").get("items") or []
-    pods = rest.get(f"/api/v1/namespaces/{namespace}/pods").get("items") or []
     for ds in rest.get(f"/apis/apps/v1/namespaces/{namespace}/daemonsets").get("items") or []:
         meta, status = ds["metadata"], ds.get("status") or {}
         desired = status.get("desiredNumberScheduled", 0)
         if status.get("observedGeneration", 0) < meta.get("generation", 0) or status.get("numberUnavailable", 0):
             problems.append(f"DaemonSet {meta['name']} to roll out")
         elif (ds["spec"].get("updateStrategy") or {}).get("type") == "OnDelete":
-            current = current_revision(revisions, ds)
-            mine = owned_by(pods, ds)
-            if len(mine) != desired or any((p["metadata"].get("labels") or {}).get("controller-revision-hash") != current for p in mine):
+            selector = ",".join(f"{k}={v}" for k, v in ds["spec"]["selector"]["matchLabels"].items())
+            revisions = rest.get(f"/apis/apps/v1/namespaces/{namespace}/controllerrevisions", labelSelector=selector)
+            pods = owned_by(rest.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=selector).get("items") or [], ds)
+            current = current_revision(revisions.get("items") or [], ds)
+            if len(pods) != desired or any((p["metadata"].get("labels") or {}).get("controller-revision-hash") != current for p in pods):
                 problems.append(f"DaemonSet {meta['name']}: every pod on the current template (OnDelete)")
         elif not status.get("updatedNumberScheduled", 0) == desired == status.get("numberAvailable", 0):
             problems.append(f"DaemonSet {meta['name']} to roll out")
@@ -84,17 +86,19 @@ def rollout_problems(rest: Rest, namespace: str) -> list[str]:
 
 
 def settled_problems(rest: Rest, namespace: str) -> list[str]:
-    """What the cluster still waits for: every operand rolled out, the ClusterPolicy ready and every
-    GPU node whole."""
-    problems = rollout_problems(rest, namespace)
+    """What the cluster still waits for, cheapest first (the first kind found is returned): the
+    ClusterPolicy ready, every operand rolled out, every GPU node whole."""
     try:
         policy = rest.get(f"/apis/{cp.GROUP}/{cp.VERSION}/{cp.PLURAL}/{cp.CLUSTER_POLICY}")
         if (policy.get("status") or {}).get("state") != "ready":
-            problems.append("ClusterPolicy cluster-policy to be ready")
+            return ["ClusterPolicy cluster-policy to be ready"]
     except ApiException as err:
         if err.status != 404:
             raise
-        problems.append("ClusterPolicy cluster-policy to exist")
+        return ["ClusterPolicy cluster-policy to exist"]
+    problems = rollout_problems(rest, namespace)
+    if problems:
+        return problems
     for node in rest.get("/api/v1/nodes").get("items") or []:
         if HARDWARE_ANNOTATION in (node["metadata"].get("annotations") or {}):
             problem = gpu_node_problem(node)
@@ -118,8 +122,8 @@ def wait_settled(rest: Rest, namespace: str, timeout_s: float, interval_s: float
         raise TimeoutError(f"{err}; still waiting for: {shown}") from None
 
 
-def wait_until_ready(kubeconfig: Path, fleet: Fleet, namespace: str, timeout_s: float = 300) -> None:
-    """Every fleet node Ready, the default ServiceAccount there, the GPU Operator settled."""
+def wait_nodes_ready(kubeconfig: Path, fleet: Fleet, timeout_s: float = 300) -> None:
+    """Every fleet node Ready and the default ServiceAccount there."""
     rest = Rest(api_client(kubeconfig))
     wanted = {n.name for n in fleet.nodes}
 
@@ -129,4 +133,8 @@ def wait_until_ready(kubeconfig: Path, fleet: Fleet, namespace: str, timeout_s: 
 
     wait_for(nodes_ready, timeout_s, f"all {len(wanted)} nodes to be Ready", interval_s=0.25)
     wait_for(lambda: rest.get("/api/v1/namespaces/default/serviceaccounts/default"), timeout_s, "the default ServiceAccount")
-    wait_settled(rest, namespace, timeout_s)
+
+
+def wait_gpu_operator(kubeconfig: Path, namespace: str, timeout_s: float = 600) -> None:
+    """The GPU Operator settled: every operand rolled out, every GPU node whole."""
+    wait_settled(Rest(api_client(kubeconfig)), namespace, timeout_s, interval_s=1.0)

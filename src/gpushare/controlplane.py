@@ -274,6 +274,8 @@ class Launcher:
             "--manage-all-nodes=true", f"--config={state.root / 'kwok-stages.yaml'}", "--node-lease-duration-seconds=40",
             f"--server-address=127.0.0.1:{ports['kwok']}", "--node-ip=10.0.0.1", "--cidr=10.244.0.0/16",
         ], lambda: _http_ok(f"http://127.0.0.1:{ports['kwok']}/healthz"))
+        # The nodes join first, then the GPU Operator is installed (and 7 operand pods per GPU node start).
+        cluster_bootstrap.wait_nodes_ready(state.kubeconfig, self.fleet)
         self.run("gpu-operator-sim", [
             sys.executable, "-m", "gpushare", "sim", "gpu-operator",
             f"--kubeconfig={state.component_kubeconfig('gpu-operator-sim')}",
@@ -289,7 +291,7 @@ class Launcher:
         ], lambda: (state.root / "dcgm-exporter.json").exists())
         if kueue_crds is not None:
             self._start_kueue(bins, kueue_crds)
-        cluster_bootstrap.wait_until_ready(state.kubeconfig, self.fleet, self.operator_namespace)
+        cluster_bootstrap.wait_gpu_operator(state.kubeconfig, self.operator_namespace)
         info = {"server": server, "ports": ports, "bin_dir": str(bins), "operator_namespace": self.operator_namespace,
                 "components": list(self.components),
                 "fleet": {"source": self.fleet_source, "digest": fleet_digest(self.fleet)}}
