@@ -66,7 +66,8 @@ class KubeAction(ActionBase):
 
 class ReadAction(KubeAction):
     """`objects: {alias: {kind, name?, namespace?, label_selector?, field_selector?}}` ->
-    `resources: {alias: object | None | [objects]}`, `not_served: [aliases]`, `invocation`."""
+    `resources: {alias: object | None | [objects]}`, `not_served: [aliases]`, `who` (the command line
+    and the operator; not `invocation`, which Ansible drops from a registered result)."""
 
     def act(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
         session = self.session(task_vars)
@@ -95,7 +96,7 @@ class ReadAction(KubeAction):
                 who["operator"] = f"{who['user']} as {session.whoami()}"
             except ApiError:
                 who["operator"] = who["user"]
-        return {"changed": False, "resources": resources, "not_served": not_served, "invocation": who,
+        return {"changed": False, "resources": resources, "not_served": not_served, "who": who,
                 "server": session.server}
 
 

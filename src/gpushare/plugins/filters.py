@@ -26,7 +26,7 @@ def timeslicing_enable_plan(read: dict[str, Any], inputs: dict[str, Any], target
     """The enable runbook's plan (gpushare.timeslicing.enable) from one gpushare_read of the cluster."""
     read, inputs, targets = plain(read), plain(inputs), plain(targets)
     state = ClusterState.of(_resources(read))
-    who = read.get("invocation") or {}
+    who = read.get("who") or {}
     return enable.plan(state, Settings.of(inputs), list(targets), who, utc_now()).as_dict()
 
 
@@ -37,7 +37,7 @@ def timeslicing_rollback_plan(read: dict[str, Any], inputs: dict[str, Any], targ
     state = ClusterState.of(resources)
     settings = rollback.RollbackSettings.of(inputs)
     return rollback.plan(state, resources.get("pods_on_targets") or [], settings, list(targets),
-                         read.get("invocation") or {}, utc_now()).as_dict()
+                         read.get("who") or {}, utc_now()).as_dict()
 
 
 def timeslicing_rollback_report(read: dict[str, Any], plan: dict[str, Any], evicted: list[dict[str, str]],
