@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpushare.mig import checks as mig
 from gpushare.timeslicing import checks as timeslicing
 
-CHECKS = {**timeslicing.CHECKS}
+CHECKS = {**timeslicing.CHECKS, **mig.CHECKS}
