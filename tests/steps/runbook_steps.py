@@ -92,8 +92,9 @@ def runbook_inventory(kube: Cluster) -> Path:
 
 @pytest.fixture
 def runbook_inputs(tmp_path: Path) -> dict[str, Any]:
-    """Variables every run of the scenario gets (like -e @file): backups go to the scenario's folder."""
-    return {"timeslicing_backup_dir": str(tmp_path / "backups")}
+    """Variables every run of the scenario gets (like -e @file): backups and change records go to the
+    scenario's folder."""
+    return {"timeslicing_backup_dir": str(tmp_path / "backups"), "mig_report_dir": str(tmp_path / "reports")}
 
 
 @pytest.fixture

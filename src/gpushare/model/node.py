@@ -21,6 +21,10 @@ CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG = "nvidia.com/mig.config"
 MIG_STATE = "nvidia.com/mig.config.state"
 MIG_CAPABLE = "nvidia.com/mig.capable"
+DEPLOY_PREFIX = "nvidia.com/gpu.deploy."
+# Products the GPU Operator treats as MIG-capable when GFD has not labelled nvidia.com/mig.capable
+# (controllers/state_manager.go hasMIGCapableGPU).
+MIG_PRODUCT_HINTS = ("h100", "a100", "a30")
 # The labels sharing changes, and so the ones "unchanged" compares (GFD's timestamp and the
 # operator's deploy labels change on their own).
 SHARING_LABELS = (COUNT, REPLICAS, STRATEGY, PRODUCT, CONFIG_LABEL)
@@ -145,6 +149,28 @@ class Node:
     @property
     def mig_enabled(self) -> bool:
         return self.mig_config not in ("", "all-disabled")
+
+    @property
+    def mig_state(self) -> str:
+        """The MIG manager's nvidia.com/mig.config.state: pending, rebooting, success or failed ("" before any)."""
+        return self.labels.get(MIG_STATE, "")
+
+    @property
+    def mig_capable(self) -> bool:
+        """As the GPU Operator decides it: GFD's nvidia.com/mig.capable, else the product name."""
+        if MIG_CAPABLE in self.labels:
+            return self.labels[MIG_CAPABLE] == "true"
+        return any(hint in self.labels.get(PRODUCT, "").lower() for hint in MIG_PRODUCT_HINTS)
+
+    @property
+    def product(self) -> str:
+        """The GPU product without what GFD appends for MIG (-MIG-<profile>) or sharing (-SHARED)."""
+        return self.labels.get(PRODUCT, "").split("-MIG-", 1)[0].removesuffix("-SHARED")
+
+    @property
+    def deploy_labels(self) -> dict[str, str]:
+        """The operator's nvidia.com/gpu.deploy.<component> labels (the MIG manager pauses its GPU clients')."""
+        return {k: v for k, v in self.labels.items() if k.startswith(DEPLOY_PREFIX)}
 
     @property
     def mark(self) -> Mark | None:

@@ -184,15 +184,17 @@ class BackupAction(ActionBase):
 
 
 class DrainAction(KubeAction):
-    """Evict the shared pods of `nodes` (see gpushare.timeslicing.drain); fails naming what blocks."""
+    """Evict the pods of `nodes` that hold `resources` (default: their shared replicas; see
+    gpushare.timeslicing.drain); fails naming what blocks."""
 
     def act(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
         from gpushare.timeslicing.drain import drain  # noqa: PLC0415
 
         grace = args.get("grace_period")
+        resources = tuple(args.get("resources") or ()) or None
         outcome = drain(self.session(task_vars), list(args.get("nodes") or []), float(args.get("timeout", 300)),
                         float(args.get("retry_delay", 5)), int(grace) if grace not in (None, "") else None,
-                        bool(self._task.check_mode))
+                        bool(self._task.check_mode), resources)
         result: dict[str, Any] = {"changed": bool(outcome.evicted), **outcome.as_dict()}
         if outcome.problem:
             result.update(failed=True, msg=outcome.problem)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
+from gpushare.mig import checks as mig
 from gpushare.share_check import checks as share_check
 from gpushare.timeslicing import checks as timeslicing
 
-CHECKS = {**timeslicing.CHECKS, **share_check.CHECKS}
+CHECKS = {**timeslicing.CHECKS, **share_check.CHECKS, **mig.CHECKS}

@@ -30,10 +30,13 @@ def failure_text(result: dict[str, Any], changed_before: bool) -> list[str]:
 
 
 def _in_rescued_block(task: Any) -> bool:
-    parent = getattr(task, "_parent", None)
+    """The task is in the protected part of a block that has a rescue (not in the rescue itself,
+    whose failure is the one to show)."""
+    below, parent = {getattr(task, "_uuid", None)}, getattr(task, "_parent", None)
     while parent is not None:
-        if getattr(parent, "rescue", None):
+        if getattr(parent, "rescue", None) and any(getattr(c, "_uuid", None) in below for c in parent.block or []):
             return True
+        below.add(getattr(parent, "_uuid", None))
         parent = getattr(parent, "_parent", None)
     return False
 

@@ -1,4 +1,5 @@
-"""Drain the shared pods of some nodes through the eviction API (PodDisruptionBudgets honoured),
+"""Drain the pods that hold some resources of some nodes (by default their shared replicas; the
+MIG runbook passes every GPU resource) through the eviction API (PodDisruptionBudgets honoured),
 bounded, and tell apart the three ways it can fail to finish: a budget refusing evictions, a
 workload whose replacements come straight back to the node, and pods slow to terminate."""
 
@@ -26,29 +27,31 @@ class DrainResult:
         return {"evicted": self.evicted, "problem": self.problem}
 
 
-def _shared_pods(session: Session, nodes: list[str]) -> list[Pod]:
+def _holding_pods(session: Session, nodes: list[str], resources: tuple[str, ...] | None) -> list[Pod]:
     found = []
     for name in nodes:
         raw = session.get("Node", name)
         if raw is None:
             continue
-        resources = shared_resources(Node(raw))
+        held = resources or shared_resources(Node(raw))
         for pod in session.list("Pod", field_selector=f"spec.nodeName={name}"):
             workload = Pod(pod)
-            if not workload.finished and not workload.daemonset and workload.holds(resources):
+            if not workload.finished and not workload.daemonset and workload.holds(held):
                 found.append(workload)
     return found
 
 
 def drain(session: Session, nodes: list[str], timeout_s: float, retry_s: float, grace_period_s: int | None,
-          check_mode: bool) -> DrainResult:
+          check_mode: bool, resources: tuple[str, ...] | None = None) -> DrainResult:
+    """Evict the non-DaemonSet pods of `nodes` that hold any of `resources` (None: the node's shares)."""
+    what = "a shared replica" if resources is None else f"one of {', '.join(resources)}"
     result = DrainResult()
     evicted_uids: set[str] = set()
     controllers: dict[str, str] = {}  # controller uid -> workload
     refused: dict[str, str] = {}  # pod -> the budget's refusal
     deadline = time.monotonic() + timeout_s
     while True:
-        pods = _shared_pods(session, nodes)
+        pods = _holding_pods(session, nodes, resources)
         back = [p for p in pods if p.uid not in evicted_uids and p.controller.get("uid") in controllers]
         if back:
             result.problem = _comeback(back)
@@ -81,7 +84,7 @@ def drain(session: Session, nodes: list[str], timeout_s: float, retry_s: float, 
                                   f"{timeout_s:.0f} s: {'; '.join(budgets)}. Wait until the budget allows a disruption, "
                                   "move the workload, or relax the budget, then re-run the same command.")
             else:
-                result.problem = (f"After {timeout_s:.0f} s these pods still hold a shared replica (terminating): "
+                result.problem = (f"After {timeout_s:.0f} s these pods still hold {what} (terminating): "
                                   f"{', '.join(left)}. Re-run the same command once they are gone.")
             return result
         time.sleep(retry_s if refused else min(retry_s, 1.0))

@@ -44,11 +44,16 @@ class Intent:
     configmap: str = ""
     configmap_created: bool = False
     keys_added: list[str] = field(default_factory=list)  # ConfigMap keys the run adds (absent before)
+    # node -> {label: value before the run} of the node labels the run changes (None: absent)
+    node_labels: dict[str, dict[str, str | None]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"runbook": self.runbook, "nodes": self.nodes,
+        data = {"runbook": self.runbook, "nodes": self.nodes,
                 "clusterpolicy": [c.as_dict() for c in self.clusterpolicy],
                 "configmap": {"name": self.configmap, "created": self.configmap_created, "keys_added": self.keys_added}}
+        if self.node_labels:
+            data["node_labels"] = self.node_labels
+        return data
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> Intent:
@@ -56,7 +61,8 @@ class Intent:
         return cls(str(data.get("runbook") or ""), [str(n) for n in data.get("nodes") or []],
                    [FieldChange(str(c["path"]), c.get("before"), c.get("after")) for c in data.get("clusterpolicy") or []],
                    str(configmap.get("name") or ""), bool(configmap.get("created")),
-                   [str(k) for k in configmap.get("keys_added") or []])
+                   [str(k) for k in configmap.get("keys_added") or []],
+                   {str(n): dict(labels) for n, labels in (data.get("node_labels") or {}).items()})
 
     def describe(self) -> str:
         parts = []
@@ -103,7 +109,8 @@ class Record:
 
 
 def record_name(runbook: str, moment: dt.datetime) -> str:
-    short = runbook.split("-")[0]
+    """gpushare-run-enable-..., gpushare-run-rollback-... for time-slicing; gpushare-run-enable-mig-... otherwise."""
+    short = runbook.removesuffix("-timeslicing")
     return f"{PREFIX}{short}-{moment.strftime('%Y%m%dt%H%M%Sz')}-{secrets.token_hex(2)}"
 
 

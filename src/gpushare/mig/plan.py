@@ -1,0 +1,409 @@
+"""The plan of both MIG runbooks, from one read of the cluster: every refusal before a write, or
+per node the steps (cordon, drain the pods that use its GPUs, label nvidia.com/mig.config, wait for
+the MIG manager, verify, uncordon what the run cordoned), what the verify must find and the
+profile-fit answer with its fragmentation table. The enable goes to the config asked for; the
+rollback to the config the node had before the first enable (all-disabled when it has no mark)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpushare.mig import parted
+from gpushare.mig.fit import WHOLE, Fit, fit, smallest_fit
+from gpushare.mig.hardware import GpuModel, Profile, model
+from gpushare.mig.settings import ENABLE, MARK, NOTHING, ROLLBACK, RUNBOOKS, Mark, MigSettings
+from gpushare.model.node import CORDONED_BY, GPU, MIG_CONFIG, MIG_STATE, Node
+from gpushare.model.pods import Pod
+from gpushare.timeslicing.records import Intent, new_record, record_name, state_patch
+from gpushare.timeslicing.rollback import _workload
+from gpushare.timeslicing.state import ClusterState, operator_problems
+
+STRATEGIES = ("single", "mixed")
+PAUSED = "paused-for-mig-change"
+
+
+@dataclass
+class NodePlan:
+    name: str
+    gpus: int
+    product: str
+    config: str  # where the node goes
+    current: str  # nvidia.com/mig.config now
+    previous: str  # the config before the first enable (kept in the mark)
+    source: parted.Source
+    after: parted.Layout
+    fit: Fit
+    evict: list[Pod] = field(default_factory=list)
+    resources: tuple[str, ...] = ()  # the GPU resources a pod of the node may hold
+    cordon: bool = False  # this run cordons (or holds a MIG runbook's cordon) and uncordons at the end
+    relabel: bool = False
+
+
+@dataclass
+class MigPlan:
+    refusals: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+    resources: list[str] = field(default_factory=list)
+    cordons: list[str] = field(default_factory=list)  # nodes this run cordons (they stay so if it fails)
+    changes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    record: str = ""
+    report_file: str = ""
+    expected: dict[str, Any] = field(default_factory=dict)
+    before: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def writes(self) -> bool:
+        return bool(self.nodes)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"refusals": self.refusals, "warnings": self.warnings, "lines": self.lines, "nodes": self.nodes,
+                "resources": self.resources, "cordons": self.cordons, "changes": self.changes, "record": self.record,
+                "report_file": self.report_file, "expected": self.expected, "before": self.before,
+                "writes": self.writes}
+
+
+def gpu_resources(node: Node) -> tuple[str, ...]:
+    """Every GPU resource the node advertises (nvidia.com/gpu, .shared, mig-*): what a GPU pod holds."""
+    capacity = (node.raw.get("status") or {}).get("capacity") or {}
+    return tuple(sorted({GPU} | {k for k in capacity if k.startswith("nvidia.com/")}))
+
+
+def advertised(layout: parted.Layout, strategy: str) -> dict[str, int]:
+    """What the device plugin advertises for a layout: single, nvidia.com/gpu per instance (or per
+    GPU with MIG off); mixed, nvidia.com/mig-<profile> per instance and nvidia.com/gpu per whole GPU."""
+    mig, whole = parted.instances(layout), parted.whole_gpus(layout)
+    if strategy == "single":
+        return {GPU: whole if whole == len(layout) else sum(mig.values())}
+    return {GPU: whole, **{f"nvidia.com/mig-{p}": n for p, n in sorted(mig.items())}}
+
+
+def product_label(product: str, layout: parted.Layout, strategy: str) -> str:
+    mig = parted.instances(layout)
+    if strategy == "single" and parted.whole_gpus(layout) == 0 and len(mig) == 1:
+        return f"{product}-MIG-{next(iter(mig))}"
+    return product
+
+
+def _pool(layout: parted.Layout) -> Counter[str]:
+    """Instances per kind (a GPU with MIG off is one whole-GPU instance); kinds with none left out."""
+    return parted.instances(layout) + Counter({WHOLE: parted.whole_gpus(layout)})
+
+
+def _profiles(gpu: GpuModel, memory_mib: int, layouts: list[parted.Layout | None]) -> dict[str, Profile]:
+    names = {p for layout in layouts if layout for g in layout if g for p in g}
+    found = {name: gpu.profile(name) for name in names}
+    return {WHOLE: Profile(WHOLE, 7, memory_mib, 1, True), **{k: v for k, v in found.items() if v is not None}}
+
+
+def _physical_gpus(node: Node, mark: Mark | None, configs: dict[str, list[parted.Entry]]) -> int | None:
+    """Physical GPUs: from the mark, GFD's count with MIG off (or under mixed), else the count of
+    instances divided by those of one GPU of the current config (single)."""
+    if mark and mark.gpus:
+        return mark.gpus
+    if not node.mig_enabled or node.labels.get("nvidia.com/mig.strategy") == "mixed":
+        return node.gpus
+    entries = configs.get(node.mig_config) or []
+    per_gpu = {sum(e.mig_devices.values()) for e in entries if e.mig_enabled and e.devices is None}
+    if node.gpus and len(per_gpu) == 1 and (n := per_gpu.pop()) and node.gpus % n == 0:
+        return node.gpus // n
+    return None
+
+
+def _config_refusals(name: str, node: Node, state: ClusterState, settings: MigSettings, strategy: str,
+                     target: str) -> tuple[NodePlan | None, list[str], list[str]]:
+    """The node's plan to go to `target`, or what stops it; (plan, refusals, warnings)."""
+    source = parted.source(state.spec, state.configmaps, name)
+    where = f"ConfigMap {settings.namespace}/{source.configmap}"
+    configmap = state.configmaps.get(source.configmap)
+    if configmap is None:
+        return None, [f"{name}: no mig-parted config: {where} ({source.why}) does not exist. Is the MIG manager "
+                      f"enabled and running (ClusterPolicy migManager, kubectl -n {settings.namespace} get pods -l "
+                      "app=nvidia-mig-manager)? With a custom config, create it first."], []
+    try:
+        configs = parted.parse(str((configmap.get("data") or {}).get("config.yaml") or ""))
+    except parted.PartedError as err:
+        return None, [f"{name}: {where} key config.yaml is not a config the MIG manager can read: {err}."], []
+    mark = Mark.parse(node.annotations.get(MARK))
+    gpus = _physical_gpus(node, mark, configs)
+    if not gpus:
+        return None, [f"{name}: cannot tell how many physical GPUs it has (nvidia.com/gpu.count "
+                      f"{node.labels.get('nvidia.com/gpu.count', 'missing')}, MIG config {node.mig_config}, no "
+                      f"{MARK} mark): wait for GPU feature discovery, or roll MIG back by hand first."], []
+    # GFD's nvidia.com/gpu.memory is the whole GPU's only with MIG off
+    gpu = model(node.product, int(node.labels.get("nvidia.com/gpu.memory", "0") or 0) if not node.mig_enabled else 0)
+    current = node.mig_config or parted.DISABLED
+    if target not in configs:
+        usable = [c for c in sorted(configs) if not parted.apply(configs[c], gpu, [None] * gpus)[1]]
+        return None, [f"{name}: MIG config {target!r} is not in {where} ({source.why}). The configs there that apply "
+                      f"to its {gpu.product} GPUs: {', '.join(usable) or 'none'}."], []
+    before = parted.apply(configs[current], gpu, [None] * gpus)[0] if current in configs else None
+    after, refusals, warnings = parted.apply(configs[target], gpu, before or [None] * gpus)
+    refusals = [f"{name}: MIG config {target} of {where} does not fit its {gpus} {gpu.product} GPU(s): {r}."
+                for r in refusals]
+    if strategy == "single" and not refusals:
+        layouts = {tuple(sorted(g.items())) if g is not None else None for g in after}
+        if len(layouts) > 1 or any(layout is not None and len(layout) != 1 for layout in layouts):
+            refusals.append(
+                f"{name}: MIG config {target} gives its GPUs {', '.join(_shape(g) for g in after)}; the ClusterPolicy's "
+                "MIG strategy is single, under which every GPU of a node needs the same, single profile (else the "
+                "device plugin advertises nothing: product ...-MIG-INVALID). Pick a single-profile config (all-1g.10gb, "
+                "all-3g.20gb, ...), or switch the ClusterPolicy to spec.mig.strategy=mixed first.")
+    if refusals:
+        return None, refusals, warnings
+    profiles = _profiles(gpu, gpu.memory_mib, [before, after])
+    result = fit(settings.workloads if settings.runbook == ENABLE else [], profiles,
+                 _pool(before) if before is not None else None, _pool(after))
+    previous = mark.previous if mark else current
+    plan = NodePlan(name, gpus, gpu.product, target, current, previous, source, after, result)
+    if result.unfit:
+        fitting = [c for c in sorted(configs) if c != parted.DISABLED and _all_fit(configs[c], gpu, gpus, settings)]
+        largest = max((profiles[k] for k in result.after), key=lambda p: p.memory_mib, default=None)
+        unfit = ", ".join(f"{w.name} (needs {w.need_text})" for w in result.unfit)
+        refusals.append(
+            f"{name}: {unfit} {'fits' if len(result.unfit) == 1 else 'fit'} no instance of {target} "
+            f"(the largest: {largest.name if largest else 'none'}, {largest.memory_gib if largest else 0:.2f} GiB). "
+            f"{result.coverage()}. Configs of {where} that fit every listed workload: {', '.join(fitting) or 'none'}.")
+    return plan, refusals, warnings
+
+
+def _shape(gpu: dict[str, int] | None) -> str:
+    return "MIG off" if gpu is None else "+".join(f"{n}x{p}" for p, n in sorted(gpu.items())) or "no instance"
+
+
+def _all_fit(entries: list[parted.Entry], gpu: GpuModel, gpus: int, settings: MigSettings) -> bool:
+    layout, refusals, _ = parted.apply(entries, gpu, [None] * gpus)
+    if refusals:
+        return False
+    profiles = _profiles(gpu, gpu.memory_mib, [layout])
+    return all(smallest_fit(w, (profiles[k] for k in _pool(layout) if k in profiles)) for w in settings.workloads)
+
+
+def _pod_refusals(name: str, node: Node, pods: list[Pod], settings: MigSettings) -> tuple[list[Pod], list[str], list[str]]:
+    resources = gpu_resources(node)
+    evict, refusals, warnings = [], [], []
+    for pod in pods:
+        if pod.node != name or pod.finished or not pod.holds(resources):
+            continue
+        if pod.daemonset:
+            warnings.append(f"DaemonSet pod {pod.ref} uses a GPU of {name} and is not drained (a drain leaves DaemonSet "
+                            "pods); the MIG manager waits until no workload uses the GPUs.")
+            continue
+        evict.append(pod)
+        if not pod.controller and not settings.drain_force:
+            refusals.append(f"Pod {pod.ref} uses a GPU of {name} and has no controller: evicting it deletes it for good. "
+                            "Move it yourself, or confirm with -e mig_drain_force=true.")
+        if pod.uses_emptydir and not settings.drain_delete_emptydir_data:
+            refusals.append(f"Pod {pod.ref} on {name} uses an emptyDir volume, whose data an eviction deletes. Confirm "
+                            "with -e mig_drain_delete_emptydir_data=true.")
+    if evict and not settings.confirm_eviction_window:
+        refusals.append(
+            f"{len(evict)} pod(s) use the GPUs of {name} ({', '.join(p.ref for p in evict)}): the MIG manager needs "
+            "them gone, so the run evicts them (PodDisruptionBudgets honoured) and they wait, or run elsewhere, until "
+            "the node is back. Confirm the eviction window with -e mig_confirm_eviction_window=true, or move them first.")
+    return evict, refusals, warnings
+
+
+def plan(state: ClusterState, pods: list[dict[str, Any]], settings: MigSettings, targets: list[str],
+         invocation: dict[str, str], now: dt.datetime) -> MigPlan:
+    result = MigPlan()
+
+    def refuse(message: str) -> None:
+        result.refusals.append(f"{message} {NOTHING}")
+
+    for problem in settings.problems + operator_problems(state, settings.namespace, settings.clusterpolicy):
+        refuse(problem)
+    if result.refusals:
+        return result
+    manager = state.spec.get("migManager") or {}
+    strategy = str((state.spec.get("mig") or {}).get("strategy") or "")
+    if manager.get("enabled") is False:
+        refuse(f"The MIG manager is disabled (ClusterPolicy {settings.clusterpolicy} spec.migManager.enabled false): "
+               "nothing would apply a MIG config. Enable it first.")
+    if strategy not in STRATEGIES:
+        refuse(f"ClusterPolicy {settings.clusterpolicy} has spec.mig.strategy {strategy or 'unset'}: the device plugin "
+               "then advertises no MIG instance. Set it to single or mixed first (it applies to every GPU node).")
+    workload_pods = [Pod(p) for p in pods]
+    plans: list[NodePlan] = []
+    for name in targets:
+        node = state.nodes.get(name)
+        if node is None or not node.gpu_present:
+            why = "no such node" if node is None else "no nvidia.com/gpu.present=true label"
+            refuse(f"{name} is not a GPU node of this cluster ({why}): check -l, the inventory, or the host's "
+                   "gpushare_node_name.")
+            continue
+        if not node.mig_capable and settings.runbook == ENABLE:
+            refuse(f"{name} is not MIG-capable (nvidia.com/mig.capable={node.labels.get('nvidia.com/mig.capable', 'unset')}"
+                   f", product {node.product or 'unknown'}): MIG needs an A100, A30, H100, H200 or newer data-centre GPU.")
+            continue
+        if settings.runbook == ENABLE and (node.shares or node.mark is not None):
+            refuse(f"{name} is time-sliced (nvidia.com/gpu.replicas {node.replicas}, sharing strategy {node.strategy}): "
+                   "one change at a time. Roll time-slicing back first (playbooks/rollback-timeslicing.yml).")
+            continue
+        mark = Mark.parse(node.annotations.get(MARK))
+        target = (settings.configs.get(name, "") if settings.runbook == ENABLE
+                  else settings.rollback_to or (mark.previous if mark else parted.DISABLED))
+        ours = node.unschedulable and node.cordoned_by in RUNBOOKS
+        if node.mig_config == target and node.mig_state == "success" and not ours and (
+                settings.runbook == ENABLE or mark is None):
+            continue
+        if not node.mig_capable:  # a rollback of a node without MIG: nothing is partitioned there
+            continue
+        if node.mig_config == target and node.mig_state == "failed":
+            refuse(f"The MIG manager already failed to apply {target} on {name} (nvidia.com/mig.config.state=failed): "
+                   f"its log says why (kubectl -n {settings.namespace} logs -l app=nvidia-mig-manager). Roll back with "
+                   "playbooks/rollback-mig.yml, or fix the cause and set the label again.")
+            continue
+        if node.mig_config != target and node.mig_state in ("pending", "rebooting") and not ours:
+            refuse(f"The MIG manager is still applying {node.mig_config} on {name} (nvidia.com/mig.config.state="
+                   f"{node.mig_state}): wait until it reports success or failed, then re-run.")
+            continue
+        node_plan, refusals, warnings = _config_refusals(name, node, state, settings, strategy, target)
+        evict, pod_refusals, pod_warnings = _pod_refusals(name, node, workload_pods, settings)
+        for message in refusals + pod_refusals:
+            refuse(message)
+        result.warnings += warnings + pod_warnings
+        if node_plan is not None:
+            node_plan.evict, node_plan.resources = evict, gpu_resources(node)
+            node_plan.cordon = not node.unschedulable or ours
+            node_plan.relabel = node.mig_config != target
+            plans.append(node_plan)
+    if result.refusals:
+        return result
+    if not plans:
+        result.lines = [_nothing_line(state, targets, settings)]
+        return result
+    result.nodes = [p.name for p in plans]
+    result.resources = sorted({r for p in plans for r in p.resources})
+    result.cordons = [p.name for p in plans if p.cordon]
+    result.record = record_name(settings.runbook, now)
+    more = f"-and-{len(plans) - 1}-more" if len(plans) > 1 else ""
+    result.report_file = f"{settings.runbook}-{now.strftime('%Y%m%dT%H%M%SZ')}-{plans[0].name}{more}.md"
+    result.changes = _changes(state, settings, plans, result.record, invocation, now)
+    result.expected = {
+        "strategy": strategy,
+        "targets": {p.name: {"config": p.config, "resources": advertised(p.after, strategy),
+                             "product": product_label(p.product, p.after, strategy),
+                             "deploy": {k: v for k, v in state.nodes[p.name].deploy_labels.items() if v != PAUSED}}
+                    for p in plans},
+        "bystanders": {n.name: n.fingerprint() for n in state.gpu_nodes if n.name not in result.nodes},
+    }
+    result.before = {p.name: facts(state.nodes[p.name]) for p in plans}
+    result.lines = _lines(state, settings, strategy, plans, result)
+    return result
+
+
+def facts(node: Node) -> dict[str, Any]:
+    """What the report compares before and after, for one node."""
+    allocatable = (node.raw.get("status") or {}).get("allocatable") or {}
+    return {
+        "nvidia.com/mig.config": node.mig_config or "-", "nvidia.com/mig.config.state": node.mig_state or "-",
+        "nvidia.com/gpu.product": node.labels.get("nvidia.com/gpu.product", "-"),
+        "nvidia.com/gpu.count": node.labels.get("nvidia.com/gpu.count", "-"),
+        **{f"allocatable {k}": str(v) for k, v in sorted(allocatable.items()) if k.startswith("nvidia.com/")},
+        "schedulable": "no (cordoned)" if node.unschedulable else "yes",
+    }
+
+
+def _changes(state: ClusterState, settings: MigSettings, plans: list[NodePlan], record: str,
+             invocation: dict[str, str], now: dt.datetime) -> dict[str, list[dict[str, Any]]]:
+    saved = {p.name: {MIG_CONFIG: state.nodes[p.name].labels.get(MIG_CONFIG),
+                      MIG_STATE: state.nodes[p.name].labels.get(MIG_STATE), **state.nodes[p.name].deploy_labels}
+             for p in plans}
+    intent = Intent(settings.runbook, [p.name for p in plans], node_labels=saved)
+    cordon, reconfigure, uncordon = [], [], []
+    for p in plans:
+        node = state.nodes[p.name]
+        old = Mark.parse(node.annotations.get(MARK))
+        mark = Mark(p.previous, p.config, p.gpus, old.run if old and settings.runbook == ENABLE else record)
+        body: dict[str, Any] = {"metadata": {"annotations": {MARK: mark.text()}}}
+        if p.cordon:
+            body["spec"] = {"unschedulable": True}
+            body["metadata"]["annotations"][CORDONED_BY] = settings.runbook
+        cordon.append({"action": "merge", "kind": "Node", "name": p.name, "body": body,
+                       "why": "stop new pods on the node (only if schedulable) and record its MIG config before"})
+        if p.relabel:
+            reconfigure.append({"action": "merge", "kind": "Node", "name": p.name,
+                                "body": {"metadata": {"labels": {MIG_CONFIG: p.config}}},
+                                "why": f"ask the MIG manager for {p.config}"})
+        finish: dict[str, Any] = {"metadata": {"annotations": {CORDONED_BY: None} if p.cordon else {}}}
+        if p.cordon:
+            finish["spec"] = {"unschedulable": None}
+        if settings.runbook == ROLLBACK:
+            finish["metadata"]["annotations"][MARK] = None
+        if finish.get("spec") or finish["metadata"]["annotations"]:
+            uncordon.append({"action": "merge", "kind": "Node", "name": p.name, "body": finish,
+                             "why": "uncordon (only what the MIG runbooks cordoned)"})
+    names = {p.name for p in plans}
+    earlier = [r for r in state.records if r.runbook in RUNBOOKS and r.state == "in-progress" and set(r.intent.nodes) & names]
+    undone = ([r for r in state.records if r.runbook == ENABLE and r.state in ("in-progress", "complete")
+               and set(r.intent.nodes) <= names] if settings.runbook == ROLLBACK else [])
+    finished = [{"action": "merge", "kind": "ConfigMap", "name": r.name, "namespace": settings.namespace,
+                 "body": state_patch("rolled-back" if r in undone else "complete", now),
+                 "why": "the enable is rolled back" if r in undone else "the interrupted run is finished by this one"}
+                for r in earlier + [u for u in undone if u not in earlier]]
+    return {
+        "record": [{"action": "create", "kind": "ConfigMap", "name": record, "namespace": settings.namespace,
+                    "body": new_record(record, settings.namespace, intent, None, now, invocation),
+                    "why": "record the run and the node labels it changes"}],
+        "cordon": cordon, "reconfigure": reconfigure, "uncordon": uncordon,
+        "finish": finished + [{"action": "merge", "kind": "ConfigMap", "name": record, "namespace": settings.namespace,
+                               "body": state_patch("complete", now), "why": "mark the run complete"}],
+    }
+
+
+def _nothing_line(state: ClusterState, targets: list[str], settings: MigSettings) -> str:
+    parts = []
+    for name in sorted(targets):
+        node = state.nodes[name]
+        parts.append(f"{name} runs MIG config {node.mig_config or parted.DISABLED} "
+                     f"(nvidia.com/mig.config.state={node.mig_state or 'unset'})")
+    return f"Nothing to do: {'; '.join(parts)}. {NOTHING}"
+
+
+def _lines(state: ClusterState, settings: MigSettings, strategy: str, plans: list[NodePlan],
+           result: MigPlan) -> list[str]:
+    from gpushare.table import render_table  # noqa: PLC0415
+
+    configs = sorted({p.config for p in plans})
+    lines = [f"Plan ({settings.runbook}): MIG config {', '.join(configs)} on {', '.join(result.nodes)}, {strategy} "
+             f"strategy (ClusterPolicy {settings.clusterpolicy})"]
+    lines += [f"  WARNING: {w}" for w in result.warnings]
+    for p in plans:
+        steps = (["cordon"] if p.cordon and not state.nodes[p.name].unschedulable else
+                 ["keep the cordon"] if p.cordon else ["already cordoned by someone else (stays so)"])
+        steps.append(f"evict {len(p.evict)} GPU pod(s) ({', '.join(x.ref for x in p.evict)})" if p.evict
+                     else "no GPU pod to evict")
+        steps.append(f"label nvidia.com/mig.config={p.config}" if p.relabel else f"nvidia.com/mig.config is already {p.config}")
+        steps += [f"wait for the MIG manager (at most {settings.reconfigure_timeout} s)", "verify"]
+        steps += ["uncordon"] if p.cordon else []
+        resources = advertised(p.after, strategy)
+        change = f"{p.current} -> {p.config}" if p.relabel else f"{p.config} (labelled already: this run finishes it)"
+        lines += [f"- {p.name} ({p.gpus} x {p.product}): {change}",
+                  f"  mig-parted config: ConfigMap {settings.namespace}/{p.source.configmap} ({p.source.why})",
+                  f"  steps: {', '.join(steps)}",
+                  f"  advertises afterwards: {', '.join(f'{k} {v}' for k, v in resources.items())}, product "
+                  f"{product_label(p.product, p.after, strategy)}" + (
+                      " (tell the quota and monitoring owners; DCGM reports MIG instances in "
+                      "DCGM_FI_PROF_GR_ENGINE_ACTIVE, not DCGM_FI_DEV_GPU_UTIL)" if parted.instances(p.after) else "")]
+        if p.fit.workloads:
+            lines.append(f"  workloads: {p.fit.coverage()}")
+            lines += ["    " + line for line in render_table(
+                ["workload", "needs", "smallest instance that fits", "replicas placed", "more that fit in what is left"],
+                p.fit.workload_rows()).splitlines()]
+            lines += [f"  WARNING: only {placed} of {w.replicas} replicas of {w.name} find an instance on {p.name}."
+                      for w, placed in p.fit.short]
+        elif settings.runbook == ENABLE:
+            lines.append("  workloads: none listed (mig_workloads): which models fit is not checked")
+        lines.append("  fragmentation (instances of the node):")
+        lines += ["    " + line for line in render_table(
+            ["instance", "memory", "before", "after", "for the listed workloads", "left free"],
+            p.fit.fragmentation_rows()).splitlines()]
+    others = [n.name for n in state.gpu_nodes if n.name not in result.nodes]
+    lines.append(f"Not touched: {', '.join(others) or 'no other GPU node'}")
+    lines.append(f"Record: ConfigMap {settings.namespace}/{result.record}, written before the first change")
+    return lines

@@ -1,0 +1,81 @@
+"""The MIG runbooks' inputs, checked beyond what the argument spec can say, and the runbook's own
+mark on the nodes it changed."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpushare.mig.fit import Workload, parse_workloads
+
+ENABLE, ROLLBACK = "enable-mig", "rollback-mig"
+RUNBOOKS = (ENABLE, ROLLBACK)
+MARK = "gpushare.io/mig"
+NOTHING = "Nothing was changed."
+# A label value: what nvidia.com/mig.config can hold.
+CONFIG_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+
+def _bool(value: Any) -> bool:
+    return value if isinstance(value, bool) else str(value).strip().lower() in ("true", "yes", "on", "1")
+
+
+@dataclass(frozen=True)
+class Mark:
+    """gpushare.io/mig on a node the enable changed: the config it had before the first enable (the
+    rollback's target), the config set, its physical GPUs and the run."""
+
+    previous: str
+    config: str
+    gpus: int
+    run: str
+
+    @classmethod
+    def parse(cls, raw: str | None) -> Mark | None:
+        try:
+            data = json.loads(raw or "")
+            return cls(str(data["previous"]), str(data["config"]), int(data["gpus"]), str(data.get("run") or ""))
+        except (ValueError, TypeError, KeyError):
+            return None
+
+    def text(self) -> str:
+        return json.dumps({"previous": self.previous, "config": self.config, "gpus": self.gpus, "run": self.run},
+                          sort_keys=True)
+
+
+@dataclass(frozen=True)
+class MigSettings:
+    runbook: str
+    configs: dict[str, str]  # enable: node -> the config asked for
+    rollback_to: str  # rollback: "" = the config the node had before the enable (else all-disabled)
+    workloads: list[Workload]
+    confirm_eviction_window: bool
+    drain_force: bool
+    drain_delete_emptydir_data: bool
+    reconfigure_timeout: int
+    namespace: str
+    clusterpolicy: str
+    problems: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, runbook: str, values: dict[str, Any]) -> MigSettings:
+        workloads, problems = parse_workloads(values.get("workloads"))
+        configs = {str(n): str(c or "").strip() for n, c in (values.get("configs") or {}).items()} if (
+            runbook == ENABLE) else {}
+        rollback_to = str(values.get("rollback_to") or "").strip()
+        for node, config in sorted(configs.items()):
+            if not config:
+                problems.append(f"No MIG config given for {node}: name one with -e mig_config=<name> (for example "
+                                "all-1g.10gb or all-balanced; the node's mig-parted config lists them).")
+            elif not CONFIG_NAME.match(config):
+                problems.append(f"mig_config={config!r} for {node} is not a valid node label value, so it cannot be a "
+                                "MIG config name.")
+        if rollback_to and not CONFIG_NAME.match(rollback_to):
+            problems.append(f"mig_rollback_to={rollback_to!r} is not a valid node label value, so it cannot be a MIG "
+                            "config name.")
+        return cls(runbook, configs, rollback_to, workloads, _bool(values.get("confirm_eviction_window")),
+                   _bool(values.get("drain_force")), _bool(values.get("drain_delete_emptydir_data")),
+                   int(values.get("reconfigure_timeout") or 600), str(values["namespace"]),
+                   str(values["clusterpolicy_name"]), problems)
