@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpushare.rollout import checks as rollout
 from gpushare.timeslicing import checks as timeslicing
 
-CHECKS = {**timeslicing.CHECKS}
+CHECKS = {**timeslicing.CHECKS, **rollout.CHECKS}
