@@ -67,7 +67,7 @@ def plan(read: dict[str, Any], settings: RolloutSettings, hosts: list[tuple[str,
     steps, result.refusals = schedule(hosts, settings)
     if result.refusals:
         return result
-    result.refusals = metrics_problems(steps, settings)
+    result.refusals, result.notes = metrics_problems(steps, settings)
     nodes = {n["metadata"]["name"]: Node(n) for n in read.get("nodes") or []}
     result.refusals += _node_problems(nodes, steps)
     if result.refusals:

@@ -70,18 +70,15 @@ def fingerprint(steps: list[Step]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def metrics_problems(steps: list[Step], settings: RolloutSettings) -> list[str]:
-    """rollout_metrics_files must give every step a file (its own key, or `default`) and name no other step."""
+def metrics_problems(steps: list[Step], settings: RolloutSettings) -> tuple[list[str], list[str]]:
+    """(refusals, notes): rollout_metrics_files must give every step a file (its own key, or
+    `default`); a key that names no step of this run (a plan file shared by several runs) is noted."""
     if not settings.metrics_files:
-        return []
+        return [], []
     names = [s.name for s in steps]
     stray = sorted(set(settings.metrics_files) - set(names) - {"default"})
     uncovered = [n for n in names if n not in settings.metrics_files] if "default" not in settings.metrics_files else []
-    problems = []
-    if stray:
-        problems.append(f"rollout_metrics_files names {', '.join(stray)}, which is not a step of this rollout "
-                        f"({', '.join(names)})")
-    if uncovered:
-        problems.append(f"rollout_metrics_files gives no metrics file for {', '.join(uncovered)}: add them, or a "
-                        "`default` entry")
-    return [f"{p}. {NOTHING}" for p in problems]
+    problems = [f"rollout_metrics_files gives no metrics file for {', '.join(uncovered)} (the steps of this run: "
+                f"{', '.join(names)}): add them, or a `default` entry. {NOTHING}"] if uncovered else []
+    notes = [f"rollout_metrics_files names {', '.join(stray)}, not a step of this run: not used."] if stray else []
+    return problems, notes
