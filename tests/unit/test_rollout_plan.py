@@ -14,7 +14,7 @@ import pytest
 
 from gpushare.k8s.patch import PatchConflict, json_patch
 from gpushare.rollout import progress as pr
-from gpushare.rollout.plan import batch_step, gate_inputs, plan, wait
+from gpushare.rollout.plan import gate_inputs, plan, wait
 from gpushare.rollout.settings import RolloutSettings
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -321,11 +321,10 @@ def test_holder_identity_names_this_machine_and_the_playbook_process() -> None:
 
 
 # ---- what a step needs -----------------------------------------------------------------------------
-def test_each_batch_of_the_widen_play_is_its_step() -> None:
-    current = progress(new_record())
-    assert batch_step(current, ["gpu-node-2"]) == "batch-1"
-    with pytest.raises(ValueError, match="no step of the rollout has exactly the hosts gpu-node, gpu-node-2"):
-        batch_step(current, ["gpu-node", "gpu-node-2"])
+def test_each_batch_of_the_widen_play_is_named_by_its_first_host() -> None:
+    assert planned().batch_steps == {"gpu-node": "canary", "gpu-node-2": "batch-1", "mig": "batch-2"}
+    record = through(new_record(), "canary", "continue")
+    assert planned(record).batch_steps == {"gpu-node-2": "batch-1", "mig": "batch-2"}
 
 
 def test_the_soak_runs_from_the_enable_and_the_hold_interval_from_the_last_evaluation() -> None:

@@ -36,10 +36,6 @@ def rollout_plan(read: dict[str, Any], inputs: dict[str, Any], hosts: list[list[
     return plan
 
 
-def rollout_batch_step(plan: dict[str, Any], batch: list[str]) -> str:
-    return planning.batch_step(pr.Progress.of(plain(plan)["progress"]), [str(h) for h in plain(batch)])
-
-
 def rollout_step(record: dict[str, Any], name: str) -> dict[str, Any]:
     """The step and its state as the record says: {name, kind, hosts, nodes, replicas, soak, state, ...}."""
     progress = _record(record).progress
@@ -102,7 +98,6 @@ def rollout_stop_message(record: dict[str, Any]) -> str:
 
 FILTERS = {
     "rollout_plan": rollout_plan,
-    "rollout_batch_step": rollout_batch_step,
     "rollout_step": rollout_step,
     "rollout_record_update": rollout_record_update,
     "rollout_wait": rollout_wait,

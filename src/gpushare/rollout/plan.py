@@ -27,11 +27,13 @@ class RolloutPlan:
     take: list[dict[str, Any]] = field(default_factory=list)
     hosts: dict[str, list[Any]] = field(default_factory=lambda: {"widen": [], "serial": [], "raise": [], "undo": []})
     raise_steps: list[str] = field(default_factory=list)
+    batch_steps: dict[str, str] = field(default_factory=dict)  # first host of a widen batch -> its step
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {"refusals": self.refusals, "status": self.status, "prepare": self.prepare, "holder": self.holder,
-                "take": self.take, "hosts": self.hosts, "raise_steps": self.raise_steps, "notes": self.notes,
+                "take": self.take, "hosts": self.hosts, "raise_steps": self.raise_steps,
+                "batch_steps": self.batch_steps, "notes": self.notes,
                 "progress": self.progress.as_dict() if self.progress else None,
                 "writes": bool(self.take)}
 
@@ -121,6 +123,7 @@ def plan(read: dict[str, Any], settings: RolloutSettings, hosts: list[tuple[str,
     widen = [s for s in pending if s.kind == WIDEN]
     result.hosts["widen"] = [h for s in widen for h in s.hosts]
     result.hosts["serial"] = [len(s.hosts) for s in widen]
+    result.batch_steps = {s.hosts[0]: s.name for s in widen}
     result.raise_steps = [s.name for s in pending if s.kind == RAISE]
     if result.raise_steps:
         result.hosts["raise"] = list(current.step(result.raise_steps[0]).hosts)
@@ -130,15 +133,6 @@ def plan(read: dict[str, Any], settings: RolloutSettings, hosts: list[tuple[str,
 
 
 # ---- what a step needs ------------------------------------------------------------------------------
-def batch_step(progress: pr.Progress, batch: list[str]) -> str:
-    """The widen step whose hosts are this `serial` batch."""
-    for step in progress.steps:
-        if step.kind == WIDEN and set(step.hosts) == set(batch):
-            return step.name
-    raise ValueError(f"no step of the rollout has exactly the hosts {', '.join(batch)}: the batches no longer match "
-                     "the plan (was the inventory changed during the run?)")
-
-
 def wait(progress: pr.Progress, step: str, what: str, settings: RolloutSettings, now: dt.datetime) -> dict[str, Any]:
     """The bounded wait before an evaluation: the soak (from the step's enable) or, on hold, the
     hold interval (from the last evaluation): {until, timeout, interval} for gpushare_wait."""
