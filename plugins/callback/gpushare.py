@@ -9,6 +9,8 @@ DOCUMENTATION = """
   description:
     - Prints the msg of debug tasks (the plan and the summary), one line per task that changed something, each
       failure's message once, and a result line. With -v or more, Ansible's default output.
+    - A runbook's role imported or included inside another runbook under the variable gpushare_quiet=true (the
+      staged rollout's enable, share check, gates and rollback) prints only its failures; the outer one reports.
   extends_documentation_fragment:
     - default_callback
     - result_format_callback

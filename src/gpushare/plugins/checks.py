@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from gpushare.mig import checks as mig
+from gpushare.rollout import checks as rollout
 from gpushare.share_check import checks as share_check
 from gpushare.timeslicing import checks as timeslicing
 
-CHECKS = {**timeslicing.CHECKS, **share_check.CHECKS, **mig.CHECKS}
+CHECKS = {**timeslicing.CHECKS, **share_check.CHECKS, **mig.CHECKS, **rollout.CHECKS}

@@ -29,14 +29,26 @@ def failure_text(result: dict[str, Any], changed_before: bool) -> list[str]:
     return lines
 
 
-def _in_rescued_block(task: Any) -> bool:
-    """The task is in the protected part of a block that has a rescue (not in the rescue itself,
-    whose failure is the one to show)."""
-    below, parent = {getattr(task, "_uuid", None)}, getattr(task, "_parent", None)
+def nested_quietly(task: Any) -> bool:
+    """A runbook run inside another one (its role imported or included with `gpushare_quiet: true`,
+    as the staged rollout does with the enable): the outer runbook reports, so only failures show."""
+    parent = getattr(task, "_parent", None)
     while parent is not None:
-        if getattr(parent, "rescue", None) and any(getattr(c, "_uuid", None) in below for c in parent.block or []):
+        if (getattr(parent, "vars", None) or {}).get("gpushare_quiet") in (True, "true", "True"):
             return True
-        below.add(getattr(parent, "_uuid", None))
+        parent = getattr(parent, "_parent", None)
+    return False
+
+
+def _in_rescued_block(task: Any) -> bool:
+    """The task is in the main part of a block that has a rescue (whose own tasks say what happened);
+    a task of the rescue or always part is not."""
+    path = {getattr(task, "_uuid", None)}
+    parent = getattr(task, "_parent", None)
+    while parent is not None:
+        if getattr(parent, "rescue", None) and path & {getattr(t, "_uuid", None) for t in parent.block or []}:
+            return True
+        path.add(getattr(parent, "_uuid", None))
         parent = getattr(parent, "_parent", None)
     return False
 
@@ -88,13 +100,37 @@ class QuietCallback(DefaultCallback):
             super().v2_runner_on_ok(result)
             return
         data = result.result
+        quiet = nested_quietly(result.task)
         if result.task.action in ("ansible.builtin.debug", "debug") and "msg" in data:
             lines = message_lines(data["msg"])
-            if any(line.strip() for line in lines):
+            if not quiet and any(line.strip() for line in lines):
                 self._display.display("\n".join(lines))
         elif data.get("changed"):
             self._changed = True
-            self._display.display(f"changed: {result.task.get_name()}", color="yellow")
+            if not quiet:
+                self._display.display(f"changed: {result.task.get_name()}", color="yellow")
+
+    def v2_runner_item_on_ok(self, result: Any) -> None:
+        if not self._quiet:
+            super().v2_runner_item_on_ok(result)
+        elif result.result.get("changed"):  # the task's own line follows; an item only marks the run changed
+            self._changed = True
+
+    def v2_runner_item_on_skipped(self, result: Any) -> None:
+        if not self._quiet:
+            super().v2_runner_item_on_skipped(result)
+
+    def v2_runner_item_on_failed(self, result: Any) -> None:
+        if not self._quiet:  # quiet: the task's failure, once, says it
+            super().v2_runner_item_on_failed(result)
+
+    def v2_playbook_on_include(self, included_file: Any) -> None:
+        if not self._quiet:
+            super().v2_playbook_on_include(included_file)
+
+    def v2_playbook_on_no_hosts_matched(self) -> None:
+        if not self._quiet:  # a play of a multi-play runbook with nothing to do says nothing
+            super().v2_playbook_on_no_hosts_matched()
 
     def v2_runner_on_skipped(self, result: Any) -> None:
         if not self._quiet:
