@@ -16,6 +16,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -156,8 +157,17 @@ def main() -> int:
     sim("down")
     from scripts.bench_runbooks import bench_runbooks  # noqa: PLC0415 - needs the runbooks
 
+    print("runbooks: floor, seed, enable, rollback; default and 500-node fleets ...", file=sys.stderr)
     results.update(bench_runbooks(STATE))
     sim("down")
+    from scripts.bench_mig import bench_mig  # noqa: PLC0415
+
+    print("MIG runbooks ...", file=sys.stderr)
+    results.update(bench_mig(STATE))
+    from scripts.bench_rollout import bench_rollout  # noqa: PLC0415
+
+    print("staged rollout over 50 and 200 nodes ...", file=sys.stderr)
+    results.update(bench_rollout(STATE))
     from scripts.bench_baseline import bench_baseline  # noqa: PLC0415
 
     print("baseline, 1 week x 500 GPUs ...", file=sys.stderr)
@@ -179,9 +189,11 @@ def previous_cold_build(path: Path) -> dict[str, float]:
     return {}
 
 
-def render(r: dict[str, dict[str, float]]) -> str:
+def render(r: dict[str, Any]) -> str:
+    from scripts import bench_mig as mig, bench_rollout as rollout, bench_runbooks as runbooks  # noqa: PLC0415
+
     cold, up, up500 = r.get("cold_build", {}), r["up_default"], r["up_500"]
-    react, react500, enable, rollback = r["reaction_default"], r["reaction_500"], r["enable"], r["rollback"]
+    react, react500 = r["reaction_default"], r["reaction_500"]
     kueue_build, no_kueue, admission = r["kueue_cold_build"], r["up_without_kueue"], r["kueue_admission"]
     baseline = r["baseline"]
     reused = ("\n- The cold-build figures were kept from an earlier measurement (`--skip-cold-build`): "
@@ -208,13 +220,6 @@ def render(r: dict[str, dict[str, float]]) -> str:
          f"{react500['reaction_median_s'] * 1000:.0f} / {react500['reaction_p95_s'] * 1000:.0f} / {react500['reaction_max_s'] * 1000:.0f} ms"),
         (f"Burst on the 500-node fleet: {react500.get('burst_nodes', 0):.0f} nodes relabelled at once → all updated",
          f"{react500.get('burst_s', float('nan')):.1f} s"),
-        ("Seed's own kubectl sequence on `gpu-node` (apply, patch, restart, rollout status, label; until shared allocatable shows)",
-         f"{enable['seed_kubectl_s']:.1f} s"),
-        ("`enable-timeslicing.yml -l gpu-node` (same cluster shape, same run)", f"{enable['playbook_s']:.1f} s"),
-        ("Ratio playbook / seed sequence", f"{enable['ratio']:.1f}×"),
-        ("Mutating API requests of that enable run (audit log)", f"{enable['playbook_writes']:.0f}"),
-        ("Idempotent re-run: wall time / mutating requests", f"{enable['rerun_s']:.1f} s / {enable['rerun_writes']:.0f}"),
-        ("`rollback-timeslicing.yml -l gpu-node` with 4 shared pods", f"{rollback['rollback_4_pods_s']:.1f} s"),
         (f"`gpushare baseline`, 1 week × {baseline['gpus']:.0f} GPUs from a real Prometheus (median of 3; min–max)",
          f"{baseline['median_s']:.1f} s ({baseline['min_s']:.1f}–{baseline['max_s']:.1f})"),
         ("Same, with a PNG plot per GPU (`--plots`)", f"{baseline['plots_s']:.0f} s"),
@@ -233,10 +238,26 @@ simulator change visible on a node within 2 s.
 |---|---|
 {table}
 
+## Runbooks
+
+Each column on a fresh embedded cluster; "writes" are the mutating API requests of the run (audit
+log), "restarted elsewhere" the GPU Operator operand pods restarted on nodes other than the target.
+
+{runbooks.render(r)}
+
+## MIG runbooks
+
+{mig.render(r)}
+
+## Staged rollout
+
+{rollout.render(r)}
+
 Notes:
 - The seed's kubectl sequence patches the ClusterPolicy `default` and so re-configures every GPU
   node; the playbook changes only `gpu-node` (per-node label) and additionally takes a lock, makes
   a backup, validates the config before writing and verifies every node afterwards.
+- "Prepared": `prepare-timeslicing.yml` ran first, so the enable itself restarts no operand.
 - The cold build excludes module downloads (the Go module cache was warm); on a fresh machine the
   downloads add their own time.{reused}
 

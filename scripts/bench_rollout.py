@@ -55,5 +55,19 @@ def bench_rollout(state: Path) -> dict[str, Any]:
     return {"rollout": runs}
 
 
+def render(results: dict[str, Any]) -> str:
+    """The BENCHMARKS.md rows."""
+    r = results["rollout"]
+    rows = ["| staged rollout (canary, 2 batches of 50%, replicas 2 → 4) | wall time | mutating requests |",
+            "|---|---|---|"]
+    for size in SIZES:
+        rows.append(f"| over {size} GPU nodes | {r[str(size)]['s']:.1f} s | {r[str(size)]['writes']} |")
+    rows.append(f"| re-run of the finished {SIZES[-1]}-node rollout | {r[f'rerun_{SIZES[-1]}']['s']:.1f} s | "
+                f"{r[f'rerun_{SIZES[-1]}']['writes']} |")
+    rows.append(f"| marginal cost of a node ({SIZES[0]} → {SIZES[-1]}) | {r['marginal_s_per_node']:.2f} s | "
+                f"{r['marginal_writes_per_node']:.1f} |")
+    return "\n".join(rows)
+
+
 if __name__ == "__main__":
     print(json.dumps(bench_rollout(REPO / ".gpushare-bench-rollout"), indent=2))

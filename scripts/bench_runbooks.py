@@ -57,20 +57,23 @@ def writes(state: Path, since: int) -> int:
                and (e.get("objectRef") or {}).get("resource") != "selfsubjectreviews")
 
 
-def operand_pods(session: Session) -> dict[str, str]:
-    """uid -> node of every operand pod."""
+def operand_pods(session: Session) -> dict[str, tuple[str, str]]:
+    """uid -> (node, DaemonSet) of every operand pod."""
     pods = (OperandPod(p) for p in session.list("Pod", "gpu-operator"))
-    return {p.uid: p.node for p in pods if p.daemonset and not p.terminating}
+    return {p.uid: (p.node, p.daemonset) for p in pods if p.daemonset and not p.terminating}
 
 
-def measured(state: Path, session: Session, target: str, *args: str) -> dict[str, float]:
-    """One runbook run: seconds, mutating requests, operand pods restarted on other nodes."""
+def measured(state: Path, session: Session, target: str, *args: str) -> dict[str, Any]:
+    """One runbook run: seconds, mutating requests, operand pods restarted on other nodes (in all
+    and per DaemonSet)."""
     mark = (state / "audit.log").stat().st_size
     before = operand_pods(session)
     seconds = playbook(state, *args)
     after = operand_pods(session)
-    elsewhere = sum(1 for uid, node in before.items() if node != target and uid not in after)
-    return {"s": seconds, "writes": writes(state, mark), "restarted_elsewhere": elsewhere}
+    gone = [daemonset for uid, (node, daemonset) in before.items() if node != target and uid not in after]
+    by_operand = {daemonset: gone.count(daemonset) for daemonset in sorted(set(gone))}
+    return {"s": seconds, "writes": writes(state, mark), "restarted_elsewhere": len(gone),
+            "restarted_by_operand": by_operand}
 
 
 def seed_sequence(state: Path) -> float:
@@ -127,3 +130,37 @@ def bench_runbooks(state: Path) -> dict[str, Any]:
     small = one_node_runs(state, prepare=True)
     return {"runbooks": {"floor_s": floor, "seed_s": seed, "default": default, "prepared_default": small,
                          "prepared_500": fleet}}
+
+
+def _elsewhere(run: dict[str, Any]) -> str:
+    if not run["restarted_elsewhere"]:
+        return "0"
+    return f"{run['restarted_elsewhere']} ({', '.join(f'{n} {d}' for d, n in run['restarted_by_operand'].items())})"
+
+
+def render(results: dict[str, Any]) -> str:
+    """The BENCHMARKS.md section: one row per run, the ratios below."""
+    r = results["runbooks"]
+    rows = ["| cluster | run | wall time | writes | operand pods restarted elsewhere |", "|---|---|---|---|---|"]
+    labels = (("prepare", "`prepare-timeslicing.yml` (once per cluster)"),
+              ("enable", "`enable-timeslicing.yml -l gpu-node`"),
+              ("rerun", "its re-run (nothing to change)"),
+              ("replicas", "`-e timeslicing_replicas=4`"),
+              ("rollback", "`rollback-timeslicing.yml -l gpu-node`, 4 shared pods"))
+    columns = (("default", "default fleet"), ("prepared_default", "default fleet, prepared"),
+               ("prepared_500", "500 GPU nodes, prepared"))
+    for column, cluster in columns:
+        for name, label in labels:
+            run = r[column].get(name)
+            if run is not None:
+                rows.append(f"| {cluster} | {label} | {run['s']:.1f} s | {run['writes']} | {_elsewhere(run)} |")
+    enable, enable_500 = r["default"]["enable"]["s"], r["prepared_500"]["enable"]["s"]
+    rows += [
+        "",
+        f"- Ansible's floor (one kubernetes.core task, median of 3): {r['floor_s']:.1f} s; the seed's kubectl "
+        f"sequence on gpu-node: {r['seed_s']:.1f} s (it re-configures every GPU node).",
+        f"- Enable / floor: {enable / r['floor_s']:.1f}×; enable / seed sequence: {enable / r['seed_s']:.1f}×; "
+        f"enable on the 500-node fleet / default fleet (prepared): "
+        f"{enable_500 / r['prepared_default']['enable']['s']:.2f}×.",
+    ]
+    return "\n".join(rows)
