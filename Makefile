@@ -10,11 +10,12 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 # Keep the embedded cluster of `make demo` apart from the one the tests start.
 export GPUSHARE_STATE_DIR ?= $(CURDIR)/.gpushare
 
-.PHONY: help setup binaries sim-up sim-down demo test unit lint bench clean
+.PHONY: help setup binaries sim-up sim-down demo test test-external unit lint bench clean
 
 help:
 	@echo "make demo      set up, start the embedded cluster, show its baseline, enable time-slicing on gpu-node, print the result"
-	@echo "make test      set up and run every test (unit, integration, Gherkin features, lint)"
+	@echo "make test      set up and run every test (unit, integration, Gherkin features, lint, the external target)"
+	@echo "make test-external   the acceptance features against a separately started cluster (part of make test)"
 	@echo "make bench     measure the figures in BENCHMARKS.md"
 	@echo "make sim-up / sim-down   start / stop the embedded cluster"
 
@@ -64,10 +65,16 @@ lint: $(STAMP)
 	ANSIBLE_INVENTORY=$(CURDIR)/inventories/example-staging ansible-lint
 
 test: setup lint
-	pytest -q
+	mkdir -p reports
+	pytest -q --junitxml=reports/junit.xml --cucumberjson=reports/cucumber.json
+	$(MAKE) test-external
+
+# The same features against a cluster reached only through --kubeconfig/--inventory/--operator-namespace.
+test-external: setup
+	$(BIN)/python scripts/external_cluster.py run -- -q
 
 bench: setup
 	$(BIN)/python scripts/bench.py --output BENCHMARKS.md
 
 clean: sim-down
-	rm -rf $(VENV) .gpushare-test
+	rm -rf $(VENV) .gpushare-test .gpushare-external

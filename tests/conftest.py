@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import restore
 from tests.support.cluster import REPO, Cluster, embedded_cluster, reset_embedded
 
 pytest_plugins = ["tests.steps"]
@@ -38,7 +39,7 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
         inventory = request.config.getoption("--inventory")
         if not inventory:
             pytest.fail("--kubeconfig needs --inventory: the Ansible inventory listing that cluster's GPU nodes")
-        yield Cluster(Path(kubeconfig), Path(inventory), request.config.getoption("--operator-namespace"))
+        yield Cluster(Path(kubeconfig).resolve(), Path(inventory).resolve(), request.config.getoption("--operator-namespace"))
         return
     # Under pytest-xdist every worker runs its own embedded cluster, so feature files run in parallel.
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
@@ -52,9 +53,13 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
 
 @pytest.fixture
 def clean_cluster(cluster: Cluster) -> Iterator[Cluster]:
-    """The cluster as freshly started; put back afterwards so scenarios do not leak."""
-    if cluster.embedded:
-        reset_embedded(cluster)
+    """The embedded cluster as freshly started, put back afterwards; any other cluster as the
+    scenario found it, put back afterwards (on failure too), so scenarios do not leak."""
+    if not cluster.embedded:
+        before = restore.take(cluster)
+        yield cluster
+        restore.restore(cluster, before)
+        return
+    reset_embedded(cluster)
     yield cluster
-    if cluster.embedded:
-        reset_embedded(cluster)
+    reset_embedded(cluster)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from gpushare import pki
+from gpushare import pki, processes
 from gpushare.binaries import binary_dir
 from gpushare.fleet import Fleet
 from gpushare.kueue import embedded as kueue_embedded
@@ -33,7 +33,9 @@ EMBEDDED_MIG_REBOOT_S = 2
 # Start order; `down` stops in reverse.
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "gpu-operator-sim",
               "dcgm-exporter", "kueue")
-OPTIONAL_COMPONENTS = ("kueue",)  # `gpushare sim up --without NAME`
+# `gpushare sim up --without NAME`; without the simulator, a cluster to run it against separately
+# (`gpushare sim gpu-operator --kubeconfig`), as an "external" cluster would have its own operator.
+OPTIONAL_COMPONENTS = ("gpu-operator-sim", "kueue")
 # Started on demand (`gpushare sim prometheus`), stopped by `down`.
 ON_DEMAND_COMPONENTS = ("prometheus",)
 # Client identities: file stem -> (user, group). Distinct users keep the audit log readable.
@@ -276,14 +278,15 @@ class Launcher:
         ], lambda: _http_ok(f"http://127.0.0.1:{ports['kwok']}/healthz"))
         # The nodes join first, then the GPU Operator is installed (and 7 operand pods per GPU node start).
         cluster_bootstrap.wait_nodes_ready(state.kubeconfig, self.fleet)
-        self.run("gpu-operator-sim", [
-            sys.executable, "-m", "gpushare", "sim", "gpu-operator",
-            f"--kubeconfig={state.component_kubeconfig('gpu-operator-sim')}",
-            f"--operator-namespace={self.operator_namespace}",
-            f"--ready-file={state.root / 'gpu-operator-sim.ready'}",
-            f"--configmap-refresh-seconds={EMBEDDED_CONFIGMAP_REFRESH_S}",
-            f"--mig-reboot-seconds={EMBEDDED_MIG_REBOOT_S}",
-        ], lambda: (state.root / "gpu-operator-sim.ready").exists())
+        if "gpu-operator-sim" in self.components:
+            self.run("gpu-operator-sim", [
+                sys.executable, "-m", "gpushare", "sim", "gpu-operator",
+                f"--kubeconfig={state.component_kubeconfig('gpu-operator-sim')}",
+                f"--operator-namespace={self.operator_namespace}",
+                f"--ready-file={state.root / 'gpu-operator-sim.ready'}",
+                f"--configmap-refresh-seconds={EMBEDDED_CONFIGMAP_REFRESH_S}",
+                f"--mig-reboot-seconds={EMBEDDED_MIG_REBOOT_S}",
+            ], lambda: (state.root / "gpu-operator-sim.ready").exists())
         self.run("dcgm-exporter", [
             sys.executable, "-m", "gpushare", "sim", "dcgm-exporter",
             f"--kubeconfig={state.component_kubeconfig('dcgm-exporter')}", f"--port={ports['dcgm-exporter']}",
@@ -291,7 +294,8 @@ class Launcher:
         ], lambda: (state.root / "dcgm-exporter.json").exists())
         if kueue_crds is not None:
             self._start_kueue(bins, kueue_crds)
-        cluster_bootstrap.wait_gpu_operator(state.kubeconfig, self.operator_namespace)
+        if "gpu-operator-sim" in self.components:
+            cluster_bootstrap.wait_gpu_operator(state.kubeconfig, self.operator_namespace)
         info = {"server": server, "ports": ports, "bin_dir": str(bins), "operator_namespace": self.operator_namespace,
                 "components": list(self.components),
                 "fleet": {"source": self.fleet_source, "digest": fleet_digest(self.fleet)}}
@@ -324,6 +328,21 @@ def _http_ok(url: str) -> bool:
             return response.status == 200
     except (urllib.error.URLError, OSError):
         return False
+
+
+# What `gpushare sim restart` restarts: the faults of a change window the tests inject.
+RESTARTABLE = ("etcd", "kube-apiserver")
+
+
+def restart(state: StateDir, name: str, timeout_s: float = 60.0) -> float:
+    """Restart one control-plane component with its command line; wait until the API server is
+    ready again (which needs etcd). Returns the seconds the API was not ready."""
+    began = time.monotonic()
+    component = processes.restart(name, state.pid_file(name), state.log(name))
+    server = recorded_info(state)["server"]
+    context = _client_context(state)
+    wait_ready(component, lambda: _https_ok(f"{server}/readyz", context), timeout_s)
+    return time.monotonic() - began
 
 
 def down(state: StateDir) -> list[str]:

@@ -47,7 +47,8 @@ def start(component: Component, env: dict[str, str] | None = None) -> int:
             start_new_session=True,
             env={**os.environ, **(env or {})},
         )
-    record = {"pid": process.pid, "started": _start_time(process.pid), "argv0": component.argv[0]}
+    record = {"pid": process.pid, "started": _start_time(process.pid), "argv0": component.argv[0],
+              "argv": list(component.argv)}
     component.pid_file.write_text(json.dumps(record))
     return process.pid
 
@@ -105,6 +106,20 @@ def stop(pid_file: Path, grace_s: float = 10.0) -> bool:
                 return True
             time.sleep(0.05)
     return True
+
+
+def restart(name: str, pid_file: Path, log: Path) -> Component:
+    """Stop the process a pid file records and start it again with the same command line."""
+    try:
+        argv = json.loads(pid_file.read_text())["argv"]
+    except (OSError, ValueError, KeyError):
+        raise ComponentError(f"{name} is not running (no usable pid file {pid_file})") from None
+    if not alive(pid_file):
+        raise ComponentError(f"{name} is not running (pid file {pid_file})")
+    stop(pid_file)
+    component = Component(name, tuple(argv), log, pid_file)
+    start(component)
+    return component
 
 
 def wait_ready(component: Component, probe: Callable[[], bool], timeout_s: float) -> None:

@@ -13,11 +13,13 @@ from gpushare.binaries import BinaryError
 from gpushare.controlplane import (
     COMPONENTS,
     OPTIONAL_COMPONENTS,
+    RESTARTABLE,
     Launcher,
     StateDir,
     down,
     fleet_digest,
     recorded_info,
+    restart,
     running,
     started_components,
 )
@@ -56,6 +58,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         handler=cmd_down
     )
     with_state(sub.add_parser("status", help="components (pid, log) and nodes")).set_defaults(handler=cmd_status)
+    restart = with_state(sub.add_parser(
+        "restart", help="restart a control-plane component (a fault to test against)",
+        description="Stop a running component and start it again with the same command line; wait until "
+                    "the API server is ready again."))
+    restart.add_argument("component", choices=RESTARTABLE, help="the component to restart")
+    restart.set_defaults(handler=cmd_restart)
     with_state(sub.add_parser("kubeconfig", help="print the admin kubeconfig path")).set_defaults(
         handler=cmd_kubeconfig
     )
@@ -140,6 +148,17 @@ def cmd_up(args: argparse.Namespace) -> int:
 def cmd_down(args: argparse.Namespace) -> int:
     stopped = down(StateDir(args.state_dir.resolve()))
     print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
+    return 0
+
+
+def cmd_restart(args: argparse.Namespace) -> int:
+    state = StateDir(args.state_dir.resolve())
+    try:
+        seconds = restart(state, args.component)
+    except (ComponentError, TimeoutError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f"{args.component} restarted; the API server was not ready for {seconds:.1f}s")
     return 0
 
 

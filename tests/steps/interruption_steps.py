@@ -3,11 +3,6 @@ of ansible-playbook in the middle of an enable, and what the run records say aft
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,8 +14,9 @@ from gpushare.clock import parse_time, utc_now
 from gpushare.k8s.session import Session
 from gpushare.kube import wait_for
 from tests.steps.cluster_steps import Before, operator_configmaps
+from tests.steps.fault_steps import start_runbook
 from tests.steps.runbook_steps import ENABLE, RunbookRun, _run
-from tests.support.cluster import REPO, Cluster
+from tests.support.cluster import Cluster
 
 RECORDS = "gpushare.io/run"
 
@@ -44,27 +40,21 @@ def enable_killed(kube: Cluster, tmp_path: Path, runbook_inventory: Path, runboo
                   node: str, seconds: int) -> None:
     """A real `ansible-playbook` killed with SIGKILL (a lost session) once the ClusterPolicy points at
     the ConfigMap and before the node is labelled."""
-    extravars = {"gpushare_kubeconfig": str(kube.kubeconfig), "gpu_operator_namespace": kube.operator_namespace,
-                 "gpu_operator_lock_duration": seconds, **runbook_inputs}
-    command = [str(Path(sys.executable).parent / "ansible-playbook"), str(REPO / "playbooks" / ENABLE),
-               "-i", str(runbook_inventory), "-l", node, "-e", json.dumps(extravars)]
-    env = {**os.environ, **kube.env(), "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")}
-    log = (tmp_path / "killed-enable.log").open("w")
-    process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    run = start_runbook(kube, tmp_path / "background", runbook_inventory, runbook_inputs, f"{ENABLE} -l {node}",
+                        gpu_operator_lock_duration=seconds)
     session = Session(kube.kubeconfig)
 
     def policy_changed() -> bool:
         config = ((session.get("ClusterPolicy", "cluster-policy") or {}).get("spec", {}).get("devicePlugin") or {}).get(
             "config") or {}
-        return bool(config.get("name")) or process.poll() is not None
+        return bool(config.get("name")) or run.process.poll() is not None
 
     try:
         wait_for(policy_changed, 120, "the enable to change the ClusterPolicy", interval_s=0.02)
     finally:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-        log.close()
-    assert process.returncode == -signal.SIGKILL, f"the enable ended by itself: {(tmp_path / 'killed-enable.log').read_text()}"
+        ended_by_itself = run.process.poll() is not None
+        run.kill()
+    assert not ended_by_itself, f"the enable ended by itself: {run.log.read_text()}"
     labels = (session.get("Node", node) or {})["metadata"].get("labels") or {}
     assert "nvidia.com/device-plugin.config" not in labels, "killed too late: the node is labelled already"
 

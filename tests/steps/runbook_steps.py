@@ -23,7 +23,7 @@ from pytest_bdd import given, parsers, then, when
 
 from gpushare.simulator import clusterpolicy as cp
 from tests.steps.cluster_steps import Before, backups, clusterpolicy_spec, operand_pods
-from tests.support.ansible import PlaybookRun, run_playbook
+from tests.support.ansible import PlaybookRun, as_typed, run_playbook
 from tests.support.cluster import Cluster
 
 ENABLE = "enable-timeslicing.yml"
@@ -326,8 +326,9 @@ def printed_at_most(runbook_run: RunbookRun, count: int) -> None:
 
 
 @then(parsers.parse('the output says "{text}"'))
-def output_says(runbook_run: RunbookRun, text: str) -> None:
-    assert text in " ".join(runbook_run.run.stdout.split()), runbook_run.run.stdout[-3000:]
+def output_says(kube: Cluster, runbook_inventory: Path, runbook_run: RunbookRun, text: str) -> None:
+    expected = as_typed(dataclasses.replace(kube, inventory=runbook_inventory), text)
+    assert expected in " ".join(runbook_run.run.stdout.split()), runbook_run.run.stdout[-3000:]
 
 
 @then(parsers.parse('the report shows node "{node}" with {gpus:d} physical GPUs, {replicas:d} replicas '

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import os
+import re
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +52,30 @@ class PlaybookRun:
         return f"status={self.status} rc={self.rc} failures={self.failure_messages()}\n{self.stdout[-4000:]}"
 
 
+@functools.cache
+def _hosts_by_node(inventory: Path, env: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """Kubernetes node name -> inventory host, where they differ (host var `gpushare_node_name`)."""
+    listed = subprocess.run([str(Path(sys.executable).parent / "ansible-inventory"), "-i", str(inventory), "--list"],
+                            env={**os.environ, **dict(env), "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")}, capture_output=True, text=True, check=True, timeout=120)
+    hostvars = json.loads(listed.stdout).get("_meta", {}).get("hostvars", {})
+    return {v["gpushare_node_name"]: host for host, v in hostvars.items()
+            if v.get("gpushare_node_name") not in (None, host)}
+
+
+def inventory_limit(cluster: Cluster, limit: str | None) -> str | None:
+    """A limit written with node names (as the features do) in the inventory's host names; anything
+    else (patterns, names the inventory lacks) as given."""
+    if not limit:
+        return limit
+    hosts = _hosts_by_node(cluster.inventory, tuple(sorted(cluster.env().items())))
+    return ",".join(hosts.get(part, part) for part in limit.split(","))
+
+
+def as_typed(cluster: Cluster, text: str) -> str:
+    """`... -l <node>` as an operator of this inventory types it (its host names)."""
+    return re.sub(r"(-l )(\S+)", lambda m: m.group(1) + (inventory_limit(cluster, m.group(2)) or ""), text)
+
+
 def run_playbook(
     cluster: Cluster,
     playbook: str,
@@ -74,7 +102,7 @@ def run_playbook(
         private_data_dir=str(workdir),
         playbook=str(REPO / "playbooks" / playbook),
         inventory=str(cluster.inventory),
-        limit=limit,
+        limit=inventory_limit(cluster, limit),
         extravars={"gpushare_kubeconfig": str(cluster.kubeconfig), **(extravars or {})},
         cmdline=cmdline or None,
         envvars=envvars,

@@ -7,6 +7,7 @@ Ansible and the planners work with."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -17,6 +18,11 @@ from kubernetes import client, config
 from gpushare.k8s.kinds import Kind, kind_of
 
 TIMEOUT = (5, 30)  # connect, read seconds
+# A control-plane restart in a change window (the API server or etcd back within seconds) is ridden
+# out: a read is retried while the server does not answer or is not ready, a write only when the
+# connection was refused (it never reached the server), within this window.
+RETRY_WINDOW_S = 30.0
+READ_RETRY_STATUSES = frozenset({429, 500, 503, 504})
 PATCH_TYPES = {
     "merge": "application/merge-patch+json",
     "json": "application/json-patch+json",
@@ -36,11 +42,21 @@ class ApiError(Exception):
 
 
 class Unreachable(ApiError):
-    """No answer from the API server at all."""
+    """No answer from the API server at all; `sent` is False when the connection was refused (the
+    request never reached it)."""
 
-    def __init__(self, server: str, detail: str):
+    def __init__(self, server: str, detail: str, sent: bool = True):
         super().__init__(0, "Unreachable", f"the Kubernetes API at {server} did not answer ({detail})")
         self.server = server
+        self.sent = sent
+
+
+def retryable(method: str, err: ApiError) -> bool:
+    """Whether repeating the request cannot do anything twice, and may succeed once the control plane
+    is back."""
+    if isinstance(err, Unreachable):
+        return method == "GET" or not err.sent
+    return method == "GET" and err.status in READ_RETRY_STATUSES
 
 
 class KindNotServed(ApiError):
@@ -61,6 +77,19 @@ class Session:
     # ---- transport -------------------------------------------------------------------------
     def request(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None,
                 content_type: str = "application/json") -> Any:
+        """One request, repeated (bounded, see RETRY_WINDOW_S) only where `retryable` allows."""
+        deadline, delay = time.monotonic() + RETRY_WINDOW_S, 0.25
+        while True:
+            try:
+                return self._request_once(method, path, body, query, content_type)
+            except ApiError as err:
+                if not retryable(method, err) or time.monotonic() + delay > deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+    def _request_once(self, method: str, path: str, body: Any, query: dict[str, Any] | None,
+                      content_type: str) -> Any:
         query = {k: v for k, v in (query or {}).items() if v not in (None, "")}
         url_path = path + ("?" + urlencode(query) if query else "")
         headers = {"Accept": "application/json", "Content-Type": content_type}
@@ -70,7 +99,7 @@ class Session:
             response = self.api.call_api(method, url, header_params=headers, body=body, _request_timeout=TIMEOUT)
             data = response.read()
         except (urllib3.exceptions.HTTPError, OSError) as err:
-            raise Unreachable(self.server, _reason(err)) from None
+            raise Unreachable(self.server, _reason(err), sent=not _refused(err)) from None
         except client.ApiException as err:  # raised by the transport for some statuses
             raise _api_error(err.status or 0, err.reason or "", err.body) from None
         if not 200 <= response.status <= 299:
@@ -164,6 +193,12 @@ def _with_kind(item: dict[str, Any], kind: Kind) -> dict[str, Any]:
     item.setdefault("kind", kind.kind)
     item.setdefault("apiVersion", kind.api_version)
     return item
+
+
+def _refused(err: BaseException) -> bool:
+    """The connection could not be made, so nothing was sent."""
+    cause = getattr(err, "reason", None) if isinstance(err, urllib3.exceptions.MaxRetryError) else err
+    return isinstance(cause, (urllib3.exceptions.NewConnectionError, ConnectionRefusedError))
 
 
 def _reason(err: BaseException) -> str:

@@ -27,6 +27,11 @@ from gpushare.simulator.node_view import gfd_labels, gfd_owns, plugin_resources
 from gpushare.simulator.operator import node_labels
 from gpushare.simulator.rest import STRATEGIC, Obj
 
+# A fault to test against: the device plugin on a node so annotated crashes with the annotation's
+# message whenever its config shares (as a driver that rejects time-slicing would), and never
+# becomes Ready until the node is back on a config that does not share.
+PLUGIN_FAULT_ANNOTATION = "sim.gpushare.io/device-plugin-fault"
+
 if TYPE_CHECKING:
     from gpushare.simulator.simulator import Simulator
 
@@ -97,8 +102,9 @@ class NodeAgent:
             if product.mig_capable:
                 mig_run = self._mig_manager(node, product, gpus, now, label_patch, annotation_patch)
             layout = mig_manager.applied_layout(annotations, gpus)
+            fault = annotations.get(PLUGIN_FAULT_ANNOTATION)
             plugin = self._config_managed(node, operands.DEVICE_PLUGIN, "nvidia-device-plugin", now,
-                                          lambda pod: self._plugin_loader(pod, layout))
+                                          lambda pod: self._plugin_loader(pod, layout, fault))
             gfd = self._config_managed(node, operands.GFD, "gpu-feature-discovery", now, lambda pod: _gfd_loader)
             self._kubelet_resources(node, plugin)
             if gfd is not None and gfd[0].running:
@@ -152,12 +158,15 @@ class NodeAgent:
         return run
 
     # ---- device plugin and GFD with their config-manager ------------------------------------------
-    def _plugin_loader(self, pod: Obj, layout: Layout) -> Any:
+    def _plugin_loader(self, pod: Obj, layout: Layout, fault: str | None) -> Any:
+        """`fault`: the message the plugin crashes with on this node whenever its config shares."""
         strategy = mig_strategy_of(pod, "nvidia-device-plugin")
 
         def load(text: str) -> PluginLoad:
             try:
                 config = parse(text)
+                if fault and config.sharing.strategy != "none":
+                    raise ConfigError(fault)
                 return config, plugin_resources(config, strategy, layout)
             except ConfigError as err:
                 raise ConfigError(f"error starting plugins: {err}") from None

@@ -1,0 +1,64 @@
+@cluster
+Feature: The faults of a change window leave nothing half done and nothing lost
+  A change window has its own faults: the API server or etcd restarts under a running runbook, the
+  operator's session dies mid-rollback, two operators start the same change at once, a node's
+  device plugin never comes up with the new config. Each ends either done or stopped at a point a
+  re-run resumes from, with the backups intact and every node back or clearly reported.
+
+  Background:
+    Given a cluster with the GPU Operator
+    And the state of every GPU node is recorded
+
+  Scenario: The API server restarts in the middle of an enable
+    When the operator starts "enable-timeslicing.yml -l gpu-node" and the API server restarts once the run has recorded its intent
+    Then the run succeeds
+    And node "gpu-node" advertises 2 "nvidia.com/gpu.shared"
+    And every GPU node not targeted is exactly as before
+    When the operator rolls back time-slicing on "gpu-node"
+    Then the rollback succeeds
+    And the ClusterPolicy is as before
+    And every GPU node is exactly as before
+
+  Scenario: The API server restarts in the middle of a rollback
+    Given time-slicing was enabled on "gpu-node" with 2 replicas by the enable runbook
+    And 2 shared pods run on "gpu-node"
+    When the operator starts "rollback-timeslicing.yml -l gpu-node" and the API server restarts once "gpu-node" is cordoned
+    Then the run succeeds
+    And no pod on "gpu-node" holds a shared replica
+    And the ClusterPolicy is as before
+    And every GPU node is exactly as before
+
+  Scenario: etcd restarts while the share check runs
+    Given time-slicing was enabled on "gpu-node" with 2 replicas by the enable runbook
+    When the operator starts "verify-sharing.yml -l gpu-node" and etcd restarts once the share check's pods exist
+    Then the run succeeds
+    And nothing of the share check is left in the cluster
+
+  Scenario: A rollback killed after it cordoned the node is finished by its re-run once its lock has expired
+    Given time-slicing was enabled on "gpu-node" with 2 replicas by the enable runbook
+    And 2 shared pods run on "gpu-node"
+    When the rollback of "gpu-node" is killed right after it cordoned the node, holding a 30-second lock
+    And the operator runs "rollback-timeslicing.yml -l gpu-node"
+    Then the run is refused with "is held by rollback-timeslicing@"
+    When the lock of the killed run has expired
+    And the operator runs "rollback-timeslicing.yml -l gpu-node"
+    Then the rollback succeeds
+    And no pod on "gpu-node" holds a shared replica
+    And the ClusterPolicy is as before
+    And every GPU node is exactly as before
+
+  Scenario: Two enables started at the same moment: exactly one proceeds
+    When two runs of "enable-timeslicing.yml -l gpu-node" start at the same moment
+    Then exactly one of them succeeds and the other is refused with "is held by enable-timeslicing@"
+    And node "gpu-node" advertises 2 "nvidia.com/gpu.shared"
+    And every GPU node not targeted is exactly as before
+
+  Scenario: A device plugin that never becomes Ready fails the enable in bounded time; the rollback restores
+    Given the device plugin on "gpu-node" crashes with "failed to initialize NVML: Driver/library version mismatch" whenever its config shares
+    When the operator runs "enable-timeslicing.yml -l gpu-node -e timeslicing_verify_timeout=30 -e gpu_operator_rollout_timeout=30"
+    Then the run fails within its timeout naming "gpu-node", the container "nvidia-device-plugin" and "Driver/library version mismatch"
+    And every GPU node not targeted is exactly as before
+    When the operator rolls back time-slicing on "gpu-node"
+    Then the rollback succeeds
+    And node "gpu-node" advertises 1 "nvidia.com/gpu"
+    And the ClusterPolicy is as before

@@ -1,0 +1,135 @@
+"""Leaving any cluster as a scenario found it (a kind cluster, staging with real GPUs, the
+"external" target): what a scenario may change is recorded before it and put back after it, on
+failure too, so the acceptance suite runs in any order. The embedded cluster has its own, stricter
+reset (tests/support/cluster.py: back to the chart's state)."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+
+from gpushare.kube import wait_for
+from gpushare.simulator import clusterpolicy as cp
+from tests.support.cluster import (
+    RESET_TIMEOUT_S,
+    SCENARIO_ANNOTATION_PREFIXES,
+    SCENARIO_LABEL_KEYS,
+    TEST_NAMESPACE_LABEL,
+    Cluster,
+)
+
+GPU_RESOURCES = ("nvidia.com/gpu", "nvidia.com/gpu.shared")
+NODE_LABEL_KEYS = (*SCENARIO_LABEL_KEYS, "nvidia.com/mig.config")
+
+
+@dataclass(frozen=True)
+class NodeMarks:
+    """What a scenario may change on a node, and the GPU resources it advertised."""
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    taints: list[dict[str, Any]]
+    unschedulable: bool
+    allocatable: dict[str, str]
+
+    @classmethod
+    def of(cls, node: client.V1Node) -> NodeMarks:
+        labels, annotations = node.metadata.labels or {}, node.metadata.annotations or {}
+        return cls(
+            labels={k: v for k, v in labels.items() if k in NODE_LABEL_KEYS},
+            annotations={k: v for k, v in annotations.items() if k.startswith(SCENARIO_ANNOTATION_PREFIXES)},
+            taints=[t.to_dict() for t in node.spec.taints or [] if not t.key.startswith("node.kubernetes.io/")],
+            unschedulable=bool(node.spec.unschedulable),
+            # the kubelet keeps a resource a plugin stopped advertising, at 0: the same as absent
+            allocatable={k: v for k, v in (node.status.allocatable or {}).items() if k in GPU_RESOURCES and v != "0"},
+        )
+
+    def patch_from(self, now: NodeMarks, node: client.V1Node) -> dict[str, Any] | None:
+        """The patch that puts `now` back to these marks (None when nothing differs)."""
+        meta: dict[str, Any] = {}
+        for field, before, after in (("labels", self.labels, now.labels),
+                                     ("annotations", self.annotations, now.annotations)):
+            changes = {k: before.get(k) for k in {*before, *after} if before.get(k) != after.get(k)}
+            if changes:
+                meta[field] = changes
+        patch: dict[str, Any] = {"metadata": meta} if meta else {}
+        if self.taints != now.taints or self.unschedulable != now.unschedulable:
+            kept = [t.to_dict() for t in node.spec.taints or [] if t.key.startswith("node.kubernetes.io/")
+                    and t.key != "node.kubernetes.io/unschedulable"]
+            patch["spec"] = {"unschedulable": self.unschedulable or None, "taints": [*kept, *self.taints] or None}
+        return patch or None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    policy_spec: dict[str, Any] | None
+    nodes: dict[str, NodeMarks]
+    configmaps: dict[str, dict[str, str]]
+    leases: frozenset[str]
+
+
+def _policy(cluster: Cluster) -> dict[str, Any] | None:
+    try:
+        return cluster.custom.get_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY)
+    except client.exceptions.ApiException as err:
+        if err.status == 404:
+            return None
+        raise
+
+
+def _gpu_nodes(cluster: Cluster) -> dict[str, client.V1Node]:
+    return {n.metadata.name: n for n in cluster.core.list_node(label_selector="nvidia.com/gpu.present=true").items}
+
+
+def take(cluster: Cluster) -> Snapshot:
+    ns = cluster.operator_namespace
+    policy = _policy(cluster)
+    return Snapshot(
+        policy_spec=copy.deepcopy(policy["spec"]) if policy else None,
+        nodes={name: NodeMarks.of(node) for name, node in _gpu_nodes(cluster).items()},
+        configmaps={cm.metadata.name: dict(cm.data or {}) for cm in cluster.core.list_namespaced_config_map(ns).items},
+        leases=frozenset(lease.metadata.name for lease in
+                         client.CoordinationV1Api(cluster.api).list_namespaced_lease(ns).items),
+    )
+
+
+def restore(cluster: Cluster, before: Snapshot) -> None:
+    """Put back what the scenario changed, then wait (bounded) until every GPU node advertises what
+    it did before; the error names the nodes that still differ."""
+    core, ns = cluster.core, cluster.operator_namespace
+    for namespace in core.list_namespace(label_selector=TEST_NAMESPACE_LABEL).items:
+        core.delete_namespace(namespace.metadata.name)
+    for cm in core.list_namespaced_config_map(ns).items:
+        name = cm.metadata.name
+        if name not in before.configmaps:
+            core.delete_namespaced_config_map(name, ns)
+        elif dict(cm.data or {}) != before.configmaps[name]:
+            core.patch_namespaced_config_map(name, ns, {"data": {**{k: None for k in cm.data or {}},
+                                                                 **before.configmaps[name]}})
+    coordination = client.CoordinationV1Api(cluster.api)
+    for lease in coordination.list_namespaced_lease(ns).items:
+        if lease.metadata.name not in before.leases:
+            coordination.delete_namespaced_lease(lease.metadata.name, ns)
+    policy = _policy(cluster)
+    if before.policy_spec is not None and policy is not None and policy["spec"] != before.policy_spec:
+        policy["spec"] = before.policy_spec
+        cluster.custom.replace_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY, policy)
+    for name, node in _gpu_nodes(cluster).items():
+        if name in before.nodes:
+            patch = before.nodes[name].patch_from(NodeMarks.of(node), node)
+            if patch:
+                core.patch_node(name, patch)
+
+    def differing() -> list[str]:
+        now = {name: NodeMarks.of(node) for name, node in _gpu_nodes(cluster).items()}
+        return sorted(name for name, marks in before.nodes.items() if now.get(name) != marks)
+
+    def restored() -> bool:
+        return not core.list_namespace(label_selector=TEST_NAMESPACE_LABEL).items and not differing()
+
+    try:
+        wait_for(restored, RESET_TIMEOUT_S, "the cluster to be as the scenario found it", interval_s=1.0)
+    except TimeoutError as err:
+        raise TimeoutError(f"{err}; still different: {', '.join(differing()) or 'test namespaces left'}") from None

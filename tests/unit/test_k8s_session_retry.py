@@ -1,0 +1,71 @@
+"""Which failed requests the session repeats while the control plane restarts: reads while the API
+server does not answer or is not ready, writes only when they never reached it."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpushare.k8s import session as k8s_session
+from gpushare.k8s.session import ApiError, Session, Unreachable, retryable
+
+
+@pytest.mark.parametrize(("method", "err", "expected"), [
+    ("GET", Unreachable("https://api", "reset", sent=True), True),
+    ("GET", Unreachable("https://api", "refused", sent=False), True),
+    ("PATCH", Unreachable("https://api", "refused", sent=False), True),
+    ("PATCH", Unreachable("https://api", "read timed out", sent=True), False),
+    ("POST", Unreachable("https://api", "read timed out", sent=True), False),
+    ("GET", ApiError(503, "Service Unavailable", "not ready"), True),
+    ("GET", ApiError(429, "Too Many Requests", "throttled"), True),
+    ("POST", ApiError(429, "Too Many Requests", "Cannot evict pod as it would violate the pod's disruption budget."), False),
+    ("GET", ApiError(403, "Forbidden", "no"), False),
+    ("GET", ApiError(404, "Not Found", "gone"), False),
+    ("PUT", ApiError(503, "Service Unavailable", "not ready"), False),
+])
+def test_what_is_repeated(method: str, err: ApiError, expected: bool) -> None:
+    assert retryable(method, err) is expected
+
+
+@pytest.fixture
+def closed_port_kubeconfig(tmp_path: Path) -> Path:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{port}", "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+    }))
+    return path
+
+
+def test_a_refused_connection_is_a_request_never_sent(closed_port_kubeconfig: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(k8s_session, "RETRY_WINDOW_S", 0.0)
+    with pytest.raises(Unreachable) as raised:
+        Session(closed_port_kubeconfig).create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}})
+    assert raised.value.sent is False
+    assert "Connection refused" in raised.value.message
+
+
+@pytest.mark.parametrize(("window", "more_than_once"), [(0.0, False), (1.0, True)])
+def test_a_read_is_repeated_within_the_window_only(closed_port_kubeconfig: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   window: float, more_than_once: bool) -> None:
+    monkeypatch.setattr(k8s_session, "RETRY_WINDOW_S", window)
+    session, attempts = Session(closed_port_kubeconfig), []
+    once = session._request_once
+
+    def counted(*args: object) -> object:
+        attempts.append(args[0])
+        return once(*args)
+
+    monkeypatch.setattr(session, "_request_once", counted)
+    with pytest.raises(Unreachable):
+        session.get("Node", "gpu-node")
+    assert (len(attempts) > 1) is more_than_once, attempts
