@@ -49,9 +49,9 @@ demo: sim-up
 	ansible-playbook playbooks/enable-timeslicing.yml -l gpu-node
 	gpushare sim status
 	@echo
-	@echo "Next, in this shell:"
-	@echo "  source .venv/bin/activate                      # puts ansible-playbook and gpushare on the PATH"
-	@echo "  export KUBECONFIG=$$(.venv/bin/gpushare sim kubeconfig)   # for kubectl"
+	@echo "Next, in this shell (README.md, Run the runbooks by hand):"
+	@echo '  source .venv/bin/activate                      # puts ansible-playbook and gpushare on the PATH'
+	@echo '  export KUBECONFIG=$$(gpushare sim kubeconfig)   # for kubectl'
 	@echo "  ansible-playbook playbooks/verify-sharing.yml -l gpu-node"
 	@echo "  ansible-playbook playbooks/rollback-timeslicing.yml -l gpu-node --check --diff"
 	@echo "  ansible-playbook playbooks/rollback-timeslicing.yml -l gpu-node"
