@@ -10,6 +10,7 @@ Feature: The faults of a change window leave nothing half done and nothing lost
     And the state of every GPU node is recorded
 
   Scenario: The API server restarts in the middle of an enable
+    Given the trial node is "gpu-node"
     When the operator starts "enable-timeslicing.yml -l gpu-node" and the API server restarts once the run has recorded its intent
     Then the run succeeds
     And node "gpu-node" advertises 2 "nvidia.com/gpu.shared"
@@ -48,13 +49,15 @@ Feature: The faults of a change window leave nothing half done and nothing lost
     And every GPU node is exactly as before
 
   Scenario: Two enables started at the same moment: exactly one proceeds
+    Given the trial node is "gpu-node"
     When two runs of "enable-timeslicing.yml -l gpu-node" start at the same moment
-    Then exactly one of them succeeds and the other is refused with "is held by enable-timeslicing@"
+    Then exactly one of them succeeds and the other is refused with "another run started at the same moment holds it now"
     And node "gpu-node" advertises 2 "nvidia.com/gpu.shared"
     And every GPU node not targeted is exactly as before
 
   Scenario: A device plugin that never becomes Ready fails the enable in bounded time; the rollback restores
-    Given the device plugin on "gpu-node" crashes with "failed to initialize NVML: Driver/library version mismatch" whenever its config shares
+    Given the trial node is "gpu-node"
+    And the device plugin on "gpu-node" crashes with "failed to initialize NVML: Driver/library version mismatch" whenever its config shares
     When the operator runs "enable-timeslicing.yml -l gpu-node -e timeslicing_verify_timeout=30 -e gpu_operator_rollout_timeout=30"
     Then the run fails within its timeout naming "gpu-node", the container "nvidia-device-plugin" and "Driver/library version mismatch"
     And every GPU node not targeted is exactly as before
