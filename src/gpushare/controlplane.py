@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from gpushare import pki
+from gpushare import pki, rbac
 from gpushare.binaries import binary_dir
 from gpushare.fleet import Fleet
 from gpushare.kueue import embedded as kueue_embedded
@@ -45,12 +45,17 @@ IDENTITIES = {
     "gpu-operator-sim": ("system:gpushare-gpu-operator-sim", "system:masters"),
     "dcgm-exporter": ("system:gpushare-dcgm-exporter", "system:masters"),
     "kueue": ("system:kueue", "system:masters"),
+    # The runbooks' identity: no group, only what deploy/rbac binds to the user gpushare-runbook.
+    "runbook": (rbac.RUNBOOK_USER, None),
 }
+# Every request of the runbook identity (reads and denials too: the evidence deploy/rbac is derived
+# from); of the others, only the writes.
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
     "kind": "Policy",
     "omitStages": ["RequestReceived"],
     "rules": [
+        {"level": "Metadata", "users": [rbac.RUNBOOK_USER, rbac.SERVICE_ACCOUNT_USER]},
         {"level": "Metadata", "verbs": ["create", "update", "patch", "delete", "deletecollection"]},
         {"level": "None"},
     ],
@@ -292,6 +297,9 @@ class Launcher:
         if kueue_crds is not None:
             self._start_kueue(bins, kueue_crds)
         cluster_bootstrap.wait_gpu_operator(state.kubeconfig, self.operator_namespace)
+        began = time.monotonic()
+        rbac.apply(bins / "kubectl", state.kubeconfig, self.operator_namespace)
+        self.progress(f"deploy/rbac applied ({time.monotonic() - began:.1f}s)")
         info = {"server": server, "ports": ports, "bin_dir": str(bins), "operator_namespace": self.operator_namespace,
                 "components": list(self.components),
                 "fleet": {"source": self.fleet_source, "digest": fleet_digest(self.fleet)}}

@@ -44,7 +44,7 @@ def enable_killed(kube: Cluster, tmp_path: Path, runbook_inventory: Path, runboo
                   node: str, seconds: int) -> None:
     """A real `ansible-playbook` killed with SIGKILL (a lost session) once the ClusterPolicy points at
     the ConfigMap and before the node is labelled."""
-    extravars = {"gpushare_kubeconfig": str(kube.kubeconfig), "gpu_operator_namespace": kube.operator_namespace,
+    extravars = {"gpushare_kubeconfig": str(kube.runbook_kubeconfig), "gpu_operator_namespace": kube.operator_namespace,
                  "gpu_operator_lock_duration": seconds, **runbook_inputs}
     command = [str(Path(sys.executable).parent / "ansible-playbook"), str(REPO / "playbooks" / ENABLE),
                "-i", str(runbook_inventory), "-l", node, "-e", json.dumps(extravars)]

@@ -115,7 +115,7 @@ def prometheus_case(share_check_prometheus: str, case: str) -> dict[str, str]:
 def inventory_naming_the_node(tmp_path: Path, kube: Cluster, host: str, node: str) -> Path:
     path = tmp_path / "inventory.yml"
     path.write_text(yaml.safe_dump({"all": {
-        "vars": {"gpushare_kubeconfig": str(kube.kubeconfig), "ansible_connection": "local",
+        "vars": {"gpushare_kubeconfig": str(kube.runbook_kubeconfig), "ansible_connection": "local",
                  "ansible_python_interpreter": "{{ ansible_playbook_python }}",
                  "gpu_operator_namespace": kube.operator_namespace},
         "children": {"gpu_nodes": {"hosts": {host: {"gpushare_node_name": node}}}},
@@ -209,7 +209,7 @@ def entry_point_alone(kube: Cluster, tmp_path: Path, targeted: list[str], role: 
     key, _, value = option.partition("=")
     mark = kube.audit_mark() if kube.embedded else None
     run = run_playbook(kube, str(playbook), tmp_path / "run", limit=",".join(targeted), extravars={key: value})
-    return RunbookRun(run, kube.audit_writes(mark, dry_runs=True) if mark is not None else None,
+    return RunbookRun(run, kube.audit_writes(mark, kube.runbook_user, dry_runs=True) if mark is not None else None,
                       f"{playbook.name} -l {','.join(targeted)} -e {option}")
 
 
