@@ -106,8 +106,15 @@ def port_busy(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
+def private_dir(path: Path) -> Path:
+    """A directory only its owner can enter: where keys and kubeconfigs live."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.chmod(0o700)
+    return path
+
+
 def write_kubeconfig(path: Path, server: str, ca: Path, client: pki.KeyPair, user: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     config = {
         "apiVersion": "v1",
         "kind": "Config",
@@ -195,7 +202,8 @@ class Launcher:
             raise
 
     def _prepare(self) -> dict[str, pki.KeyPair]:
-        ca = pki.ensure_ca(self.state.pki)
+        private_dir(self.state.root)
+        ca = pki.ensure_ca(private_dir(self.state.pki))
         pki.ensure_serving_cert(self.state.pki, ca)
         pki.ensure_service_account_key(self.state.pki)
         clients = {
@@ -298,7 +306,8 @@ class Launcher:
             self._start_kueue(bins, kueue_crds)
         cluster_bootstrap.wait_gpu_operator(state.kubeconfig, self.operator_namespace)
         began = time.monotonic()
-        rbac.apply(bins / "kubectl", state.kubeconfig, self.operator_namespace)
+        rbac.apply(bins / "kubectl", state.kubeconfig, self.operator_namespace,
+                   () if "kueue" in self.components else (kueue_embedded.NAMESPACE,))
         self.progress(f"deploy/rbac applied ({time.monotonic() - began:.1f}s)")
         info = {"server": server, "ports": ports, "bin_dir": str(bins), "operator_namespace": self.operator_namespace,
                 "components": list(self.components),

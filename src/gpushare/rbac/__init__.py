@@ -26,8 +26,10 @@ class RbacError(ComponentError):
     """deploy/rbac could not be read or applied; the message says why."""
 
 
-def manifests(operator_namespace: str = WRITTEN_FOR_NAMESPACE, directory: Path = MANIFESTS) -> list[dict[str, Any]]:
-    """Every object of deploy/rbac/, in file order, the operator namespace replaced."""
+def manifests(operator_namespace: str = WRITTEN_FOR_NAMESPACE, directory: Path = MANIFESTS,
+              without_namespaces: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """Every object of deploy/rbac/ (not optional/), in file order, the operator namespace replaced;
+    none of those in `without_namespaces` (of a component the cluster does not run)."""
     files = sorted(directory.glob("*.yaml"))
     if not files:
         raise RbacError(f"no manifests in {directory}")
@@ -36,12 +38,12 @@ def manifests(operator_namespace: str = WRITTEN_FOR_NAMESPACE, directory: Path =
         metadata = obj.get("metadata") or {}
         if metadata.get("namespace") == WRITTEN_FOR_NAMESPACE:
             metadata["namespace"] = operator_namespace
-    return objects
+    return [o for o in objects if (o.get("metadata") or {}).get("namespace") not in without_namespaces]
 
 
-def apply(kubectl: Path, kubeconfig: Path, operator_namespace: str) -> None:
+def apply(kubectl: Path, kubeconfig: Path, operator_namespace: str, without_namespaces: tuple[str, ...] = ()) -> None:
     """Apply deploy/rbac/ (as an administrator) so that the runbook identity works."""
-    stream = yaml.safe_dump_all(manifests(operator_namespace), sort_keys=False)
+    stream = yaml.safe_dump_all(manifests(operator_namespace, without_namespaces=without_namespaces), sort_keys=False)
     done = subprocess.run([str(kubectl), f"--kubeconfig={kubeconfig}", "apply", "--server-side", "--filename=-"],
                           input=stream, capture_output=True, text=True, check=False, timeout=120)
     if done.returncode != 0:

@@ -32,9 +32,10 @@ class Request:
     runbook: str = ""  # the playbook that sent it, when known
 
     def describe(self) -> str:
-        where = f"{self.namespace}/" if self.namespace else ""
         group = f".{self.api_group}" if self.api_group else ""
-        return f"{self.verb} {self.resource}{group} {where}{self.name}".rstrip()
+        target = (f"{self.namespace}/{self.name}" if self.namespace and self.name else self.name
+                  or (f"in {self.namespace}" if self.namespace else ""))
+        return f"{self.verb} {self.resource}{group} {target}".rstrip()
 
 
 @dataclass(frozen=True)
