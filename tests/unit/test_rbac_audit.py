@@ -95,6 +95,10 @@ def test_a_request_allowed_only_by_another_runbooks_role_is_reported(tmp_path: P
     report = check(read_requests(log, USER, runbook="rollback"), grants(RBAC, USER))
     assert [r.describe() for r in report.outside_runbook] == ["create configmaps in gpu-operator"]
     assert not report.ok
+    # the reader role is for enable and rollback; only rollback ran, and read nothing
+    assert sorted((g.describe(), runbook) for g, runbook in report.unused_by_runbook) == [
+        ("ClusterRole reader: get nodes (cluster-wide)", "rollback"),
+        ("ClusterRole reader: list nodes (cluster-wide)", "rollback")]
 
 
 def test_a_forbidden_decision_counts_as_denied_even_without_403(tmp_path: Path) -> None:

@@ -66,6 +66,8 @@ class Report:
     denied: list[Request] = field(default_factory=list)
     outside_runbook: list[Request] = field(default_factory=list)  # allowed, but only by another runbook's role
     unused: list[Grant] = field(default_factory=list)
+    # (grant, runbook): granted for a runbook that was run, never used by it
+    unused_by_runbook: list[tuple[Grant, str]] = field(default_factory=list)
     uses: dict[Grant, Counter] = field(default_factory=dict)  # grant -> runbook -> requests
     requests: int = 0
 
@@ -157,6 +159,7 @@ def _binds(binding: dict[str, Any], username: str) -> bool:
 
 
 def check(requests: Iterable[Request], granted: list[Grant]) -> Report:
+    requests = list(requests)
     report = Report(uses={g: Counter() for g in granted})
     for request in requests:
         report.requests += 1
@@ -169,6 +172,9 @@ def check(requests: Iterable[Request], granted: list[Grant]) -> Report:
         if request.runbook and allowing and not any(request.runbook in g.runbooks for g in allowing):
             report.outside_runbook.append(request)
     report.unused = [g for g, used in report.uses.items() if not used]
+    ran = {r.runbook for r in requests if r.runbook}
+    report.unused_by_runbook = [(g, runbook) for g, used in report.uses.items() for runbook in g.runbooks
+                                if runbook in ran and not used[runbook]]
     return report
 
 
@@ -180,6 +186,8 @@ def render(report: Report) -> str:
     lines += [f"  {r.describe()} ({r.runbook})" for r in _unique(report.outside_runbook)]
     lines.append(f"granted, never used: {len(report.unused)}")
     lines += [f"  {g.describe()}" for g in report.unused]
+    lines.append(f"granted for a runbook that ran, never used by it: {len(report.unused_by_runbook)}")
+    lines += [f"  {runbook}: {g.describe()}" for g, runbook in report.unused_by_runbook]
     lines.append("uses per grant:")
     for grant, used in report.uses.items():
         if used:
