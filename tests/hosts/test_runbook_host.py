@@ -119,10 +119,16 @@ def test_sim_down_leaves_no_process_behind(host: Any, throwaway_state: Path, tmp
     assert len(pids) == 7, pids  # every component but kueue
     subprocess.run([*gpushare, "down", "--state-dir", str(throwaway_state)], check=True, capture_output=True,
                    timeout=120)
-    left = [f"{name} (pid {pid})" for pid, name in pids.items() if host.file(f"/proc/{pid}").exists]
+    left = [f"{name} (pid {pid})" for pid, name in pids.items() if _running(host, pid)]
     assert not left, f"still running after `gpushare sim down`: {left}"
     mentioning = [line for line in host.check_output("ps -eo pid=,args=").splitlines() if str(throwaway_state) in line]
     assert not mentioning, mentioning
+
+
+def _running(host: Any, pid: int) -> bool:
+    """Still there and not a zombie (an exited child that init has not reaped yet)."""
+    state = host.run(f"ps -o stat= -p {pid}").stdout.strip()
+    return bool(state) and not state.startswith("Z")
 
 
 # ---- real GPU nodes over SSH ------------------------------------------------------------------------
