@@ -188,11 +188,12 @@ def render(report: Report) -> str:
     lines += [f"  {g.describe()}" for g in report.unused]
     lines.append(f"granted for a runbook that ran, never used by it: {len(report.unused_by_runbook)}")
     lines += [f"  {runbook}: {g.describe()}" for g, runbook in report.unused_by_runbook]
-    lines.append("uses per grant:")
+    lines.append("uses per grant, by the runbooks it is for (or unattributed: ?):")
     for grant, used in report.uses.items():
-        if used:
-            by = ", ".join(f"{runbook} {count}" for runbook, count in sorted(used.items()))
-            lines.append(f"  {grant.describe()}: {sum(used.values())} ({by})")
+        own = {rb: n for rb, n in used.items() if rb in grant.runbooks or rb == "?" or not grant.runbooks}
+        if own:
+            by = ", ".join(f"{runbook} {count}" for runbook, count in sorted(own.items()))
+            lines.append(f"  {grant.describe()}: {sum(own.values())} ({by})")
     return "\n".join(lines)
 
 
