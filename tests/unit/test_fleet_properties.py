@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from gpushare.fleet import MAX_NODES, NAME_RE, NODE_KEYS, Fleet, FleetError, load_fleet, parse_fleet
@@ -31,7 +31,23 @@ NODE = st.fixed_dictionaries(
         "labels": st.dictionaries(st.text(max_size=6) | st.integers(), SCALARS, max_size=3) | ANY,
     },
 ) | st.dictionaries(st.sampled_from(sorted(NODE_KEYS)) | st.text(max_size=6), SCALARS, max_size=4) | ANY
-FLEETS = st.fixed_dictionaries({"nodes": st.lists(NODE, max_size=5)}) | st.dictionaries(
+VALID_NODE = st.builds(
+    lambda name, count, gpus, product: {"name": name if count == 1 else f"{name}-{{index}}", "count": count,
+                                        "gpus": gpus, **({"product": product} if gpus else {})},
+    st.from_regex(r"[a-z][a-z0-9]{0,8}", fullmatch=True), st.integers(0, 20), st.integers(0, 8),
+    st.sampled_from(sorted(PRODUCTS)))
+NODE_LIST = st.lists(VALID_NODE, min_size=1, max_size=4)
+
+
+def _spoilt(nodes: list[dict[str, Any]], at: int, key: str, value: Any) -> dict[str, Any]:
+    """A valid fleet with one key of one node replaced (or added) by `value`."""
+    at %= len(nodes)
+    return {"nodes": [*nodes[:at], {**nodes[at], key: value}, *nodes[at + 1:]]}
+
+
+FLEETS = st.fixed_dictionaries({"nodes": NODE_LIST}) | st.builds(
+    _spoilt, NODE_LIST, st.integers(0, 3), st.sampled_from(sorted(NODE_KEYS)) | st.text(max_size=4), SCALARS | ANY,
+) | st.fixed_dictionaries({"nodes": st.lists(NODE, max_size=5)}) | st.dictionaries(
     st.sampled_from(["nodes"]) | st.text(max_size=6), ANY, max_size=2) | ANY
 
 
@@ -40,8 +56,10 @@ def verdict(document: Any) -> Fleet | str:
         fleet = parse_fleet(document, source="generated")
     except FleetError as err:
         assert str(err).startswith("generated:"), err
+        event("refused")
         return str(err)
     assert isinstance(fleet, Fleet)
+    event("accepted")
     return fleet
 
 
@@ -75,5 +93,7 @@ def test_any_fleet_file_gives_a_fleet_or_a_clear_error(content: bytes) -> None:
         handle.flush()
         try:
             load_fleet(Path(handle.name))
+            event("accepted")
         except FleetError as err:
             assert handle.name in str(err), err
+            event("refused")

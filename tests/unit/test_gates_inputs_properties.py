@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from gpushare.gates.evaluate import evaluate
-from gpushare.gates.inputs import CONTEXT_KEYS, REQUIRED_KEYS, TRIAL_ONLY_KEYS, load_metrics, parse_metrics
+from gpushare.gates.inputs import CONTEXT_KEYS, REQUIRED_KEYS, TRIAL_ONLY_KEYS, WINDOW_KEYS, load_metrics, parse_metrics
 from gpushare.gates.model import GateInputError, Observations, Thresholds
 from gpushare.gates.queries import DEFAULT_QUERIES
 from gpushare.gates.thresholds import _FIELDS, load_thresholds, parse_thresholds
@@ -38,7 +38,22 @@ def side(keys: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:
     return complete | st.dictionaries(keys, MEASURE, max_size=8) | ANY_JSON
 
 
-METRICS = (st.fixed_dictionaries({"baseline": side(METRIC_KEYS), "trial": side(METRIC_KEYS)})
+VALID_NUMBER = st.integers(0, 10**6) | st.floats(0, 1e9)
+VALID_SIDE = st.fixed_dictionaries(
+    {key: VALID_NUMBER | st.none() for key in REQUIRED_KEYS if key not in WINDOW_KEYS}
+    | {key: VALID_NUMBER | st.none() | st.lists(VALID_NUMBER, max_size=6) for key in WINDOW_KEYS},
+    optional={key: VALID_NUMBER for key in CONTEXT_KEYS})
+VALID_METRICS = st.fixed_dictionaries({"baseline": VALID_SIDE, "trial": VALID_SIDE})
+
+
+def _spoilt(document: dict[str, Any], side_name: str, key: str, value: Any) -> dict[str, Any]:
+    """A valid document with one measurement replaced (or added) by `value`."""
+    return {**document, side_name: {**document[side_name], key: value}}
+
+
+METRICS = (VALID_METRICS
+           | st.builds(_spoilt, VALID_METRICS, st.sampled_from(["baseline", "trial"]), METRIC_KEYS, MEASURE)
+           | st.fixed_dictionaries({"baseline": side(METRIC_KEYS), "trial": side(METRIC_KEYS)})
            | st.dictionaries(st.sampled_from(["baseline", "trial"]) | st.text(max_size=6), side(METRIC_KEYS),
                              max_size=3)
            | ANY_JSON)
@@ -46,8 +61,20 @@ DURATIONS = st.sampled_from(["5m", "1h30m", "0s", "7d", "", "1x", "9999999999999
 QUERY_TEXT = st.sampled_from(["up", "$node", "$$", "${window}", "$", "$unknown", " "]) | st.text(max_size=10)
 THRESHOLD_VALUE = NUMBERS | JUNK
 REQUIRED_THRESHOLDS = ("throughput_min_gain", "p99_slo_ms", "p99_breach_windows")
+FRACTION = st.floats(0, 1)
+VALID_THRESHOLDS_DOC = st.fixed_dictionaries(
+    {"throughput_min_gain": st.floats(0, 10), "p99_slo_ms": st.floats(0.001, 1e6), "p99_breach_windows": st.integers(1, 50)},
+    optional={"max_new_xid": st.integers(0, 10), "max_extra_oom_kills": st.floats(0, 10),
+              "max_extra_restarts": st.integers(0, 10), "max_correlated_failures": st.integers(0, 10),
+              "queue_time_min_drop": FRACTION, "jitter_max_headroom_used": FRACTION, "jitter_max_spread": FRACTION,
+              "latency_window": st.sampled_from(["30s", "5m", "1h30m", "7d"]),
+              "queries": st.dictionaries(st.sampled_from(sorted(DEFAULT_QUERIES)), st.sampled_from(["up", "sum(up)"]),
+                                         max_size=2)})
 THRESHOLDS = (
-    st.fixed_dictionaries({key: THRESHOLD_VALUE for key in REQUIRED_THRESHOLDS},
+    VALID_THRESHOLDS_DOC
+    | st.builds(lambda doc, key, value: {**doc, key: value}, VALID_THRESHOLDS_DOC,
+                st.sampled_from([*_FIELDS, "latency_window", "queries"]) | st.text(max_size=6), THRESHOLD_VALUE)
+    | st.fixed_dictionaries({key: THRESHOLD_VALUE for key in REQUIRED_THRESHOLDS},
                           optional={**{key: THRESHOLD_VALUE for key in _FIELDS if key not in REQUIRED_THRESHOLDS},
                                     "latency_window": DURATIONS | JUNK,
                                     "queries": st.dictionaries(st.sampled_from(sorted(DEFAULT_QUERIES)) | st.text(max_size=5),
@@ -57,7 +84,7 @@ THRESHOLDS = (
                       THRESHOLD_VALUE, max_size=6)
     | ANY_JSON
 )
-VALID_THRESHOLDS = Thresholds(throughput_min_gain=0.1, p99_slo_ms=500, p99_breach_windows=2)
+GATE_THRESHOLDS = Thresholds(throughput_min_gain=0.1, p99_slo_ms=500, p99_breach_windows=2)
 
 
 def metrics_verdict(document: Any) -> Observations | str:
@@ -65,8 +92,10 @@ def metrics_verdict(document: Any) -> Observations | str:
         observations = parse_metrics(document, source={"metrics": "generated"})
     except GateInputError as err:
         assert str(err).startswith("metrics:"), err
+        event("refused")
         return str(err)
     assert isinstance(observations, Observations)
+    event("accepted")
     return observations
 
 
@@ -75,8 +104,10 @@ def thresholds_verdict(document: Any) -> Thresholds | str:
         thresholds = parse_thresholds(document)
     except GateInputError as err:
         assert str(err).startswith("thresholds:"), err
+        event("refused")
         return str(err)
     assert isinstance(thresholds, Thresholds)
+    event("accepted")
     return thresholds
 
 
@@ -85,7 +116,7 @@ def thresholds_verdict(document: Any) -> Thresholds | str:
 def test_any_metrics_document_gives_observations_the_gates_can_judge_or_a_clear_error(document: Any) -> None:
     verdict = metrics_verdict(document)
     if isinstance(verdict, Observations):
-        assert evaluate(verdict, VALID_THRESHOLDS).verdict in ("continue", "hold", "rollback")
+        assert evaluate(verdict, GATE_THRESHOLDS).verdict in ("continue", "hold", "rollback")
 
 
 @EXAMPLES
@@ -126,8 +157,10 @@ def test_any_metrics_file_gives_observations_or_a_clear_error(content: bytes) ->
     path = _written(content)
     try:
         load_metrics(path)
+        event("accepted")
     except GateInputError as err:
         assert str(path) in str(err) or str(err).startswith("metrics:"), err
+        event("refused")
     finally:
         path.unlink()
 
@@ -138,8 +171,10 @@ def test_any_thresholds_file_gives_thresholds_or_a_clear_error(content: bytes) -
     path = _written(content)
     try:
         load_thresholds(path)
+        event("accepted")
     except GateInputError as err:
         assert str(path) in str(err) or str(err).startswith("thresholds:"), err
+        event("refused")
     finally:
         path.unlink()
 
