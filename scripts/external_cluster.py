@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The second test target: the acceptance features against a cluster started on its own, reached
-only through --kubeconfig, --inventory and --operator-namespace, as a staging cluster would be.
+only through --kubeconfig (the tests' admin), --runbook-kubeconfig (the runbooks' identity of
+deploy/rbac), --inventory and --operator-namespace, as a staging cluster would be.
 
 The control plane is the embedded one started without its GPU Operator simulator; the simulator is
 then run against it like against any cluster (`gpushare sim gpu-operator --kubeconfig`) in the
@@ -35,7 +36,8 @@ def gpushare(*args: str) -> None:
 def up() -> None:
     gpushare("sim", "up", "--state-dir", str(STATE), "--operator-namespace", NAMESPACE,
              "--without", "gpu-operator-sim", "--without", "kueue")
-    from gpushare import cluster_bootstrap, controlplane  # noqa: PLC0415
+    from gpushare import cluster_bootstrap, controlplane, rbac  # noqa: PLC0415
+    from gpushare.kueue import embedded as kueue_embedded  # noqa: PLC0415
     from gpushare.kube import wait_for  # noqa: PLC0415
 
     ready = STATE / "external-gpu-operator.ready"
@@ -49,6 +51,8 @@ def up() -> None:
     OPERATOR_PID.write_text(str(operator.pid))
     wait_for(ready.exists, 120, "the GPU Operator simulator to sync")
     cluster_bootstrap.wait_gpu_operator(STATE / "kubeconfig", NAMESPACE)
+    # as on any cluster: the runbooks' least-privilege identity, applied by an administrator
+    rbac.apply(Path(kubectl_dir()) / "kubectl", STATE / "kubeconfig", NAMESPACE, (kueue_embedded.NAMESPACE,))
 
 
 def down() -> None:
@@ -72,7 +76,8 @@ def run(pytest_args: list[str]) -> int:
         up()
         return subprocess.run([
             sys.executable, "-m", "pytest", *(str(REPO / "tests" / "features" / f) for f in FEATURES),
-            f"--kubeconfig={STATE / 'kubeconfig'}", f"--inventory={INVENTORY}", f"--operator-namespace={NAMESPACE}",
+            f"--kubeconfig={STATE / 'kubeconfig'}", f"--runbook-kubeconfig={STATE / 'kubeconfigs' / 'runbook.yaml'}",
+            f"--inventory={INVENTORY}", f"--operator-namespace={NAMESPACE}",
             f"--junitxml={REPORTS / 'external-junit.xml'}", f"--cucumberjson={REPORTS / 'external-cucumber.json'}",
             *pytest_args,
         ], check=False, env={**os.environ, "PATH": f"{kubectl_dir()}{os.pathsep}{os.environ['PATH']}"}).returncode

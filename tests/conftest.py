@@ -28,6 +28,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="run against this cluster instead of the embedded one")
     group.addoption("--inventory", default=os.environ.get("GPUSHARE_TEST_INVENTORY"),
                     help="Ansible inventory of that cluster's GPU nodes")
+    group.addoption("--runbook-kubeconfig", default=os.environ.get("GPUSHARE_TEST_RUNBOOK_KUBECONFIG"),
+                    help="with --kubeconfig: the identity the runbooks run with (deploy/rbac's ServiceAccount; "
+                         "default: the --kubeconfig)")
     group.addoption("--operator-namespace", default=os.environ.get("GPUSHARE_TEST_OPERATOR_NAMESPACE", "gpu-operator"))
     group.addoption("--keep-cluster", action="store_true", help="leave the embedded cluster running afterwards")
 
@@ -39,7 +42,9 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
         inventory = request.config.getoption("--inventory")
         if not inventory:
             pytest.fail("--kubeconfig needs --inventory: the Ansible inventory listing that cluster's GPU nodes")
-        yield Cluster(Path(kubeconfig).resolve(), Path(inventory).resolve(), request.config.getoption("--operator-namespace"))
+        runbook = request.config.getoption("--runbook-kubeconfig")
+        yield Cluster(Path(kubeconfig).resolve(), Path(inventory).resolve(), request.config.getoption("--operator-namespace"),
+                      runbook_kubeconfig=Path(runbook).resolve() if runbook else None)
         return
     # Under pytest-xdist every worker runs its own embedded cluster, so feature files run in parallel.
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from gpushare import pki, processes
+from gpushare import pki, processes, rbac
 from gpushare.binaries import binary_dir
 from gpushare.fleet import Fleet
 from gpushare.kueue import embedded as kueue_embedded
@@ -47,12 +47,17 @@ IDENTITIES = {
     "gpu-operator-sim": ("system:gpushare-gpu-operator-sim", "system:masters"),
     "dcgm-exporter": ("system:gpushare-dcgm-exporter", "system:masters"),
     "kueue": ("system:kueue", "system:masters"),
+    # The runbooks' identity: no group, only what deploy/rbac binds to the user gpushare-runbook.
+    "runbook": (rbac.RUNBOOK_USER, None),
 }
+# Every request of the runbook identity (reads and denials too: the evidence deploy/rbac is derived
+# from); of the others, only the writes.
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
     "kind": "Policy",
     "omitStages": ["RequestReceived"],
     "rules": [
+        {"level": "Metadata", "users": [rbac.RUNBOOK_USER, rbac.SERVICE_ACCOUNT_USER]},
         {"level": "Metadata", "verbs": ["create", "update", "patch", "delete", "deletecollection"]},
         {"level": "None"},
     ],
@@ -103,8 +108,15 @@ def port_busy(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
+def private_dir(path: Path) -> Path:
+    """A directory only its owner can enter: where keys and kubeconfigs live."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.chmod(0o700)
+    return path
+
+
 def write_kubeconfig(path: Path, server: str, ca: Path, client: pki.KeyPair, user: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     config = {
         "apiVersion": "v1",
         "kind": "Config",
@@ -192,7 +204,8 @@ class Launcher:
             raise
 
     def _prepare(self) -> dict[str, pki.KeyPair]:
-        ca = pki.ensure_ca(self.state.pki)
+        private_dir(self.state.root)
+        ca = pki.ensure_ca(private_dir(self.state.pki))
         pki.ensure_serving_cert(self.state.pki, ca)
         pki.ensure_service_account_key(self.state.pki)
         clients = {
@@ -296,6 +309,12 @@ class Launcher:
             self._start_kueue(bins, kueue_crds)
         if "gpu-operator-sim" in self.components:
             cluster_bootstrap.wait_gpu_operator(state.kubeconfig, self.operator_namespace)
+            # the operator namespace exists once the operator is installed; without it, whoever runs
+            # one applies deploy/rbac like on any cluster (scripts/external_cluster.py)
+            began = time.monotonic()
+            rbac.apply(bins / "kubectl", state.kubeconfig, self.operator_namespace,
+                       () if "kueue" in self.components else (kueue_embedded.NAMESPACE,))
+            self.progress(f"deploy/rbac applied ({time.monotonic() - began:.1f}s)")
         info = {"server": server, "ports": ports, "bin_dir": str(bins), "operator_namespace": self.operator_namespace,
                 "components": list(self.components),
                 "fleet": {"source": self.fleet_source, "digest": fleet_digest(self.fleet)}}

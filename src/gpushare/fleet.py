@@ -19,6 +19,7 @@ HARDWARE_ANNOTATION = "sim.gpushare.io/gpus"
 NFD_NVIDIA_LABEL = "feature.node.kubernetes.io/pci-10de.present"
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$")
 NODE_KEYS = {"name", "count", "gpus", "product", "cpu", "memory", "pods", "labels"}
+MAX_NODES = 10_000  # more than one embedded control plane on a laptop serves; a typo in `count` otherwise
 
 
 class FleetError(ValueError):
@@ -86,11 +87,13 @@ def default_fleet_path() -> Path:
 def load_fleet(path: Path | None = None) -> Fleet:
     path = path or default_fleet_path()
     try:
-        document = yaml.safe_load(path.read_text())
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise FleetError(f"cannot read fleet file {path}: {err.strerror}") from err
-    except yaml.YAMLError as err:
+    except (UnicodeDecodeError, yaml.YAMLError) as err:
         raise FleetError(f"fleet file {path} is not valid YAML: {err}") from err
+    except RecursionError:
+        raise FleetError(f"fleet file {path} nests too deeply to be a fleet") from None
     return parse_fleet(document, source=str(path))
 
 
@@ -99,7 +102,7 @@ def parse_fleet(document: Any, source: str = "fleet") -> Fleet:
         raise FleetError(f"{source}: expected a mapping with a `nodes:` list")
     nodes: list[FleetNode] = []
     for position, entry in enumerate(document["nodes"], start=1):
-        nodes.extend(_expand(entry, f"{source}: nodes[{position}]"))
+        nodes.extend(_expand(entry, f"{source}: nodes[{position}]", MAX_NODES - len(nodes)))
     if not nodes:
         raise FleetError(f"{source}: the fleet has no nodes")
     seen: set[str] = set()
@@ -110,7 +113,7 @@ def parse_fleet(document: Any, source: str = "fleet") -> Fleet:
     return Fleet(tuple(nodes))
 
 
-def _expand(entry: Any, where: str) -> list[FleetNode]:
+def _expand(entry: Any, where: str, room: int) -> list[FleetNode]:
     if not isinstance(entry, dict):
         raise FleetError(f"{where}: expected a mapping with at least `name`")
     unknown = set(entry) - NODE_KEYS
@@ -122,10 +125,14 @@ def _expand(entry: Any, where: str) -> list[FleetNode]:
     count = _non_negative_int(entry.get("count", 1), f"{where}: count")
     if count != 1 and "{index}" not in name:
         raise FleetError(f"{where}: a group with count {count} needs `{{index}}` in its name")
+    if count > room:
+        raise FleetError(f"{where}: count {count} takes the fleet over {MAX_NODES} nodes; use a smaller count")
     gpus = _non_negative_int(entry.get("gpus", 0), f"{where}: gpus")
     product_name = entry.get("product")
     if gpus and not product_name:
         raise FleetError(f"{where}: a node with GPUs needs `product`")
+    if product_name is not None and not isinstance(product_name, str):
+        raise FleetError(f"{where}: `product` must be a GPU product name, got {product_name!r}")
     if product_name:
         try:
             lookup_product(product_name)
@@ -139,7 +146,7 @@ def _expand(entry: Any, where: str) -> list[FleetNode]:
     expanded = []
     for index in range(1, count + 1):
         node_name = name.replace("{index}", str(index).zfill(width))
-        if not NAME_RE.match(node_name):
+        if not NAME_RE.fullmatch(node_name):
             raise FleetError(f"{where}: {node_name!r} is not a valid node name (lowercase DNS label)")
         expanded.append(FleetNode(node_name, gpus, product_name if gpus else None, labels=dict(labels), **extra))
     return expanded

@@ -29,6 +29,7 @@ from gpushare.processes import ComponentError, alive, log_tail, recorded_pid
 from gpushare.table import render_table
 
 DEFAULT_STATE_DIR = ".gpushare"
+KUBECONFIG_IDENTITIES = ("admin", "runbook")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -64,9 +65,11 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "the API server is ready again."))
     restart.add_argument("component", choices=RESTARTABLE, help="the component to restart")
     restart.set_defaults(handler=cmd_restart)
-    with_state(sub.add_parser("kubeconfig", help="print the admin kubeconfig path")).set_defaults(
-        handler=cmd_kubeconfig
-    )
+    kubeconfig = with_state(sub.add_parser("kubeconfig", help="print the path of a kubeconfig (admin by default)"))
+    kubeconfig.add_argument("--as", dest="identity", choices=KUBECONFIG_IDENTITIES, default="admin",
+                            help="admin (system:masters) or runbook (user gpushare-runbook, only what "
+                                 "deploy/rbac grants)")
+    kubeconfig.set_defaults(handler=cmd_kubeconfig)
     operator = sub.add_parser("gpu-operator", help="run the GPU Operator simulator against any cluster")
     operator.add_argument("--kubeconfig", type=Path, help="kubeconfig (default: $KUBECONFIG or ~/.kube/config)")
     operator.add_argument("--context", help="kubeconfig context (default: its current context)")
@@ -164,10 +167,11 @@ def cmd_restart(args: argparse.Namespace) -> int:
 
 def cmd_kubeconfig(args: argparse.Namespace) -> int:
     state = StateDir(args.state_dir.resolve())
-    if not state.kubeconfig.exists():
+    path = state.kubeconfig if args.identity == "admin" else state.component_kubeconfig(args.identity)
+    if not path.exists():
         print(f"error: no embedded cluster in {state.root}; start one with `gpushare sim up`", file=sys.stderr)
         return 1
-    print(state.kubeconfig)
+    print(path)
     return 0
 
 

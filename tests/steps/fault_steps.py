@@ -5,6 +5,7 @@ terminal would."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -53,8 +54,8 @@ def start_runbook(kube: Cluster, workdir: Path, runbook_inventory: Path, runbook
                   command: str, **extravars: Any) -> Background:
     """`command` as in the features (`enable-timeslicing.yml -l gpu-node -e k=v`), as its own process."""
     parsed = parse_command(command)
-    target = Cluster(kube.kubeconfig, runbook_inventory, kube.operator_namespace, kube.state_dir, kube.bin_dir)
-    variables = {"gpushare_kubeconfig": str(kube.kubeconfig), "gpu_operator_namespace": kube.operator_namespace,
+    target = dataclasses.replace(kube, inventory=runbook_inventory)
+    variables = {"gpushare_kubeconfig": str(kube.runbook_kubeconfig), "gpu_operator_namespace": kube.operator_namespace,
                  **runbook_inputs, **parsed.extravars, **extravars}
     argv = [str(Path(sys.executable).parent / "ansible-playbook"), str(REPO / "playbooks" / parsed.playbook),
             "-i", str(runbook_inventory), "-e", json.dumps(variables)]
@@ -63,7 +64,7 @@ def start_runbook(kube: Cluster, workdir: Path, runbook_inventory: Path, runbook
     argv += [flag for flag, on in (("--check", parsed.check), ("--diff", parsed.diff)) if on]
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir / f"{parsed.playbook}.{len(list(workdir.iterdir()))}.log"
-    env = {**os.environ, **kube.env(), "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    env = {**os.environ, **kube.env(), "KUBECONFIG": str(kube.runbook_kubeconfig), "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
     with log.open("w") as out:
         process = subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,  # noqa: S603
                                    start_new_session=True)

@@ -80,7 +80,7 @@ def rollout_killed(kube: Cluster, tmp_path: Path, runbook_inventory: Path, runbo
     """A real `ansible-playbook` killed with SIGKILL (a lost session) as soon as the record shows the
     step at that stage: here, between two writes of the rollout, no runbook lock held."""
     parsed = parse_command(command)
-    extravars = {"gpushare_kubeconfig": str(kube.kubeconfig), "gpu_operator_namespace": kube.operator_namespace,
+    extravars = {"gpushare_kubeconfig": str(kube.runbook_kubeconfig), "gpu_operator_namespace": kube.operator_namespace,
                  **runbook_inputs, **parsed.extravars}
     argv = [str(Path(sys.executable).parent / "ansible-playbook"), str(REPO / "playbooks" / parsed.playbook),
             "-i", str(runbook_inventory), "-e", json.dumps(extravars)] + (["-l", parsed.limit] if parsed.limit else [])

@@ -79,7 +79,7 @@ def run_runbook(kube: Cluster, workdir: Path, command: str, *, inventory: Path |
     mark = kube.audit_mark() if kube.embedded else None
     run = run_playbook(target, parsed.playbook, workdir, limit=parsed.limit,
                        extravars={**(extravars or {}), **parsed.extravars}, check=parsed.check, diff=parsed.diff)
-    writes = kube.audit_writes(mark, dry_runs=True) if mark is not None else None
+    writes = kube.audit_writes(mark, kube.runbook_user, dry_runs=True) if mark is not None else None
     return RunbookRun(run, writes, command)
 
 
@@ -129,7 +129,7 @@ def cluster_as_installed(kube: Cluster) -> None:
 def inventory_listing(tmp_path: Path, kube: Cluster, node: str) -> Path:
     path = tmp_path / "inventory.yml"
     path.write_text(yaml.safe_dump({"all": {
-        "vars": {"gpushare_kubeconfig": str(kube.kubeconfig), "ansible_connection": "local",
+        "vars": {"gpushare_kubeconfig": str(kube.runbook_kubeconfig), "ansible_connection": "local",
                  "ansible_python_interpreter": "{{ ansible_playbook_python }}",
                  "gpu_operator_namespace": kube.operator_namespace},
         "children": {"gpu_nodes": {"hosts": {node: None}}},

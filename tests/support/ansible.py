@@ -16,6 +16,8 @@ import ansible_runner
 
 from tests.support.cluster import REPO, Cluster
 
+RUNS_FILE = "runbook-runs.jsonl"  # in the embedded cluster's state dir
+
 
 @dataclass
 class PlaybookRun:
@@ -90,6 +92,7 @@ def run_playbook(
     cmdline = " ".join(flag for flag, on in (("--check", check), ("--diff", diff)) if on)
     envvars = {
         **cluster.env(),
+        "KUBECONFIG": str(cluster.runbook_kubeconfig),
         "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
         "ANSIBLE_ROLES_PATH": str(REPO / "roles"),
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
@@ -98,16 +101,20 @@ def run_playbook(
         "ANSIBLE_STDOUT_CALLBACK": "gpushare",
         "ANSIBLE_CALLBACK_PLUGINS": str(REPO / "plugins" / "callback"),
     }
+    mark = cluster.audit_mark()
     runner = ansible_runner.run(
         private_data_dir=str(workdir),
         playbook=str(REPO / "playbooks" / playbook),
         inventory=str(cluster.inventory),
         limit=inventory_limit(cluster, limit),
-        extravars={"gpushare_kubeconfig": str(cluster.kubeconfig), **(extravars or {})},
+        extravars={"gpushare_kubeconfig": str(cluster.runbook_kubeconfig), **(extravars or {})},
         cmdline=cmdline or None,
         envvars=envvars,
         quiet=True,
         timeout=600,
     )
     stdout = runner.stdout.read() if runner.stdout else ""
+    if cluster.embedded:  # which runbook sent which audit events (gpushare.rbac.audit.read_runs)
+        with (cluster.state_dir / RUNS_FILE).open("a") as runs:
+            runs.write(json.dumps({"playbook": playbook, "start": mark, "end": cluster.audit_mark()}) + "\n")
     return PlaybookRun(runner.status, runner.rc, runner.stats or {}, stdout, list(runner.events))

@@ -17,6 +17,7 @@ from gpushare.kube import api_client, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 ADMIN_USER = "gpushare-admin"
+RUNBOOK_USER = "gpushare-runbook"  # the embedded cluster's runbook certificate (deploy/rbac binds it)
 MUTATING = {"create", "update", "patch", "delete", "deletecollection"}
 # "create" requests that only ask a question and persist nothing.
 REVIEWS = ("selfsubjectreviews", "selfsubjectaccessreviews", "subjectaccessreviews", "tokenreviews")
@@ -29,7 +30,18 @@ class Cluster:
     operator_namespace: str = "gpu-operator"
     state_dir: Path | None = None  # set for the embedded cluster only
     bin_dir: Path | None = None
+    # The identity the runbooks run with (deploy/rbac's); test steps keep the admin `kubeconfig`.
+    runbook_kubeconfig: Path | None = None
     _api: Any = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.runbook_kubeconfig is None:
+            self.runbook_kubeconfig = self.kubeconfig
+
+    @property
+    def runbook_user(self) -> str:
+        """Whom the audit log names for the runbooks' requests (embedded cluster)."""
+        return ADMIN_USER if self.runbook_kubeconfig == self.kubeconfig else RUNBOOK_USER
 
     @property
     def embedded(self) -> bool:
@@ -78,14 +90,18 @@ class Cluster:
         log = self.state_dir / "audit.log" if self.state_dir else None
         return log.stat().st_size if log and log.exists() else 0
 
-    def audit_writes(self, since: int, user: str = ADMIN_USER, *, dry_runs: bool = False) -> list[dict[str, Any]]:
-        """Mutating requests `user` sent after the `audit_mark` value `since`; server-side dry runs
-        (which persist nothing) only when `dry_runs` is set."""
+    def audit_events(self, since: int) -> list[dict[str, Any]]:
+        """Every audit event logged after the `audit_mark` value `since`."""
         if not self.state_dir:
             raise RuntimeError("the audit log is only available on the embedded cluster")
         with (self.state_dir / "audit.log").open() as log:
             log.seek(since)
-            events = [json.loads(line) for line in log if line.strip()]
+            return [json.loads(line) for line in log if line.strip()]
+
+    def audit_writes(self, since: int, user: str = ADMIN_USER, *, dry_runs: bool = False) -> list[dict[str, Any]]:
+        """Mutating requests `user` sent after the `audit_mark` value `since`; server-side dry runs
+        (which persist nothing) only when `dry_runs` is set."""
+        events = self.audit_events(since)
         return [
             e for e in events
             if e.get("verb") in MUTATING and e.get("user", {}).get("username") == user
@@ -125,6 +141,7 @@ def embedded_cluster(state_dir: Path) -> Cluster:
         operator_namespace=info["operator_namespace"],
         state_dir=state_dir,
         bin_dir=Path(info["bin_dir"]),
+        runbook_kubeconfig=state_dir / "kubeconfigs" / "runbook.yaml",
     )
 
 

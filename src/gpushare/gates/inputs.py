@@ -7,10 +7,9 @@ makes the gates that need it hold. Counts cover the same length of time on both 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
-from gpushare.gates.model import GateInputError, Observations, Side
+from gpushare.gates.model import GateInputError, Observations, Side, finite_number
 
 COUNT_KEYS = ("oom_kills", "restarts", "xid_errors")
 WINDOW_KEYS = ("p99_ms", "queue_time_s")
@@ -35,6 +34,8 @@ def load_metrics(path: Path) -> Observations:
         raise GateInputError(f"cannot read the metrics file {path}: {err.strerror}; check the path") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise GateInputError(f"metrics file {path} is not JSON ({err}); fix its syntax") from None
+    except RecursionError:
+        raise GateInputError(f"metrics file {path} nests too deeply to be metrics; fix its syntax") from None
     return parse_metrics(document, source={"metrics": str(path)})
 
 
@@ -98,7 +99,7 @@ def _windows(values: dict[str, object], side: str, key: str) -> tuple[float, ...
 
 
 def _check(value: object, where: str, key: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not finite_number(value):
         raise GateInputError(f"metrics: {where} is {json.dumps(value)}; expected a finite number ({_UNITS[key]})")
     if value < 0:
         raise GateInputError(f"metrics: {where} is {value}; it cannot be negative ({_UNITS[key]})")

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from string import Template
 
 import yaml
 
-from gpushare.gates.model import GateInputError, Thresholds
+from gpushare.gates.model import GateInputError, Thresholds, finite_number
 from gpushare.gates.queries import DEFAULT_QUERIES, PLACEHOLDERS
 from gpushare.gates.timespec import parse_duration
 
@@ -41,6 +40,8 @@ def load_thresholds(path: Path) -> Thresholds:
         raise GateInputError(f"cannot read the thresholds file {path}: {err.strerror}; check the path") from None
     except (UnicodeDecodeError, yaml.YAMLError) as err:
         raise GateInputError(f"thresholds file {path} is not YAML ({err}); fix its syntax") from None
+    except RecursionError:
+        raise GateInputError(f"thresholds file {path} nests too deeply to be thresholds; fix its syntax") from None
     return parse_thresholds(document)
 
 
@@ -65,8 +66,7 @@ def parse_thresholds(document: object) -> Thresholds:
 
 def _value(key: str, value: object) -> float | int:
     kind, low, high, expected = _FIELDS[key]
-    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not numeric or (kind is int and not isinstance(value, int)) or not math.isfinite(value):
+    if not finite_number(value) or (kind is int and not isinstance(value, int)):
         raise GateInputError(f"thresholds: {key} is {value!r}; expected {expected}")
     if value < low or (high is not None and value > high) or (key == "p99_slo_ms" and value == 0):
         raise GateInputError(f"thresholds: {key} is {value}; expected {expected}")

@@ -1,0 +1,118 @@
+"""deploy/rbac on the real API server: the runbook identity holds every verb the manifests grant and
+nothing more of what matters (Secrets, deleting nodes, Deployments outside the share check's
+namespace, RBAC itself), and an enable then a rollback run with it are never denied, each request
+allowed by a role meant for that runbook (the audit log says so)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from gpushare.kube import api_client
+from gpushare.rbac import RUNBOOK_USER, manifests
+from gpushare.rbac.audit import Grant, check, grants, read_requests
+from tests.support.ansible import run_playbook
+from tests.support.cluster import Cluster
+
+pytestmark = pytest.mark.cluster
+SHARE_CHECK_NAMESPACE = "gpushare-share-check"
+
+
+@pytest.fixture(scope="module")
+def runbook_api(cluster: Cluster) -> client.ApiClient:
+    if cluster.runbook_kubeconfig == cluster.kubeconfig:
+        pytest.skip("the runbooks run with the admin kubeconfig here: pass --runbook-kubeconfig "
+                    "(a kubeconfig of deploy/rbac's ServiceAccount) to check its rights")
+    return api_client(cluster.runbook_kubeconfig)
+
+
+def allowed(api: client.ApiClient, verb: str, resource: str, group: str = "", namespace: str = "", name: str = "",
+            subresource: str = "") -> bool:
+    """What the API server's authorizer answers for the runbook identity (a SelfSubjectAccessReview)."""
+    attributes = client.V1ResourceAttributes(verb=verb, resource=resource, group=group, namespace=namespace or None,
+                                             name=name or None, subresource=subresource or None)
+    review = client.AuthorizationV1Api(api).create_self_subject_access_review(
+        client.V1SelfSubjectAccessReview(spec=client.V1SelfSubjectAccessReviewSpec(resource_attributes=attributes)))
+    return bool(review.status.allowed)
+
+
+@pytest.mark.parametrize(("what", "attributes"), [
+    ("read a Secret in the operator namespace", ("get", "secrets", "", "gpu-operator", "any")),
+    ("list Secrets anywhere", ("list", "secrets", "", "", "")),
+    ("delete a node", ("delete", "nodes", "", "", "gpu-node")),
+    ("patch a Deployment outside the share check's namespace", ("patch", "deployments", "apps", "default", "web")),
+    ("create a Deployment in kube-system", ("create", "deployments", "apps", "kube-system", "")),
+    ("create a pod outside the share check's namespace", ("create", "pods", "", "default", "")),
+    ("delete a pod outside the operator namespace", ("delete", "pods", "", "default", "web")),
+    ("create a ClusterRoleBinding", ("create", "clusterrolebindings", "rbac.authorization.k8s.io", "", "")),
+    ("create a RoleBinding in the operator namespace", ("create", "rolebindings", "rbac.authorization.k8s.io",
+                                                         "gpu-operator", "")),
+    ("escalate a ClusterRole", ("escalate", "clusterroles", "rbac.authorization.k8s.io", "", "cluster-admin")),
+    ("delete a namespace", ("delete", "namespaces", "", "", SHARE_CHECK_NAMESPACE)),
+    ("patch another ClusterPolicy", ("patch", "clusterpolicies", "nvidia.com", "", "other-policy")),
+    ("patch the GPU Operator's DaemonSets", ("patch", "daemonsets", "apps", "gpu-operator", "nvidia-device-plugin-daemonset")),
+    ("delete ConfigMaps in kube-system", ("delete", "configmaps", "", "kube-system", "kube-root-ca.crt")),
+    ("exec into the operator's pods", ("create", "pods", "", "gpu-operator", "any", "exec")),
+])
+def test_the_runbook_identity_cannot(runbook_api: client.ApiClient, cluster: Cluster, what: str,
+                                     attributes: tuple[str, ...]) -> None:
+    verb, resource, group, namespace, name, *sub = attributes
+    namespace = cluster.operator_namespace if namespace == "gpu-operator" else namespace
+    assert not allowed(runbook_api, verb, resource, group, namespace, name, *sub), f"the runbook identity may {what}"
+
+
+def test_real_requests_beyond_its_rights_are_refused(runbook_api: client.ApiClient, cluster: Cluster) -> None:
+    core, rbac = client.CoreV1Api(runbook_api), client.RbacAuthorizationV1Api(runbook_api)
+    binding = client.V1ClusterRoleBinding(metadata=client.V1ObjectMeta(name="gpushare-runbook-escalation"),
+                                          role_ref=client.V1RoleRef(api_group="rbac.authorization.k8s.io",
+                                                                    kind="ClusterRole", name="cluster-admin"),
+                                          subjects=[client.RbacV1Subject(kind="User", name=RUNBOOK_USER)])
+    attempts = {
+        "list Secrets": lambda: core.list_secret_for_all_namespaces(),
+        "delete a node": lambda: core.delete_node("gpu-node", dry_run="All"),
+        "make itself cluster-admin": lambda: rbac.create_cluster_role_binding(binding, dry_run="All"),
+        "patch a Deployment in kube-system": lambda: client.AppsV1Api(runbook_api).patch_namespaced_deployment(
+            "coredns", "kube-system", {"metadata": {"labels": {"x": "y"}}}, dry_run="All"),
+    }
+    statuses = {}
+    for what, attempt in attempts.items():
+        with pytest.raises(ApiException) as refused:
+            attempt()
+        statuses[what] = refused.value.status
+    assert statuses == dict.fromkeys(attempts, 403)
+
+
+def _granted(cluster: Cluster) -> list[Grant]:
+    return grants(manifests(cluster.operator_namespace), RUNBOOK_USER)
+
+
+def test_every_verb_deploy_rbac_grants_is_in_force(runbook_api: client.ApiClient, cluster: Cluster) -> None:
+    granted = _granted(cluster)
+    assert granted
+    missing = [g.describe() for g in granted if not allowed(
+        runbook_api, g.verb, g.resource.split("/")[0], g.api_group, g.namespace or "", g.name,
+        g.resource.split("/")[1] if "/" in g.resource else "")]
+    assert not missing, f"granted by deploy/rbac but refused by the API server: {missing}"
+
+
+def test_an_enable_and_its_rollback_as_the_runbook_identity_are_never_denied(
+        runbook_api: client.ApiClient, clean_cluster: Cluster, tmp_path: Path) -> None:
+    if not clean_cluster.embedded:
+        pytest.skip("reads the embedded cluster's audit log")
+    inputs: dict[str, Any] = {"timeslicing_backup_dir": str(tmp_path / "backups")}
+    requests = []
+    for playbook in ("enable-timeslicing.yml", "rollback-timeslicing.yml"):
+        mark = clean_cluster.audit_mark()
+        run = run_playbook(clean_cluster, playbook, tmp_path / playbook, limit="gpu-node", extravars=inputs)
+        assert run.ok, run.describe()
+        requests += read_requests(clean_cluster.state_dir / "audit.log", RUNBOOK_USER, mark,
+                                  clean_cluster.audit_mark(), Path(playbook).stem)
+    report = check(requests, _granted(clean_cluster))
+    writes = [r for r in requests if r.verb in ("create", "patch", "update", "delete")]
+    assert writes, "the runs wrote nothing as the runbook identity: the audit log does not show them"
+    assert not report.denied, [r.describe() for r in report.denied]
+    assert not report.outside_runbook, [f"{r.runbook}: {r.describe()}" for r in report.outside_runbook]
