@@ -28,7 +28,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.parametrize(("argv", "commands"), [
     ([], "sim, gate, queue, baseline"),
-    (["sim"], "up, down, status, kubeconfig, gpu-operator, dcgm-exporter, prometheus"),
+    (["sim"], "up, down, status, restart, kubeconfig, gpu-operator, dcgm-exporter, prometheus"),
     (["queue"], "status"),
 ])
 def test_a_missing_subcommand_lists_the_subcommands(capsys: pytest.CaptureFixture[str], argv: list[str],
@@ -114,7 +114,7 @@ def test_up_with_a_broken_fleet_on_a_running_cluster_is_bad_input(running_cluste
 def test_an_unknown_component_to_leave_out_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["sim", "up", "--without", "etcd"])
-    assert "argument --without: invalid choice: 'etcd' (choose from 'kueue')" in capsys.readouterr().err
+    assert "argument --without: invalid choice: 'etcd' (choose from 'gpu-operator-sim', 'kueue')" in capsys.readouterr().err
 
 
 def test_status_shows_a_dead_component_with_its_log_tail(running_cluster: StateDir,
