@@ -20,7 +20,8 @@ from gpushare.k8s.kinds import Kind, kind_of
 TIMEOUT = (5, 30)  # connect, read seconds
 # A control-plane restart in a change window (the API server or etcd back within seconds) is ridden
 # out: a read is retried while the server does not answer or is not ready, a write only when the
-# connection was refused (it never reached the server), within this window.
+# connection was refused (it never reached the server), and any request refused (403) while the
+# server says it is not ready yet (its authorizer has not read RBAC yet), within this window.
 RETRY_WINDOW_S = 30.0
 READ_RETRY_STATUSES = frozenset({429, 500, 503, 504})
 PATCH_TYPES = {
@@ -83,13 +84,23 @@ class Session:
             try:
                 return self._request_once(method, path, body, query, content_type)
             except ApiError as err:
-                if not retryable(method, err) or time.monotonic() + delay > deadline:
+                if not (retryable(method, err) or err.status == 403 and not self._ready()) \
+                        or time.monotonic() + delay > deadline:
                     raise
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
 
+    def _ready(self) -> bool:
+        """Whether the API server says it is ready. One that has just started serves requests before
+        its authorizer has read the RBAC objects and refuses them (403): that is not a verdict."""
+        try:
+            self._request_once("GET", "/readyz", None, None, "application/json", parse=False)
+        except ApiError:
+            return False
+        return True
+
     def _request_once(self, method: str, path: str, body: Any, query: dict[str, Any] | None,
-                      content_type: str) -> Any:
+                      content_type: str, parse: bool = True) -> Any:
         query = {k: v for k, v in (query or {}).items() if v not in (None, "")}
         url_path = path + ("?" + urlencode(query) if query else "")
         headers = {"Accept": "application/json", "Content-Type": content_type}
@@ -104,7 +115,7 @@ class Session:
             raise _api_error(err.status or 0, err.reason or "", err.body) from None
         if not 200 <= response.status <= 299:
             raise _api_error(response.status, response.reason or "", data)
-        return json.loads(data) if data else None
+        return json.loads(data) if data and parse else None
 
     # ---- verbs -----------------------------------------------------------------------------
     def get(self, kind: str | Kind, name: str, namespace: str | None = None) -> dict[str, Any] | None:
