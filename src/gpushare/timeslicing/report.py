@@ -52,6 +52,8 @@ def enable_report(nodes: list[dict[str, Any]], daemonsets: list[dict[str, Any]],
             operand = Operand(raw)
             if operand.name in CONFIG_READERS:
                 updated, desired = operand.rollout()
+                if not desired:  # no pod of it anywhere (the MPS daemon without MPS nodes)
+                    continue
                 lines.append(f"The operator's roll of {operand.name}: {updated} of {desired} GPU nodes done "
                              "(it goes on by itself, one node at a time).")
     if plan.get("writes") and not check_mode:
