@@ -8,6 +8,7 @@ scenario writes its change records to its own folder.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import getpass
 import os
@@ -33,7 +34,7 @@ from gpushare.kube import wait_for
 from gpushare.model.taints import Taint, tolerated
 from tests.prometheus_fixture import THRESHOLDS, TRIAL_END, free_port, serve_gate_cases
 from tests.steps.runbook_steps import RunbookRun, run_runbook
-from tests.support.ansible import PlaybookRun, run_playbook
+from tests.support.ansible import PlaybookRun, as_typed, inventory_limit, run_playbook
 from tests.support.cluster import REPO, TEST_NAMESPACE_LABEL, Cluster
 
 VERIFY = "verify-sharing.yml"
@@ -312,9 +313,10 @@ def refusal_first_line(runbook_run: RunbookRun, message: str) -> None:
 
 
 @then(parsers.parse('the first line of the refusal ends with "{text}"'))
-def refusal_ends(runbook_run: RunbookRun, text: str) -> None:
+def refusal_ends(kube: Cluster, runbook_inventory: Path, runbook_run: RunbookRun, text: str) -> None:
     lines = refusal(runbook_run.run)
-    assert lines and lines[0].endswith(text), lines
+    expected = as_typed(dataclasses.replace(kube, inventory=runbook_inventory), text)
+    assert lines and lines[0].endswith(expected), lines
 
 
 @then("the run fails naming the gates that say rollback")
@@ -353,7 +355,9 @@ def summary_check_passed(runbook_run: RunbookRun, verification: Verification, no
 
 
 @then(parsers.parse('the summary names the change record and the next command "{text}"'))
-def summary_record_and_next(runbook_run: RunbookRun, verification: Verification, text: str) -> None:
+def summary_record_and_next(kube: Cluster, runbook_inventory: Path, runbook_run: RunbookRun,
+                            verification: Verification, text: str) -> None:
+    text = as_typed(dataclasses.replace(kube, inventory=runbook_inventory), text, everywhere=True)
     lines = summary(runbook_run.run)
     (record,) = sorted(verification.reports.glob("verify-sharing-*.md"))
     assert f"Change record: {record}" in lines, lines
@@ -422,10 +426,11 @@ def record_check_passed(verification: Verification, node: str) -> None:
 
 
 @then("the change record names the exact command, the operator and when the run started and ended")
-def record_header(verification: Verification, targeted: list[str], kube: Cluster) -> None:
+def record_header(verification: Verification, targeted: list[str], kube: Cluster, runbook_inventory: Path) -> None:
     record = _record(verification)
     (command,) = _table_rows(record, "Command")
-    assert "verify-sharing.yml" in command[1] and ",".join(targeted) in command[1] and " -e " in command[1], command
+    limit = inventory_limit(dataclasses.replace(kube, inventory=runbook_inventory), ",".join(targeted))
+    assert "verify-sharing.yml" in command[1] and f"{limit} " in command[1] and " -e " in command[1], command
     (operator,) = _table_rows(record, "Operator")
     user = os.environ.get("USER") or getpass.getuser()
     assert operator[1].startswith(f"{user} as "), operator

@@ -73,9 +73,14 @@ def inventory_limit(cluster: Cluster, limit: str | None) -> str | None:
     return ",".join(hosts.get(part, part) for part in limit.split(","))
 
 
-def as_typed(cluster: Cluster, text: str) -> str:
-    """`... -l <node>` as an operator of this inventory types it (its host names)."""
-    return re.sub(r"(-l )(\S+)", lambda m: m.group(1) + (inventory_limit(cluster, m.group(2)) or ""), text)
+def as_typed(cluster: Cluster, text: str, everywhere: bool = False) -> str:
+    """`... -l <node>` as an operator of this inventory types it (its host names); `everywhere`:
+    every node name in `text` stands for its host (a line that names what to type next)."""
+    hosts = _hosts_by_node(cluster.inventory, tuple(sorted(cluster.env().items())))
+    for node, host in hosts.items():
+        before = r"(?<![\w.-])" if everywhere else r"(?<=-l )"
+        text = re.sub(before + re.escape(node) + r"(?![\w-])", host, text)
+    return text
 
 
 def run_playbook(

@@ -11,8 +11,10 @@ from typing import Any
 
 from kubernetes import client
 
+from gpushare.cluster_bootstrap import rollout_problems
 from gpushare.kube import wait_for
 from gpushare.simulator import clusterpolicy as cp
+from gpushare.simulator.rest import Rest
 from tests.support.cluster import (
     RESET_TIMEOUT_S,
     SCENARIO_ANNOTATION_PREFIXES,
@@ -122,14 +124,17 @@ def restore(cluster: Cluster, before: Snapshot) -> None:
             if patch:
                 core.patch_node(name, patch)
 
-    def differing() -> list[str]:
-        now = {name: NodeMarks.of(node) for name, node in _gpu_nodes(cluster).items()}
-        return sorted(name for name, marks in before.nodes.items() if now.get(name) != marks)
+    rest = Rest(cluster.api)
 
-    def restored() -> bool:
-        return not core.list_namespace(label_selector=TEST_NAMESPACE_LABEL).items and not differing()
+    def differing() -> list[str]:
+        """What is not back yet: nodes (with what differs), operands rolling out, test namespaces."""
+        now = {name: NodeMarks.of(node) for name, node in _gpu_nodes(cluster).items()}
+        nodes = [f"{name} ({marks} now {now.get(name)})" for name, marks in sorted(before.nodes.items())
+                 if now.get(name) != marks]
+        namespaces = [n.metadata.name for n in core.list_namespace(label_selector=TEST_NAMESPACE_LABEL).items]
+        return nodes + rollout_problems(rest, ns) + [f"namespace {n} to go" for n in namespaces]
 
     try:
-        wait_for(restored, RESET_TIMEOUT_S, "the cluster to be as the scenario found it", interval_s=1.0)
+        wait_for(lambda: not differing(), RESET_TIMEOUT_S, "the cluster to be as the scenario found it", interval_s=1.0)
     except TimeoutError as err:
-        raise TimeoutError(f"{err}; still different: {', '.join(differing()) or 'test namespaces left'}") from None
+        raise TimeoutError(f"{err}; still different: {'; '.join(differing())}") from None

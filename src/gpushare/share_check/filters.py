@@ -20,6 +20,12 @@ def share_check_plan(read: dict[str, Any], inputs: dict[str, Any], targets: dict
             "result": result.start(planned, values.namespace, values.pool.as_dict(), values.exec)}
 
 
+def share_check_input_problems(inputs: dict[str, Any]) -> list[str]:
+    """What is wrong with the inputs alone, before the cluster is read (a namespace the runbook may
+    not read would otherwise answer 403 instead of saying its name is invalid)."""
+    return planning.Inputs.of(plain(inputs)).problems()
+
+
 def share_check_judge(check: dict[str, Any], read: dict[str, Any], stage: str, operator_namespace: str) -> dict[str, Any]:
     """share_check_result after the pods of `stage` (refusal or sharing) were read back."""
     check, pods = plain(check), (plain(read).get("resources") or {}).get("pods") or []
@@ -38,6 +44,7 @@ def share_check_judge_exec(check: dict[str, Any], runs: list[dict[str, Any]]) ->
 
 FILTERS = {
     "share_check_plan": share_check_plan,
+    "share_check_input_problems": share_check_input_problems,
     "share_check_judge": share_check_judge,
     "share_check_exec_targets": share_check_exec_targets,
     "share_check_judge_exec": share_check_judge_exec,
