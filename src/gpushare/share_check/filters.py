@@ -23,7 +23,7 @@ def share_check_plan(read: dict[str, Any], inputs: dict[str, Any], targets: dict
 def share_check_input_problems(inputs: dict[str, Any]) -> list[str]:
     """What is wrong with the inputs alone, before the cluster is read (a namespace the runbook may
     not read would otherwise answer 403 instead of saying its name is invalid)."""
-    return planning.Inputs.of(plain(inputs)).problems()
+    return [f"{problem} {planning.NOTHING}" for problem in planning.Inputs.of(plain(inputs)).problems()]
 
 
 def share_check_judge(check: dict[str, Any], read: dict[str, Any], stage: str, operator_namespace: str) -> dict[str, Any]:
