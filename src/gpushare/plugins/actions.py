@@ -64,6 +64,18 @@ class KubeAction(ActionBase):
         raise NotImplementedError
 
 
+def _in_missing_namespace(session: Session, spec: dict[str, Any], err: ApiError) -> bool:
+    """A least-privilege identity is refused (403) in a namespace it has no role in, which is also
+    every namespace that does not exist: then the runbook should say the namespace is wrong."""
+    namespace = spec.get("namespace")
+    if err.status != 403 or not namespace:
+        return False
+    try:
+        return session.get("Namespace", namespace) is None
+    except ApiError:
+        return False
+
+
 class ReadAction(KubeAction):
     """`objects: {alias: {kind, name?, namespace?, label_selector?, field_selector?}}` ->
     `resources: {alias: object | None | [objects]}`, `not_served: [aliases]`, `caller` {command, user,
@@ -90,6 +102,11 @@ class ReadAction(KubeAction):
             except KindNotServed:
                 resources[alias] = None
                 not_served.append(alias)
+            except ApiError as err:
+                if not _in_missing_namespace(session, spec, err):
+                    raise
+                # the answer an administrator gets in a namespace that does not exist
+                resources[alias] = None if spec.get("name") else []
         who = invocation()
         if args.get("whoami"):
             try:
