@@ -205,6 +205,7 @@ def test_missing_key_fails_the_sidecar_keeps_the_config_and_a_new_pod_stays_in_i
                                  if n == "gpu-node" and p.metadata.uid != plugin.metadata.uid
                                  and kubectl_status(cluster, p) == "Init:CrashLoopBackOff"), None),
                    TIMEOUT_S, "the new device-plugin pod on gpu-node to show Init:CrashLoopBackOff")
+    new = cluster.core.read_namespaced_pod(new.metadata.name, cluster.operator_namespace)  # as kubectl saw it
     init = container_status(new, "config-manager-init")
     assert (init.state.waiting.reason, init.state.waiting.message) == ("CrashLoopBackOff", message)
     assert not pod_ready(new)

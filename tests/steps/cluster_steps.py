@@ -51,9 +51,11 @@ def node_state(kube: Cluster, name: str) -> dict[str, Any]:
     return {
         "labels": {k: v for k, v in sorted((metadata.get("labels") or {}).items()) if k not in VOLATILE_LABELS},
         "marks": {k: v for k, v in sorted((metadata.get("annotations") or {}).items()) if k.startswith("gpushare.io/")},
-        "capacity": {k: str(v) for k, v in sorted((status.get("capacity") or {}).items()) if k.startswith("nvidia.com/")},
+        # the kubelet keeps a resource no plugin advertises any more, at 0: the same as absent
+        "capacity": {k: str(v) for k, v in sorted((status.get("capacity") or {}).items())
+                     if k.startswith("nvidia.com/") and str(v) != "0"},
         "allocatable": {k: str(v) for k, v in sorted((status.get("allocatable") or {}).items())
-                        if k.startswith("nvidia.com/")},
+                        if k.startswith("nvidia.com/") and str(v) != "0"},
         "taints": sorted(f"{t.get('key')}={t.get('value') or ''}:{t.get('effect')}" for t in spec.get("taints") or []),
         "unschedulable": bool(spec.get("unschedulable")),
     }
