@@ -64,15 +64,13 @@ lint: $(STAMP)
 	yamllint -s .
 	ANSIBLE_INVENTORY=$(CURDIR)/inventories/example-staging ansible-lint
 
-# The external target runs alongside (its own cluster and state dir): the suites mostly wait on
-# their clusters, so the two share the CPUs instead of running one after the other.
+# Two workers, each with its own embedded cluster (.gpushare-test-gw0/-gw1), a feature file at a
+# time: the scenarios mostly wait on their cluster. Then the external target (its run also writes
+# the cucumber JSON, which pytest-bdd cannot write under xdist).
 test: setup lint
 	mkdir -p reports
-	$(BIN)/python scripts/external_cluster.py run -- -q > reports/external.log 2>&1 & external=$$!; \
-	pytest -q --junitxml=reports/junit.xml --cucumberjson=reports/cucumber.json; main=$$?; \
-	wait $$external; ext=$$?; \
-	echo "== the external target (reports/external.log):"; tail -n 25 reports/external.log; \
-	exit $$(( main || ext ))
+	pytest -q -n 2 --dist loadfile --junitxml=reports/junit.xml
+	$(MAKE) test-external
 
 # The same features against a cluster reached only through --kubeconfig/--inventory/--operator-namespace.
 test-external: setup
@@ -82,4 +80,4 @@ bench: setup
 	$(BIN)/python scripts/bench.py --output BENCHMARKS.md
 
 clean: sim-down
-	rm -rf $(VENV) .gpushare-test .gpushare-external
+	rm -rf $(VENV) .gpushare-test .gpushare-test-gw* .gpushare-external
