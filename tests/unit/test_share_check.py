@@ -353,7 +353,15 @@ F = load_filters("roles/share_check/filter_plugins/share_check.py")
 
 
 def test_the_role_registers_the_plan_and_the_judges() -> None:
-    assert sorted(F) == ["share_check_exec_targets", "share_check_judge", "share_check_judge_exec", "share_check_plan"]
+    assert sorted(F) == ["share_check_exec_targets", "share_check_input_problems", "share_check_judge",
+                         "share_check_judge_exec", "share_check_plan"]
+
+
+def test_input_problems_are_judged_before_any_read() -> None:
+    problems = F["share_check_input_problems"]({**INPUTS, "namespace": "Share_Check"})
+    assert problems == ["share_check_namespace 'Share_Check' is not a valid namespace name (a DNS label: lower-case "
+                        "letters, digits and '-', at most 63). Nothing was changed."]
+    assert F["share_check_input_problems"](INPUTS) == []
 
 
 def test_plan_filter_from_a_read() -> None:
