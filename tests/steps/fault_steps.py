@@ -64,7 +64,8 @@ def start_runbook(kube: Cluster, workdir: Path, runbook_inventory: Path, runbook
     argv += [flag for flag, on in (("--check", parsed.check), ("--diff", parsed.diff)) if on]
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir / f"{parsed.playbook}.{len(list(workdir.iterdir()))}.log"
-    env = {**os.environ, **kube.env(), "KUBECONFIG": str(kube.runbook_kubeconfig), "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+    env = {**os.environ, **kube.env(), "KUBECONFIG": str(kube.runbook_kubeconfig), "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+           "ANSIBLE_NOCOLOR": "1", "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     with log.open("w") as out:
         process = subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,  # noqa: S603
                                    start_new_session=True)

@@ -4,11 +4,7 @@ in the middle of a step, and what the rollout record, the plan and the summary s
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +14,8 @@ from pytest_bdd import given, parsers, then, when
 from gpushare.k8s.session import Session
 from gpushare.kube import wait_for
 from tests.steps.cluster_steps import Before, node_state
-from tests.steps.runbook_steps import RunbookRun, parse_command, run_runbook
+from tests.steps.fault_steps import start_runbook
+from tests.steps.runbook_steps import RunbookRun, run_runbook
 from tests.support.cluster import REPO, Cluster
 
 RECORD = "gpushare-rollout-timeslicing"
@@ -79,29 +76,20 @@ def rollout_killed(kube: Cluster, tmp_path: Path, runbook_inventory: Path, runbo
                    command: str, step: str, state: str) -> None:
     """A real `ansible-playbook` killed with SIGKILL (a lost session) as soon as the record shows the
     step at that stage: here, between two writes of the rollout, no runbook lock held."""
-    parsed = parse_command(command)
-    extravars = {"gpushare_kubeconfig": str(kube.runbook_kubeconfig), "gpu_operator_namespace": kube.operator_namespace,
-                 **runbook_inputs, **parsed.extravars}
-    argv = [str(Path(sys.executable).parent / "ansible-playbook"), str(REPO / "playbooks" / parsed.playbook),
-            "-i", str(runbook_inventory), "-e", json.dumps(extravars)] + (["-l", parsed.limit] if parsed.limit else [])
-    env = {**os.environ, **kube.env(), "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    log_path = tmp_path / "killed-rollout.log"
+    run = start_runbook(kube, tmp_path / "background", runbook_inventory, runbook_inputs, command)
     session = Session(kube.kubeconfig)
 
     def reached() -> bool:
         record = session.get("ConfigMap", RECORD, kube.operator_namespace)
         states = json.loads(record["data"]["rollout.json"])["states"] if record else {}
-        return (states.get(step) or {}).get("state") == state or process.poll() is not None
+        return (states.get(step) or {}).get("state") == state or run.process.poll() is not None
 
-    with log_path.open("w") as log:
-        process = subprocess.Popen(argv, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            wait_for(reached, 300, f"the rollout to have {step} {state}", interval_s=0.02)
-        finally:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-    assert process.returncode == -signal.SIGKILL, f"the rollout ended by itself: {log_path.read_text()[-3000:]}"
+    try:
+        wait_for(reached, 300, f"the rollout to have {step} {state}", interval_s=0.02)
+    finally:
+        ended_by_itself = run.process.poll() is not None
+        run.kill()
+    assert not ended_by_itself, f"the rollout ended by itself: {run.log.read_text()[-3000:]}"
     assert progress(kube)["states"][step]["state"] == state, "killed too late: the step went on"
 
 
