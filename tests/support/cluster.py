@@ -199,8 +199,10 @@ def reset_embedded(cluster: Cluster) -> None:
             raise
         policy = cluster.custom.create_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.default_instance())
     if policy["spec"] != cp.default_instance()["spec"]:
-        policy["spec"] = cp.default_instance()["spec"]
-        policy = cluster.custom.replace_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY, policy)
+        # a JSON patch carries no resourceVersion: the simulator's status writes cannot conflict with it
+        replace_spec = [{"op": "replace", "path": "/spec", "value": cp.default_instance()["spec"]}]
+        policy = cluster.custom.patch_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY,
+                                                            replace_spec, _content_type="application/json-patch+json")
     for node in core.list_node().items:
         patch = _node_patch(node)
         if patch:

@@ -116,8 +116,9 @@ def restore(cluster: Cluster, before: Snapshot) -> None:
             coordination.delete_namespaced_lease(lease.metadata.name, ns)
     policy = _policy(cluster)
     if before.policy_spec is not None and policy is not None and policy["spec"] != before.policy_spec:
-        policy["spec"] = before.policy_spec
-        cluster.custom.replace_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY, policy)
+        cluster.custom.patch_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY,
+                                                   [{"op": "replace", "path": "/spec", "value": before.policy_spec}],
+                                                   _content_type="application/json-patch+json")
     for name, node in _gpu_nodes(cluster).items():
         if name in before.nodes:
             patch = before.nodes[name].patch_from(NodeMarks.of(node), node)
