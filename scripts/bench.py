@@ -131,53 +131,75 @@ def bench_reaction(samples: int, burst: int) -> dict[str, float]:
     return result
 
 
+CHECKPOINT = REPO / ".gpushare-bench-results.json"
+
+
+def sections(skip_cold_build: bool) -> list[tuple[str, Callable[[], dict[str, Any]]]]:
+    """(name, measurement) in the order they run; each returns the results it adds."""
+    from scripts.bench_baseline import bench_baseline  # noqa: PLC0415
+    from scripts.bench_kueue import admission_latency, kueue_cold_build  # noqa: PLC0415
+    from scripts.bench_mig import bench_mig  # noqa: PLC0415
+    from scripts.bench_rollout import bench_rollout  # noqa: PLC0415
+    from scripts.bench_runbooks import bench_runbooks  # noqa: PLC0415
+
+    def default_fleet() -> dict[str, Any]:
+        up = bench_sim_up(None, runs=3)
+        return {"up_default": up, "reaction_default": bench_reaction(samples=10, burst=0),
+                "kueue_admission": admission_latency(STATE)}
+
+    def without_kueue() -> dict[str, Any]:
+        up = bench_sim_up(None, runs=3, extra=("--without", "kueue"))
+        sim("down")
+        return {"up_without_kueue": up}
+
+    def fleet_500() -> dict[str, Any]:
+        up = bench_sim_up(REPO / "fleets" / "scale-500.yaml", runs=1)
+        result = {"up_500": up, "reaction_500": bench_reaction(samples=5, burst=100)}
+        sim("down")
+        return result
+
+    def runbooks() -> dict[str, Any]:
+        result = bench_runbooks(STATE)
+        sim("down")
+        return result
+
+    return [
+        *([] if skip_cold_build else [("cold build", lambda: {"cold_build": bench_cold_build()})]),
+        ("sim up, default fleet; Kueue admission of 100 Jobs", default_fleet),
+        ("Kueue cold build", lambda: {"kueue_cold_build": kueue_cold_build()}),
+        ("sim up, default fleet, without Kueue", without_kueue),
+        ("sim up, 500 GPU nodes", fleet_500),
+        ("runbooks: floor, seed, enable, rollback; default and 500-node fleets", runbooks),
+        ("MIG runbooks", lambda: bench_mig(STATE)),
+        ("staged rollout over 50 and 200 nodes", lambda: bench_rollout(STATE)),
+        ("baseline, 1 week x 500 GPUs", bench_baseline),
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--output", type=Path, default=REPO / "BENCHMARKS.md")
     parser.add_argument("--skip-cold-build", action="store_true", help="reuse the cold-build figures already in the output")
+    parser.add_argument("--resume", action="store_true",
+                        help=f"keep the sections an interrupted run finished (saved in {CHECKPOINT.name})")
     args = parser.parse_args()
-    results: dict[str, dict[str, float]] = {}
-    if not args.skip_cold_build:
-        print("cold build ...", file=sys.stderr)
-        results["cold_build"] = bench_cold_build()
-    print("sim up, default fleet ...", file=sys.stderr)
-    results["up_default"] = bench_sim_up(None, runs=3)
-    results["reaction_default"] = bench_reaction(samples=10, burst=0)
-    from scripts.bench_kueue import admission_latency, kueue_cold_build  # noqa: PLC0415
-
-    print("Kueue admission of 100 Jobs ...", file=sys.stderr)
-    results["kueue_admission"] = admission_latency(STATE)
-    results["kueue_cold_build"] = kueue_cold_build()
-    print("sim up, default fleet, without Kueue ...", file=sys.stderr)
-    results["up_without_kueue"] = bench_sim_up(None, runs=3, extra=("--without", "kueue"))
-    sim("down")
-    print("sim up, 500 GPU nodes ...", file=sys.stderr)
-    results["up_500"] = bench_sim_up(REPO / "fleets" / "scale-500.yaml", runs=1)
-    results["reaction_500"] = bench_reaction(samples=5, burst=100)
-    sim("down")
-    from scripts.bench_runbooks import bench_runbooks  # noqa: PLC0415 - needs the runbooks
-
-    print("runbooks: floor, seed, enable, rollback; default and 500-node fleets ...", file=sys.stderr)
-    results.update(bench_runbooks(STATE))
-    sim("down")
-    from scripts.bench_mig import bench_mig  # noqa: PLC0415
-
-    print("MIG runbooks ...", file=sys.stderr)
-    results.update(bench_mig(STATE))
-    from scripts.bench_rollout import bench_rollout  # noqa: PLC0415
-
-    print("staged rollout over 50 and 200 nodes ...", file=sys.stderr)
-    results.update(bench_rollout(STATE))
-    from scripts.bench_baseline import bench_baseline  # noqa: PLC0415
-
-    print("baseline, 1 week x 500 GPUs ...", file=sys.stderr)
-    results.update(bench_baseline())
+    saved = json.loads(CHECKPOINT.read_text()) if args.resume and CHECKPOINT.exists() else {}
+    results: dict[str, Any] = {}
+    for name, measure in sections(args.skip_cold_build):
+        if name in saved:
+            print(f"{name}: kept from the interrupted run", file=sys.stderr)
+        else:
+            print(f"{name} ...", file=sys.stderr)
+            saved[name] = measure()
+            CHECKPOINT.write_text(json.dumps(saved))
+        results.update(saved[name])
     shutil.rmtree(STATE, ignore_errors=True)
     results["machine"] = {"cpus": os.cpu_count() or 0}
     if args.skip_cold_build and args.output.exists():
         results["cold_build"] = previous_cold_build(args.output)
         results["cold_build_reused"] = {"reused": 1.0}
     args.output.write_text(render(results))
+    CHECKPOINT.unlink(missing_ok=True)
     print(args.output.read_text())
     return 0
 
