@@ -58,18 +58,20 @@ def test_the_enable_report_with_nothing_to_change_shows_the_nodes_only() -> None
 def test_the_rollback_report() -> None:
     plan = {"writes": True, "record": "gpushare-run-rollback-x",
             "expected": {"targets": {"gpu-node": {"gpus": 1}}, "pool": POOL,
-                         "clusterpolicy": {"/spec/devicePlugin/config/name": ""}},
+                         "clusterpolicy": {"/spec/devicePlugin/config": None,
+                                           "/spec/daemonsets/tolerations": [{"operator": "Exists"}]}},
             "changes": {"configmap": [{"name": "time-slicing-config", "why": "delete the ConfigMap the enable "
                                                                              "runbook created"}]}}
     lines = report.rollback_report([node("gpu-node", 1)], plan, ["Deployment team-a/trainer: on gpu-node-2"], False)
     assert lines[0] == "Done: gpu-node back to whole cards."
     assert "  Deployment team-a/trainer: on gpu-node-2" in lines
-    assert "ClusterPolicy restored: devicePlugin/config/name=''" in lines
+    assert ("ClusterPolicy restored: daemonsets.tolerations: [{\"operator\": \"Exists\"}], "
+            "devicePlugin.config: removed (unset before the trial)") in lines
     assert "ConfigMap time-slicing-config: delete the ConfigMap the enable runbook created." in lines
     assert lines[-1] == "Record: ConfigMap gpushare-run-rollback-x. Backups and run records are kept."
     preview = report.rollback_report([node("gpu-node", 1)], plan, [], True)
-    assert preview[0].startswith("CHECK MODE") and "ClusterPolicy would be restored: devicePlugin/config/name=''" in \
-        preview and not preview[-1].startswith("Record")
+    assert preview[0].startswith("CHECK MODE") and any(line.startswith("ClusterPolicy would be restored: daemonsets") for line in
+                                                 preview) and not preview[-1].startswith("Record")
     assert report.rollback_report([], {"writes": False, "lines": ["Nothing to do: ..."]}, [], False) == [
         "Nothing to do: ..."]
 

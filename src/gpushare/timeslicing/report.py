@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from typing import Any
 
 from gpushare.model.node import GPU, SHARED, Node, Pool
@@ -65,6 +67,12 @@ def enable_report(nodes: list[dict[str, Any]], daemonsets: list[dict[str, Any]],
     return lines
 
 
+def _restored_field(path: str, value: Any) -> str:
+    """`/spec/devicePlugin/config` and its saved value as `devicePlugin.config: removed`."""
+    field = path.removeprefix("/spec/").replace("/", ".")
+    return f"{field}: removed (unset before the trial)" if value is None else f"{field}: {json.dumps(value)}"
+
+
 def rollback_report(nodes: list[dict[str, Any]], plan: dict[str, Any], whereabouts: list[str],
                     check_mode: bool) -> list[str]:
     expected = plan.get("expected") or {}
@@ -80,7 +88,8 @@ def rollback_report(nodes: list[dict[str, Any]], plan: dict[str, Any], whereabou
         lines += [f"  {w}" for w in whereabouts]
     restored = expected.get("clusterpolicy") or {}
     if restored:
-        lines.append(("ClusterPolicy would be restored: " if check_mode else "ClusterPolicy restored: ") + ", ".join(f"{p.removeprefix('/spec/')}={v!r}" for p, v in sorted(restored.items())))
+        lines.append(("ClusterPolicy would be restored: " if check_mode else "ClusterPolicy restored: ")
+                     + ", ".join(_restored_field(p, v) for p, v in sorted(restored.items())))
     else:
         lines.append("ClusterPolicy: unchanged by this run.")
     for change in (plan.get("changes") or {}).get("configmap") or []:
