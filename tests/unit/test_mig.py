@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from gpushare.gpu_catalog import COMPUTE_SLICES, MEMORY_SLICES, PRODUCTS, product
-from gpushare.simulator.mig import DISABLED, MigConfigError, apply, default_config, devices, mode_change, parse_configs, select
+from gpushare.mig_parted_config import MigConfigError, parse_configs, select
+from gpushare.simulator.mig import DISABLED, apply, default_config, devices, mode_change
 
 CONFIGS = parse_configs(default_config(PRODUCTS.values()))
 

@@ -9,6 +9,7 @@ import yaml
 
 from gpushare.mig import parted
 from gpushare.mig.hardware import model
+from gpushare.mig_parted_config import MigConfigError, MigConfigSpec, parse_configs
 
 A100 = model("NVIDIA-A100-SXM4-40GB")
 H100 = model("NVIDIA-H100-80GB-HBM3")
@@ -26,8 +27,8 @@ CONFIG = yaml.safe_dump({"version": "v1", "mig-configs": {
 }})
 
 
-def _configs() -> dict[str, list[parted.Entry]]:
-    return parted.parse(CONFIG)
+def _configs() -> dict[str, list[MigConfigSpec]]:
+    return parse_configs(CONFIG)
 
 
 # ---- which ConfigMap ---------------------------------------------------------------------------------
@@ -50,30 +51,30 @@ def test_entries_are_read_with_their_filters_and_devices() -> None:
     configs = _configs()
     assert configs["all-1g.10gb"][1].device_filter == ("0x20B010DE",)
     assert configs["first-two"][0].devices == (0, 1)
-    assert configs["all-disabled"][0] == parted.Entry(None, None, False, {})
+    assert configs["all-disabled"][0] == MigConfigSpec(None, None, False, {})
 
 
 @pytest.mark.parametrize(("text", "problem"), [
-    pytest.param("version: v1\nmig-configs: [", "not valid YAML", id="yaml"),
-    pytest.param("version: v2\nmig-configs: {a: [{devices: all, mig-enabled: false}]}", "version: v1", id="version"),
-    pytest.param("version: v1\nmig-configs: {}", "is empty", id="empty"),
-    pytest.param("version: v1\nmig-configs: {a: []}", "mig-configs.a has no entry", id="no-entry"),
-    pytest.param("version: v1\nmig-configs: {a: [{mig-enabled: false}]}", "missing required field 'devices'",
+    pytest.param("version: v1\nmig-configs: [", "error parsing config file: unmarshal error", id="yaml"),
+    pytest.param("version: v2\nmig-configs: {a: [{devices: all, mig-enabled: false}]}", "unknown version: v2", id="version"),
+    pytest.param("version: v1\nmig-configs: {}", "at least one entry in 'mig-configs' is required", id="empty"),
+    pytest.param("version: v1\nmig-configs: {a: []}", "at least one entry in 'a' is required", id="no-entry"),
+    pytest.param("version: v1\nmig-configs: {a: [{mig-enabled: false}]}", "missing required field: devices",
                  id="no-devices"),
-    pytest.param("version: v1\nmig-configs: {a: [{devices: some, mig-enabled: false}]}", "must be all or a list",
+    pytest.param("version: v1\nmig-configs: {a: [{devices: some, mig-enabled: false}]}", "invalid input for 'devices'",
                  id="devices-word"),
     pytest.param("version: v1\nmig-configs: {a: [{devices: all, mig-enabled: 'yes'}]}", "must be true or false",
                  id="enabled-string"),
     pytest.param("version: v1\nmig-configs: {a: [{devices: all, mig-enabled: true, mig-devices: {1g.5gb: -1}}]}",
-                 "must map profiles to instance counts", id="negative-count"),
+                 "error validating values in 'mig-devices' field", id="negative-count"),
     pytest.param("version: v1\nmig-configs: {a: [{devices: all, mig-enabled: false, mig-devices: {1g.5gb: 1}}]}",
-                 "MIG devices given with mig-enabled false", id="devices-when-disabled"),
+                 "MIG devices included when 'mig-enabled' is false", id="devices-when-disabled"),
     pytest.param("version: v1\nmig-configs: {a: [{devices: all, mig-enabled: true, device-filter: 7}]}",
                  "'device-filter' must be", id="filter-number"),
 ])
 def test_a_file_the_mig_manager_cannot_read_is_named(text: str, problem: str) -> None:
-    with pytest.raises(parted.PartedError, match=problem.replace("(", r"\(").replace(")", r"\)")):
-        parted.parse(text)
+    with pytest.raises(MigConfigError, match=problem.replace("(", r"\(").replace(")", r"\)")):
+        parse_configs(text)
 
 
 # ---- applying a config -------------------------------------------------------------------------------------

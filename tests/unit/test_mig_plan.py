@@ -195,7 +195,7 @@ def test_gpu_pods_are_evicted_once_the_window_is_confirmed() -> None:
     pytest.param(state(mig_manager={"config": {"name": "team"}}), {}, "ConfigMap gpu-operator/team (named by the "
                  "ClusterPolicy (migManager.config.name)) does not exist", id="custom-configmap-missing"),
     pytest.param(state(configmaps=[configmap("default-mig-parted-config", "version: v1\nmig-configs: [")]), {},
-                 "key config.yaml is not a config the MIG manager can read: not valid YAML", id="unreadable-config"),
+                 "key config.yaml is not a config the MIG manager can read: error parsing config file: unmarshal error: yaml: line 2:", id="unreadable-config"),
     pytest.param(state([gpu_node(labels={"nvidia.com/mig.capable": "false"})]), {}, "gpu-node-mig is not MIG-capable",
                  id="not-capable"),
     pytest.param(state([gpu_node(labels={"nvidia.com/gpu.sharing-strategy": "time-slicing",

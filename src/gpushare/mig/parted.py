@@ -1,6 +1,6 @@
 """mig-parted configs as the MIG manager reads them: which ConfigMap a node's MIG manager uses, the
-`mig-configs` in it (api/spec/v1: `devices`, `mig-enabled`, `mig-devices`, `device-filter`), and
-what applying one of them does to a node's GPUs (nvidia-mig-parted apply: each entry changes the
+`mig-configs` in it (read by gpushare.mig_parted_config, the parser the simulated MIG manager uses
+too), and what applying one of them does to a node's GPUs (nvidia-mig-parted apply: each entry changes the
 GPUs its device-filter and devices match; the others keep what they have)."""
 
 from __future__ import annotations
@@ -9,31 +9,13 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Union
 
-import yaml
-
 from gpushare.mig.hardware import COMPUTE_SLICES, MEMORY_SLICES, GpuModel
+from gpushare.mig_parted_config import MigConfigSpec
 
 DEFAULT_CONFIGMAP = "default-mig-parted-config"
 DISABLED = "all-disabled"
 # One entry per GPU: None (MIG mode off) or its MIG devices, profile -> instances.
 Layout = list[Union[dict[str, int], None]]
-
-
-class PartedError(ValueError):
-    """The config file, or the selected config, is one mig-parted refuses."""
-
-
-@dataclass(frozen=True)
-class Entry:
-    device_filter: tuple[str, ...] | None  # None: every GPU
-    devices: tuple[int, ...] | None  # None: `all`
-    mig_enabled: bool
-    mig_devices: dict[str, int]
-
-    def matches(self, device_ids: tuple[str, ...], index: int) -> bool:
-        if self.device_filter is not None and not set(device_ids) & set(self.device_filter):
-            return False
-        return self.devices is None or index in self.devices
 
 
 @dataclass(frozen=True)
@@ -57,53 +39,7 @@ def source(policy_spec: dict[str, Any], configmaps: dict[str, dict[str, Any]], n
     return Source(DEFAULT_CONFIGMAP, "the GPU Operator's default")
 
 
-def _entry(raw: Any, where: str) -> Entry:
-    if not isinstance(raw, dict):
-        raise PartedError(f"{where}: an entry is a mapping")
-    for required in ("devices", "mig-enabled"):
-        if required not in raw:
-            raise PartedError(f"{where}: missing required field {required!r}")
-    devices = raw["devices"]
-    if devices != "all" and not (isinstance(devices, list) and all(type(i) is int for i in devices)):
-        raise PartedError(f"{where}: 'devices' must be all or a list of GPU indices, got {devices!r}")
-    device_filter = raw.get("device-filter")
-    if isinstance(device_filter, str):
-        device_filter = [device_filter]
-    if device_filter is not None and not (isinstance(device_filter, list) and all(isinstance(f, str) for f in device_filter)):
-        raise PartedError(f"{where}: 'device-filter' must be a device ID or a list of them")
-    enabled = raw["mig-enabled"]
-    if not isinstance(enabled, bool):
-        raise PartedError(f"{where}: 'mig-enabled' must be true or false")
-    mig_devices = raw.get("mig-devices") or {}
-    if not isinstance(mig_devices, dict) or not all(
-            isinstance(k, str) and type(v) is int and v >= 0 for k, v in mig_devices.items()):
-        raise PartedError(f"{where}: 'mig-devices' must map profiles to instance counts")
-    if not enabled and any(mig_devices.values()):
-        raise PartedError(f"{where}: MIG devices given with mig-enabled false")
-    return Entry(tuple(f.upper().replace("0X", "0x") for f in device_filter) if device_filter is not None else None,
-                 None if devices == "all" else tuple(devices), enabled, {k: v for k, v in mig_devices.items() if v})
-
-
-def parse(text: str) -> dict[str, list[Entry]]:
-    """The `mig-configs` of a mig-parted config file (the ConfigMap's config.yaml)."""
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise PartedError(f"not valid YAML ({err})") from None
-    if not isinstance(document, dict) or document.get("version") != "v1":
-        raise PartedError("not a mig-parted config: it needs `version: v1` and `mig-configs`")
-    configs = document.get("mig-configs")
-    if not isinstance(configs, dict) or not configs:
-        raise PartedError("its `mig-configs` is empty")
-    parsed = {}
-    for name, entries in configs.items():
-        if not isinstance(entries, list) or not entries:
-            raise PartedError(f"mig-configs.{name} has no entry")
-        parsed[str(name)] = [_entry(e, f"mig-configs.{name}[{i}]") for i, e in enumerate(entries)]
-    return parsed
-
-
-def apply(entries: list[Entry], gpu: GpuModel, current: Layout) -> tuple[Layout, list[str], list[str]]:
+def apply(entries: list[MigConfigSpec], gpu: GpuModel, current: Layout) -> tuple[Layout, list[str], list[str]]:
     """(the layout after the MIG manager applies `entries`, refusals, warnings). A refusal is what
     mig-parted would fail on, or a config that matches none of the node's GPUs; a warning what the
     runbook cannot judge and leaves to the MIG manager."""

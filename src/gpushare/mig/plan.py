@@ -15,6 +15,7 @@ from gpushare.mig import parted
 from gpushare.mig.fit import WHOLE, Fit, fit, smallest_fit
 from gpushare.mig.hardware import GpuModel, Profile, model
 from gpushare.mig.settings import ENABLE, MARK, NOTHING, ROLLBACK, RUNBOOKS, Mark, MigSettings
+from gpushare.mig_parted_config import MigConfigError, MigConfigSpec, parse_configs
 from gpushare.model.node import CORDONED_BY, GPU, MIG_CONFIG, MIG_STATE, Node
 from gpushare.model.pods import Pod
 from gpushare.timeslicing.records import Intent, new_record, record_name, state_patch
@@ -100,7 +101,7 @@ def _profiles(gpu: GpuModel, memory_mib: int, layouts: list[parted.Layout | None
     return {WHOLE: Profile(WHOLE, 7, memory_mib, 1, True), **{k: v for k, v in found.items() if v is not None}}
 
 
-def _physical_gpus(node: Node, mark: Mark | None, configs: dict[str, list[parted.Entry]]) -> int | None:
+def _physical_gpus(node: Node, mark: Mark | None, configs: dict[str, list[MigConfigSpec]]) -> int | None:
     """Physical GPUs: from the mark, GFD's count with MIG off (or under mixed), else the count of
     instances divided by those of one GPU of the current config (single)."""
     if mark and mark.gpus:
@@ -125,8 +126,8 @@ def _config_refusals(name: str, node: Node, state: ClusterState, settings: MigSe
                       f"enabled and running (ClusterPolicy migManager, kubectl -n {settings.namespace} get pods -l "
                       "app=nvidia-mig-manager)? With a custom config, create it first."], []
     try:
-        configs = parted.parse(str((configmap.get("data") or {}).get("config.yaml") or ""))
-    except parted.PartedError as err:
+        configs = parse_configs(str((configmap.get("data") or {}).get("config.yaml") or ""))
+    except MigConfigError as err:
         return None, [f"{name}: {where} key config.yaml is not a config the MIG manager can read: {err}."], []
     mark = Mark.parse(node.annotations.get(MARK))
     gpus = _physical_gpus(node, mark, configs)
@@ -175,7 +176,7 @@ def _shape(gpu: dict[str, int] | None) -> str:
     return "MIG off" if gpu is None else "+".join(f"{n}x{p}" for p, n in sorted(gpu.items())) or "no instance"
 
 
-def _all_fit(entries: list[parted.Entry], gpu: GpuModel, gpus: int, settings: MigSettings) -> bool:
+def _all_fit(entries: list[MigConfigSpec], gpu: GpuModel, gpus: int, settings: MigSettings) -> bool:
     layout, refusals, _ = parted.apply(entries, gpu, [None] * gpus)
     if refusals:
         return False

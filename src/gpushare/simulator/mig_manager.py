@@ -18,7 +18,8 @@ import json
 from dataclasses import dataclass, field
 
 from gpushare.gpu_catalog import GpuProduct
-from gpushare.simulator.mig import Layout, MigConfigError, apply, mode_change, parse_configs, select
+from gpushare.mig_parted_config import MigConfigError, parse_configs, select
+from gpushare.simulator.mig import Layout, apply, mode_change
 
 MIG_CONFIG = "nvidia.com/mig.config"
 MIG_STATE = "nvidia.com/mig.config.state"
