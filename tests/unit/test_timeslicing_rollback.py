@@ -123,6 +123,40 @@ def test_only_the_fields_the_enable_changed_are_restored() -> None:
         "why": "remove the key(s) shared the enable runbook added"}]
 
 
+PREPARE_RECORD = "gpushare-run-enable-20261201t080000z-0b0b"
+
+
+def prepared_then_trial() -> dict[str, Any]:
+    """A prepare run (no node: the ConfigMap and the ClusterPolicy), then a trial on gpu-node."""
+    prepare = record(PREPARE_RECORD, "enable-timeslicing", state="complete", nodes=[], created=True,
+                     keys_added=["default", "shared"], backup=clusterpolicy(),
+                     fields=[FieldChange(NAME, "", CONFIGMAP), FieldChange(DEFAULT, "", "default")],
+                     finished="2026-12-01T08:06:00Z")
+    trial = record(ENABLE_RECORD, "enable-timeslicing", state="complete", nodes=["gpu-node"],
+                   backup=clusterpolicy(CONFIGMAP, "default"), finished="2026-12-01T09:06:00Z")
+    return enabled_read(configmaps=[managed_configmap(), prepare, trial])
+
+
+def test_a_trials_rollback_keeps_the_cluster_prepared() -> None:
+    result = roll_back(prepared_then_trial(), ["gpu-node"])
+    assert result.refusals == [] and result.nodes == ["gpu-node"]
+    assert not result.rolls_fleet and result.changes["clusterpolicy"] == [] and result.changes["configmap"] == []
+    assert [c["name"] for c in result.changes["records"]] == [ENABLE_RECORD]  # the prepare record stays live
+    assert any(f"The cluster stays prepared for trials (prepare record {PREPARE_RECORD}" in n and
+               "-e timeslicing_rollback_unprepare=true" in n for n in result.notes)
+
+
+def test_undoing_the_preparation_too_restores_the_clusterpolicy_and_deletes_the_configmap() -> None:
+    cluster = prepared_then_trial()
+    result = roll_back(cluster, ["gpu-node"], unprepare=True)
+    assert result.refusals == [] and result.rolls_fleet
+    assert applied(cluster["clusterpolicy"], result.changes["clusterpolicy"])["spec"]["devicePlugin"]["config"] == {
+        "name": "", "default": ""}
+    assert [c["action"] for c in result.changes["configmap"]] == ["delete"]
+    assert sorted(c["name"] for c in result.changes["records"]) == [PREPARE_RECORD, ENABLE_RECORD]
+    assert not any("stays prepared" in n for n in result.notes)
+
+
 def test_a_field_someone_changed_since_is_refused_unless_confirmed() -> None:
     cluster = enabled_read(policy=clusterpolicy(CONFIGMAP, "tuned-by-alice"))
     message = refused(roll_back(cluster, ["gpu-node"]),

@@ -40,6 +40,7 @@ class RollbackSettings:
     drain_delete_emptydir_data: bool
     backup_name: str  # an explicit backup: a run record ConfigMap, or a backup file (then backup_text)
     backup_text: str
+    unprepare: bool = False  # undo the prepare runs too (the operator then rolls the fleet's plugin and GFD)
 
     @classmethod
     def of(cls, values: dict[str, Any]) -> RollbackSettings:
@@ -51,7 +52,8 @@ class RollbackSettings:
                    str(values["namespace"]), str(values["clusterpolicy_name"]),
                    bool(values.get("confirm_cluster_scope")), bool(values.get("confirm_overwrite")),
                    bool(values.get("drain_force")), bool(values.get("drain_delete_emptydir_data")),
-                   str(values.get("backup") or ""), str(values.get("backup_text") or ""))
+                   str(values.get("backup") or ""), str(values.get("backup_text") or ""),
+                   bool(values.get("unprepare")))
 
 
 def explicit_backup(state: ClusterState, settings: RollbackSettings) -> tuple[dict[str, Any] | None, str]:
@@ -128,6 +130,11 @@ def _live_enables(state: ClusterState) -> list[Record]:
     return [r for r in state.records if r.runbook == ENABLE and r.state in ("in-progress", "complete") and r.valid]
 
 
+def _prepared(record: Record) -> bool:
+    """A prepare run: an enable run that targeted no node (the ClusterPolicy and the ConfigMap only)."""
+    return not record.intent.nodes and record.state == "complete"
+
+
 def _restore_fields(records: list[Record], backup: dict[str, Any] | None) -> list[FieldChange]:
     """For each ClusterPolicy field the enable runs changed: (the value they set, the original)."""
     fields: dict[str, FieldChange] = {}
@@ -187,6 +194,9 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
     result.nodes = rolled
     users = sorted(n.name for n in state.gpu_nodes if n.name not in rolled and n.config_label in keys)
     live = _live_enables(state)
+    # A trial's rollback keeps the cluster prepared: undoing a prepare run rolls the whole fleet.
+    kept = [] if settings.unprepare else [r for r in live if _prepared(r)]
+    live = [r for r in live if r not in kept]
     for record in state.interrupted(ENABLE):
         result.notes.append(f"An enable run was interrupted: record {record.name}, started {record.started}, it was "
                             f"changing {record.intent.describe()}. This rollback undoes it.")
@@ -215,7 +225,13 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
                 continue
             change = FieldChange(change.path, current, change.after)
         restore_ops.append(change)
-    configmap_changes = [] if users else _configmap_cleanup(state, settings, live, keys, restore_ops)
+    kept_keys = {k for r in kept for k in r.intent.keys_added}
+    configmap_changes = [] if users else _configmap_cleanup(state, settings, live, keys, restore_ops, kept_keys)
+    if kept and not users:
+        result.notes.append(f"The cluster stays prepared for trials (prepare record {kept[-1].name}: ClusterPolicy "
+                            f"devicePlugin.config, ConfigMap key(s) {', '.join(sorted(kept_keys)) or 'none'}). To undo "
+                            "the preparation as well, re-run with -e timeslicing_rollback_unprepare=true: the operator "
+                            "then restarts the device plugin and GFD on every GPU node.")
     result.restore_cluster = bool(restore_ops or configmap_changes or (not users and live))
     result.rolls_fleet = any(c.path.startswith("/spec/devicePlugin/config") for c in restore_ops)
     if result.refusals:
@@ -264,7 +280,9 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
 
 
 def _configmap_cleanup(state: ClusterState, settings: RollbackSettings, live: list[Record], keys: set[str],
-                       restore_ops: list[FieldChange]) -> list[dict[str, Any]]:
+                       restore_ops: list[FieldChange], kept_keys: set[str]) -> list[dict[str, Any]]:
+    """Delete the ConfigMap the enable runs created once nothing points at it, else remove the keys
+    they added (never the `default` key a ClusterPolicy still points at, nor `kept_keys`)."""
     names = {r.intent.configmap for r in live if r.intent.configmap} | ({settings.configmap} - {""})
     changes = []
     for name in sorted(names):
@@ -283,7 +301,7 @@ def _configmap_cleanup(state: ClusterState, settings: RollbackSettings, live: li
                             "preconditions": {"uid": cm["metadata"]["uid"]},
                             "why": "delete the ConfigMap the enable runbook created, nothing uses it any more"})
         else:
-            removable = sorted((data & (added | keys)) - ({DEFAULT_KEY} if still_pointed else set()))
+            removable = sorted((data & (added | keys)) - ({DEFAULT_KEY} if still_pointed else set()) - kept_keys)
             if removable:
                 left = sorted(set(state.managed_keys(name)) - set(removable))
                 changes.append({"action": "merge", "kind": "ConfigMap", "name": name, "namespace": settings.namespace,
