@@ -47,7 +47,7 @@ Feature: A trial on one node disturbs no other node, on the chart-default GPU Op
     And the driver DaemonSet's template is unchanged and no node was cordoned
     And the GFD labels of every GPU node match what it advertises
 
-  Scenario: The prepare step is the one fleet-wide change; a trial after it touches its node only
+  Scenario: The prepare step is the one fleet-wide change; a trial after it, and its rollback, touch its node only
     When the operator runs "prepare-timeslicing.yml"
     Then the run succeeds
     And the output says "Done: the cluster is prepared for time-slicing trials."
@@ -58,6 +58,11 @@ Feature: A trial on one node disturbs no other node, on the chart-default GPU Op
     Then the run succeeds
     And on every GPU node not targeted, no operand pod was restarted
     And every GPU node not targeted is exactly as before
+    When the operator rolls back time-slicing on "gpu-node"
+    Then the rollback succeeds
+    And the output says "The cluster stays prepared for trials"
+    And the run leaves the ClusterPolicy as it was
+    And on every GPU node not targeted, no operand pod was restarted
 
   Scenario: A pool taint the operands do not tolerate needs the fleet-wide change confirmed
     Given the trial node is "gpu-node"
