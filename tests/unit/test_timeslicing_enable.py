@@ -199,6 +199,26 @@ def test_a_prepared_cluster_needs_no_fleet_roll_confirmation() -> None:
     assert result.expected["compare_allocatable"]
 
 
+def test_a_trial_is_refused_while_the_operator_still_rolls_an_earlier_change_out() -> None:
+    rolling = [daemonset("nvidia-device-plugin-daemonset", updated=12, desired=40),
+               daemonset("gpu-feature-discovery")]
+    prepared = read(gpu_fleet(40), policy=clusterpolicy(CONFIGMAP, "default"),
+                    configmaps=[managed_configmap({"default": "version: v1\n"})], daemonsets=rolling)
+    message = refused(enable(prepared, ["gpu-00"]), "The GPU Operator is still rolling out an earlier change")
+    assert "DaemonSet nvidia-device-plugin-daemonset has 12 of 40 GPU nodes on its current template" in message
+    assert "gpu-feature-discovery" not in message
+    assert "kubectl -n gpu-operator rollout status daemonset/nvidia-device-plugin-daemonset" in message
+
+
+def test_a_template_change_the_controller_has_not_seen_yet_is_a_roll_too() -> None:
+    unseen = daemonset("gpu-feature-discovery", generation=3)
+    unseen["status"]["observedGeneration"] = 2
+    cluster = read(gpu_fleet(4), policy=clusterpolicy(CONFIGMAP, "default"),
+                   configmaps=[managed_configmap({"default": "version: v1\n"})],
+                   daemonsets=[daemonset("nvidia-device-plugin-daemonset"), unseen])
+    refused(enable(cluster, ["gpu-00"]), "DaemonSet gpu-feature-discovery has 3 of 3 GPU nodes")
+
+
 def test_the_fleet_roll_threshold_counts_gpu_nodes_only() -> None:
     cpus = [node(f"cpu-{i}", gpu=False) for i in range(20)]
     assert enable(read(gpu_fleet(10) + cpus), ["gpu-00"]).refusals == []

@@ -123,6 +123,14 @@ class Operand:
         status = self.raw.get("status") or {}
         return int(status.get("updatedNumberScheduled") or 0), int(status.get("desiredNumberScheduled") or 0)
 
+    @property
+    def rolling(self) -> bool:
+        """The DaemonSet controller has nodes left to move to the current template (or has not seen it yet)."""
+        status = self.raw.get("status") or {}
+        updated, desired = self.rollout()
+        return int(status.get("observedGeneration") or 0) < int(self.raw["metadata"].get("generation") or 0) \
+            or updated < desired
+
 
 def pods_by_node(pods: list[dict[str, Any]], daemonset: str) -> dict[str, list[OperandPod]]:
     grouped: dict[str, list[OperandPod]] = {}

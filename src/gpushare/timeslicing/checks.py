@@ -3,12 +3,15 @@ the cluster through a Session; `gpushare_wait` polls one until it is empty or ti
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from gpushare.k8s.session import Session
 from gpushare.model.node import CONFIG_LABEL, GPU, SHARED, Node, Pool, fingerprint_changes
 from gpushare.model.operands import CONFIG_READERS, DEVICE_PLUGIN, Operand, OperandPod
 from gpushare.model.pods import Pod
+
+STARTING_S = 120
 
 
 def _gpu_nodes(session: Session) -> dict[str, Node]:
@@ -95,9 +98,35 @@ def operator_rendered(session: Session, namespace: str, configmap: str, mounted:
     return problems
 
 
+def operator_rolled_out(session: Session, namespace: str) -> list[str]:
+    """The operator's roll of the config readers is over: every node on the current template and
+    no pod of it still starting. A pod not Ready for longer than STARTING_S is a broken node, which
+    the roll does not wait for."""
+    problems, unavailable = [], []
+    for raw in session.list("DaemonSet", namespace):
+        operand = Operand(raw)
+        if operand.name not in CONFIG_READERS:
+            continue
+        updated, desired = operand.rollout()
+        if operand.rolling:
+            problems.append(f"DaemonSet {operand.name}: {updated} of {desired} GPU nodes on the current template")
+        elif int((raw.get("status") or {}).get("numberUnavailable") or 0):
+            unavailable.append(operand)
+    if unavailable:
+        now = dt.datetime.now(dt.timezone.utc)
+        pods = [OperandPod(p) for p in session.list("Pod", namespace)]
+        for operand in unavailable:
+            starting = sorted(p.node for p in pods if p.daemonset == operand.name and operand.current(p) and not p.ready
+                              and not p.terminating and p.created and (now - p.created).total_seconds() < STARTING_S)
+            if starting:
+                problems.append(f"DaemonSet {operand.name}: its pods on {', '.join(starting)} are still starting")
+    return problems
+
+
 CHECKS = {
     "timeslicing_enabled": timeslicing_enabled,
     "operator_rendered": operator_rendered,
+    "operator_rolled_out": operator_rolled_out,
 }
 
 

@@ -244,6 +244,13 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
                         f"{len(gpu_nodes)} GPU nodes, one node at a time (above timeslicing_fleet_roll_confirm_above="
                         f"{settings.fleet_roll_confirm_above}). Run playbooks/prepare-timeslicing.yml first (a separate, "
                         "fleet-wide change), or confirm with -e timeslicing_confirm_fleet_roll=true.")
+    rolling = [o for o in state.config_readers() if o.rolling]
+    if rolling:
+        _refuse(result, "The GPU Operator is still rolling out an earlier change: " + ", ".join(
+            f"DaemonSet {o.name} has {o.rollout()[0]} of {o.rollout()[1]} GPU nodes on its current template"
+            for o in rolling) + ". A trial started during the roll could not tell its own effect on the other nodes "
+            f"from the roll's. Wait for it (kubectl -n {settings.namespace} rollout status daemonset/{rolling[0].name}), "
+            "then re-run.")
     if result.refusals:
         return result
 
