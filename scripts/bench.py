@@ -184,7 +184,7 @@ def main() -> int:
                         help=f"keep the sections an interrupted run finished (saved in {CHECKPOINT.name})")
     args = parser.parse_args()
     saved = json.loads(CHECKPOINT.read_text()) if args.resume and CHECKPOINT.exists() else {}
-    results: dict[str, Any] = {}
+    results: dict[str, Any] = {"resumed": {"sections": sorted(saved)}}
     for name, measure in sections(args.skip_cold_build):
         if name in saved:
             print(f"{name}: kept from the interrupted run", file=sys.stderr)
@@ -220,6 +220,10 @@ def render(r: dict[str, Any]) -> str:
     baseline = r["baseline"]
     reused = ("\n- The cold-build figures were kept from an earlier measurement (`--skip-cold-build`): "
               "a cold build takes minutes and is not part of every run." if r.get("cold_build_reused") else "")
+    resumed = (r.get("resumed") or {}).get("sections") or []
+    if resumed:
+        reused += (f"\n- Resumed run (`--resume`): {'; '.join(resumed)} come from the interrupted run before it; "
+                   "every ratio compares figures of one section.")
     rows = [
         ("Cold build of all binaries (empty Go build cache, modules already downloaded)", f"{cold.get('cold_build_s', float('nan')):.0f} s"),
         ("Binary cache size (`~/.cache/gpushare/bin`)", f"{cold.get('cache_mib', float('nan')):.0f} MiB"),
