@@ -107,6 +107,10 @@ class ReadAction(KubeAction):
                     raise
                 # the answer an administrator gets in a namespace that does not exist
                 resources[alias] = None if spec.get("name") else []
+        for alias, found in resources.items():
+            for obj in found if isinstance(found, list) else [found] if found else []:
+                if obj.get("kind") != "ConfigMap":  # a ConfigMap's tell when it was last written (last_write)
+                    obj.get("metadata", {}).pop("managedFields", None)  # half of a Node's size, never used
         who = invocation()
         if args.get("whoami"):
             try:

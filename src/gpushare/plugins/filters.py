@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from ansible.template import is_trusted_as_template
 
 from gpushare.clock import utc_now
 from gpushare.k8s import lock
@@ -14,8 +15,19 @@ from gpushare.timeslicing.state import ClusterState
 
 
 def plain(value: Any) -> Any:
-    """Ansible's tagged values as plain Python data (what the models and yaml expect)."""
-    return json.loads(json.dumps(value))
+    """Ansible's values as plain Python data (what the models and yaml expect). A string Ansible
+    trusts as a template is rendered; the rest is copied as stored, without rendering each value
+    through Ansible's lazy containers: on a 500-node read that rendering took most of a run."""
+    non_lazy = getattr(value, "_non_lazy_copy", None)  # ansible-core's lazy dict and list
+    raw = non_lazy() if non_lazy is not None else value
+    if isinstance(raw, dict):
+        return {str(k): plain(value[k] if is_trusted_as_template(v) else v) for k, v in raw.items()}
+    if isinstance(raw, (list, tuple)):
+        return [plain(value[i] if is_trusted_as_template(v) else v) for i, v in enumerate(raw)]
+    for native in (str, bool, int, float):  # tagged subclasses as the plain type
+        if isinstance(raw, native):
+            return native(raw)
+    return raw
 
 
 def _resources(read: dict[str, Any]) -> dict[str, Any]:

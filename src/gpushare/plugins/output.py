@@ -11,6 +11,17 @@ from ansible.plugins.callback.default import CallbackModule as DefaultCallback
 NOTHING = "Nothing was changed."
 
 
+def preload_plugins() -> None:
+    """Load the play's filter plugins and the runbooks' action plugins here, in Ansible's main
+    process: every task runs in a worker forked from it, which then inherits them instead of
+    importing them again (the kubernetes client with them) for each task that templates a filter."""
+    import gpushare.plugins.actions  # noqa: F401, PLC0415 - imported for the forks
+    from ansible.plugins.loader import filter_loader  # noqa: PLC0415
+
+    for _ in filter_loader.all():
+        pass
+
+
 def message_lines(msg: Any) -> list[str]:
     if isinstance(msg, (list, tuple)):
         return [str(line) for line in msg]
@@ -80,6 +91,7 @@ class QuietCallback(DefaultCallback):
 
     def v2_playbook_on_play_start(self, play: Any) -> None:
         self._play = play
+        preload_plugins()
         if not self._quiet:
             super().v2_playbook_on_play_start(play)
 
