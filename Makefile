@@ -69,7 +69,7 @@ lint: $(STAMP)
 # the cucumber JSON, which pytest-bdd cannot write under xdist).
 test: setup lint
 	mkdir -p reports
-	pytest -q -n 2 --dist loadfile --junitxml=reports/junit.xml
+	pytest -q -n 2 --dist loadfile --durations=25 --junitxml=reports/junit.xml
 	$(MAKE) test-external
 
 # The same features against a cluster reached only through --kubeconfig/--inventory/--operator-namespace.
