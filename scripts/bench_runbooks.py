@@ -17,6 +17,7 @@ from typing import Any
 from gpushare.k8s.session import Session
 from gpushare.kube import wait_for
 from gpushare.model.operands import OperandPod
+from gpushare.rbac.audit import read_events
 
 REPO = Path(__file__).resolve().parents[1]
 SEED_CONFIGMAP = (REPO / "examples" / "seed" / "time-slicing-config.yaml").read_text()
@@ -48,10 +49,7 @@ def playbook(state: Path, path: str, *args: str) -> float:
 
 
 def writes(state: Path, since: int) -> int:
-    with (state / "audit.log").open() as log:
-        log.seek(since)
-        events = [json.loads(line) for line in log if line.strip()]
-    return sum(1 for e in events if e.get("stage") == "ResponseComplete"
+    return sum(1 for e in read_events(state / "audit.log", since) if e.get("stage") == "ResponseComplete"
                and e.get("user", {}).get("username") == "gpushare-admin"
                and e.get("verb") in ("create", "update", "patch", "delete", "deletecollection")
                and (e.get("objectRef") or {}).get("resource") != "selfsubjectreviews")

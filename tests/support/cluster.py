@@ -14,6 +14,7 @@ from typing import Any
 from kubernetes import client
 
 from gpushare.kube import api_client, wait_for
+from gpushare.rbac.audit import read_events
 
 REPO = Path(__file__).resolve().parents[2]
 ADMIN_USER = "gpushare-admin"
@@ -94,9 +95,7 @@ class Cluster:
         """Every audit event logged after the `audit_mark` value `since`."""
         if not self.state_dir:
             raise RuntimeError("the audit log is only available on the embedded cluster")
-        with (self.state_dir / "audit.log").open() as log:
-            log.seek(since)
-            return [json.loads(line) for line in log if line.strip()]
+        return read_events(self.state_dir / "audit.log", since)
 
     def audit_writes(self, since: int, user: str = ADMIN_USER, *, dry_runs: bool = False) -> list[dict[str, Any]]:
         """Mutating requests `user` sent after the `audit_mark` value `since`; server-side dry runs

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from gpushare.rbac import RUNBOOK_USER, SERVICE_ACCOUNT_USER, manifests
-from gpushare.rbac.audit import RUNBOOKS_ANNOTATION, AuditError, check, grants, read_requests, render
+from gpushare.rbac.audit import RUNBOOKS_ANNOTATION, AuditError, check, grants, read_events, read_requests, render
 
 USER = "gpushare-runbook"
 RBAC: list[dict[str, Any]] = [
@@ -136,3 +136,12 @@ def test_deploy_rbac_binds_every_role_to_the_service_account_and_the_embedded_us
     assert {g.role for g in grants(objects, RUNBOOK_USER)} == {g.role for g in grants(objects, SERVICE_ACCOUNT_USER)}
     assert all((o["metadata"].get("annotations") or {}).get(RUNBOOKS_ANNOTATION) for o in objects
                if o["kind"] in ("Role", "ClusterRole")), "every role names the runbooks it is for"
+
+
+def test_a_last_line_still_being_written_is_not_read_yet(tmp_path: Path) -> None:
+    log = tmp_path / "audit.log"
+    log.write_text(json.dumps({"stage": "ResponseComplete", "verb": "get"}) + "\n" + '{"stage": "Respo')
+    assert read_events(log) == [{"stage": "ResponseComplete", "verb": "get"}]
+    with log.open("a") as more:
+        more.write('nseComplete", "verb": "patch"}\n')
+    assert [e["verb"] for e in read_events(log)] == ["get", "patch"]

@@ -76,16 +76,17 @@ class Report:
         return not self.denied and not self.outside_runbook
 
 
-def read_requests(path: Path, user: str, start: int = 0, end: int | None = None, runbook: str = "") -> list[Request]:
-    """The completed requests of `user` between byte offsets `start` and `end` of an audit log."""
+def read_events(path: Path, start: int = 0, end: int | None = None) -> list[dict[str, Any]]:
+    """The audit events between byte offsets `start` and `end` of an audit log; a last line the
+    API server is still writing (no newline yet) is not one of them."""
     try:
         with path.open("rb") as log:
             log.seek(start)
             data = log.read(None if end is None else max(end - start, 0))
     except OSError as err:
         raise AuditError(f"cannot read the audit log {path}: {err.strerror or err}") from None
-    requests = []
-    for number, line in enumerate(data.splitlines(), 1):
+    events = []
+    for number, line in enumerate(data[:data.rfind(b"\n") + 1].splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -94,9 +95,14 @@ def read_requests(path: Path, user: str, start: int = 0, end: int | None = None,
                 raise ValueError("not a JSON object")
         except ValueError as err:
             raise AuditError(f"{path}: line {number} after offset {start} is not an audit event: {err}") from None
-        if event.get("stage") == "ResponseComplete" and (event.get("user") or {}).get("username") == user:
-            requests.append(_request(event, runbook))
-    return requests
+        events.append(event)
+    return events
+
+
+def read_requests(path: Path, user: str, start: int = 0, end: int | None = None, runbook: str = "") -> list[Request]:
+    """The completed requests of `user` between byte offsets `start` and `end` of an audit log."""
+    return [_request(e, runbook) for e in read_events(path, start, end)
+            if e.get("stage") == "ResponseComplete" and (e.get("user") or {}).get("username") == user]
 
 
 def _request(event: dict[str, Any], runbook: str) -> Request:
