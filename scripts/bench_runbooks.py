@@ -152,13 +152,16 @@ def render(results: dict[str, Any]) -> str:
             run = r[column].get(name)
             if run is not None:
                 rows.append(f"| {cluster} | {label} | {run['s']:.1f} s | {run['writes']} | {_elsewhere(run)} |")
-    enable, enable_500 = r["default"]["enable"]["s"], r["prepared_500"]["enable"]["s"]
+    default, floor = r["default"], r["floor_s"]
+    fleet = "; ".join(f"{name} {r['prepared_500'][name]['s'] / r['prepared_default'][name]['s']:.2f}×"
+                      for name in ("enable", "rerun", "replicas", "rollback"))
     rows += [
         "",
-        f"- Ansible's floor (one kubernetes.core task, median of 3): {r['floor_s']:.1f} s; the seed's kubectl "
+        f"- Ansible's floor (one kubernetes.core task, median of 3): {floor:.1f} s; the seed's kubectl "
         f"sequence on gpu-node: {r['seed_s']:.1f} s (it re-configures every GPU node).",
-        f"- Enable / floor: {enable / r['floor_s']:.1f}×; enable / seed sequence: {enable / r['seed_s']:.1f}×; "
-        f"enable on the 500-node fleet / default fleet (prepared): "
-        f"{enable_500 / r['prepared_default']['enable']['s']:.2f}×.",
+        f"- Default fleet / floor: enable {default['enable']['s'] / floor:.1f}×, re-run {default['rerun']['s'] / floor:.1f}×, "
+        f"rollback {default['rollback']['s'] / floor:.1f}×; enable / seed sequence: "
+        f"{default['enable']['s'] / r['seed_s']:.1f}×.",
+        f"- 500-node fleet / default fleet, both prepared: {fleet}.",
     ]
     return "\n".join(rows)

@@ -12,10 +12,10 @@ NOTHING = "Nothing was changed."
 
 
 def preload_plugins() -> None:
-    """Load the play's filter plugins and the runbooks' action plugins here, in Ansible's main
-    process: every task runs in a worker forked from it, which then inherits them instead of
-    importing them again (the kubernetes client with them) for each task that templates a filter."""
-    import gpushare.plugins.actions  # noqa: F401, PLC0415 - imported for the forks
+    """Load the play's filter plugins (its roles' included) here, in Ansible's main process: every
+    task runs in a worker forked from it, which then inherits them instead of importing them again
+    (the kubernetes client with them) for each task that templates a filter. A play without the
+    project's roles loads nothing of it."""
     from ansible.plugins.loader import filter_loader  # noqa: PLC0415
 
     for _ in filter_loader.all():
