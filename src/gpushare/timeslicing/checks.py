@@ -3,9 +3,9 @@ the cluster through a Session; `gpushare_wait` polls one until it is empty or ti
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
+from gpushare.clock import utc_now
 from gpushare.k8s.session import Session
 from gpushare.model.node import CONFIG_LABEL, GPU, SHARED, Node, Pool, fingerprint_changes
 from gpushare.model.operands import CONFIG_READERS, DEVICE_PLUGIN, Operand, OperandPod
@@ -113,7 +113,7 @@ def operator_rolled_out(session: Session, namespace: str) -> list[str]:
         elif int((raw.get("status") or {}).get("numberUnavailable") or 0):
             unavailable.append(operand)
     if unavailable:
-        now = dt.datetime.now(dt.timezone.utc)
+        now = utc_now()
         pods = [OperandPod(p) for p in session.list("Pod", namespace)]
         for operand in unavailable:
             starting = sorted(p.node for p in pods if p.daemonset == operand.name and operand.current(p) and not p.ready
