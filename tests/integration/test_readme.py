@@ -276,3 +276,21 @@ def test_an_unmatched_limit_fails_and_is_named(embedded: Cluster) -> None:
                    "ansible-playbook playbooks/rollback-timeslicing.yml -l gpu-nod")
     assert result.returncode != 0
     assert "gpu-nod" in result.stdout + result.stderr
+
+
+def test_an_inventory_without_gpu_nodes_fails_and_says_so(embedded: Cluster, tmp_path: Path) -> None:
+    empty = tmp_path / "empty.yml"
+    empty.write_text(yaml.safe_dump({"all": {"children": {"gpu_nodes": {"hosts": {}}}}}))
+    result = shell(embedded, ["source .venv/bin/activate"],
+                   f"ansible-playbook -i {empty} playbooks/rollback-timeslicing.yml")
+    assert result.returncode != 0
+    assert "No host to act on: the inventory has no host in gpu_nodes." in result.stdout
+
+
+def test_the_venv_ansible_playbook_acts_without_activation(embedded: Cluster) -> None:
+    """`.venv/bin/ansible-playbook ...` with only the system PATH (whose python3 has no kubernetes
+    package) reads the embedded inventory and acts, like the activated one."""
+    command = ".venv/bin/ansible-playbook playbooks/enable-timeslicing.yml -l gpu-node"
+    result = shell(embedded, [], command)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert_acted(embedded, command, result.stdout, embedded.audit_mark())

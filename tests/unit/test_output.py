@@ -64,16 +64,17 @@ def test_a_failure_without_a_message() -> None:
     assert failure_text({}, changed_before=True) == ["failed without a message"]
 
 
-def run_with_the_callback(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+def run_with_the_callback(tmp_path: Path, *args: str, hosts: str = "localhost",
+                          inventory: str = "localhost,") -> subprocess.CompletedProcess:
     """A local playbook (one debug, one change, one skip) run with the repository's stdout callback."""
     (tmp_path / "ansible.cfg").write_text(f"[defaults]\nstdout_callback = gpushare\ncallback_plugins = "
                                           f"{REPO / 'plugins' / 'callback'}\ninterpreter_python = {sys.executable}\n")
-    (tmp_path / "play.yml").write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": [
+    (tmp_path / "play.yml").write_text(yaml.safe_dump([{"hosts": hosts, "gather_facts": False, "tasks": [
         {"name": "Show the plan", "ansible.builtin.debug": {"msg": ["Plan: line one", "line two"]}},
         {"name": "Write something", "ansible.builtin.command": "true", "changed_when": True},
         {"name": "Skip something", "ansible.builtin.debug": {"msg": "never"}, "when": False}]}]))
     env = {**os.environ, "ANSIBLE_CONFIG": str(tmp_path / "ansible.cfg")}
-    return subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
+    return subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", inventory, "-c", "local",
                            "play.yml", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
 
 
@@ -91,3 +92,26 @@ def test_with_v_a_run_prints_ansibles_usual_output(tmp_path: Path) -> None:
     assert "TASK [Write something]" in run.stdout and "changed: [localhost]" in run.stdout
     assert "skipping: [localhost]" in run.stdout
     assert "PLAY RECAP" in run.stdout
+
+
+def test_a_run_whose_plays_match_no_host_fails(tmp_path: Path) -> None:
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {"gpu_nodes": {"hosts": {}}}}}))
+    run = run_with_the_callback(tmp_path, hosts="gpu_nodes", inventory=str(tmp_path / "hosts.yml"))
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stdout.splitlines() == [
+        "No host to act on: the inventory has no host in gpu_nodes. Check the inventory (ansible-inventory --graph) "
+        "and -l. Nothing was changed.", "Result: FAILED (no host matched)."]
+
+
+def test_a_run_where_one_play_matches_no_host_is_judged_by_the_others(tmp_path: Path) -> None:
+    run_with_the_callback(tmp_path)  # writes the ansible.cfg
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": {"localhost": {}},
+                                                                "children": {"gpu_nodes": {"hosts": {}}}}}))
+    (tmp_path / "two.yml").write_text(yaml.safe_dump([
+        {"hosts": "gpu_nodes", "gather_facts": False, "tasks": [{"ansible.builtin.debug": {"msg": "never"}}]},
+        {"hosts": "localhost", "gather_facts": False, "tasks": [{"ansible.builtin.debug": {"msg": "ran"}}]}]))
+    env = {**os.environ, "ANSIBLE_CONFIG": str(tmp_path / "ansible.cfg")}
+    both = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "hosts.yml"),
+                           "-c", "local", "two.yml"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert both.returncode == 0, both.stdout + both.stderr
+    assert both.stdout.splitlines() == ["ran", "Result: ok, nothing changed."]

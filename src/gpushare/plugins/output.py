@@ -9,6 +9,8 @@ from typing import Any
 from ansible.plugins.callback.default import CallbackModule as DefaultCallback
 
 NOTHING = "Nothing was changed."
+# Ansible's own exit code for a run it refused (an unmatched -l gives it too).
+REFUSED_RC = 1
 
 
 def preload_plugins() -> None:
@@ -74,6 +76,7 @@ class QuietCallback(DefaultCallback):
     def __init__(self) -> None:
         super().__init__()
         self._changed = False
+        self._unmatched: list[str] = []  # the host patterns of plays that matched no host
 
     @property
     def plugin_type(self) -> str:
@@ -141,6 +144,7 @@ class QuietCallback(DefaultCallback):
             super().v2_playbook_on_include(included_file)
 
     def v2_playbook_on_no_hosts_matched(self) -> None:
+        self._unmatched.append(", ".join(self._play.hosts) if isinstance(self._play.hosts, list) else str(self._play.hosts))
         if not self._quiet:  # a play of a multi-play runbook with nothing to do says nothing
             super().v2_playbook_on_no_hosts_matched()
 
@@ -188,6 +192,8 @@ class QuietCallback(DefaultCallback):
                 self._display.display(diff)
 
     def v2_playbook_on_stats(self, stats: Any) -> None:
+        if self._unmatched and not stats.processed:
+            self._refuse_empty_run()
         if not self._quiet:
             super().v2_playbook_on_stats(stats)
             return
@@ -198,3 +204,13 @@ class QuietCallback(DefaultCallback):
                 return
         changed = sum(stats.summarize(h)["changed"] for h in stats.processed)
         self._display.display(f"Result: ok, {changed} change(s)." if changed else "Result: ok, nothing changed.")
+
+    def _refuse_empty_run(self) -> None:
+        """No play of the run matched a host (say an empty `gpu_nodes` group): Ansible reports that
+        as success, which an operator reads as "done". Ansible exits with the code a callback's
+        SystemExit gives (its callback dispatch only catches Exception)."""
+        patterns = ", ".join(dict.fromkeys(self._unmatched))
+        self._display.display(f"No host to act on: the inventory has no host in {patterns}. Check the inventory "
+                              f"(ansible-inventory --graph) and -l. {NOTHING}", color="red")
+        self._display.display("Result: FAILED (no host matched).", color="red")
+        raise SystemExit(REFUSED_RC)
