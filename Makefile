@@ -27,8 +27,11 @@ $(STAMP): requirements-dev.txt pyproject.toml
 	$(BIN)/python scripts/check-collections.py requirements.yml
 	touch $@
 
+# Byte-compile the project's own modules: every runbook run imports them in fresh processes, and
+# with PYTHONDONTWRITEBYTECODE set (as on CI machines) nothing would ever cache them.
 setup: $(STAMP) binaries
 	@bash scripts/install-prometheus.sh
+	@$(BIN)/python -m compileall -q src plugins roles tests scripts >/dev/null
 
 binaries:
 	@scripts/build-binaries.sh >/dev/null
@@ -65,12 +68,16 @@ lint: $(STAMP)
 	ANSIBLE_INVENTORY=$(CURDIR)/inventories/example-staging ansible-lint
 
 # Two workers, each with its own embedded cluster (.gpushare-test-gw0/-gw1), a feature file at a
-# time: the scenarios mostly wait on their cluster. Then the external target (its run also writes
-# the cucumber JSON, which pytest-bdd cannot write under xdist).
+# time, and alongside them the external target on a third cluster (its run also writes the
+# cucumber JSON, which pytest-bdd cannot write under xdist). The external run is serial and mostly
+# waits on its cluster, so it shares the CPUs with the main suite rather than running after it.
 test: setup lint
 	mkdir -p reports
-	pytest -q -n 2 --dist loadfile --durations=25 --junitxml=reports/junit.xml
-	$(MAKE) test-external
+	$(BIN)/python scripts/external_cluster.py run -- -q > reports/external.log 2>&1 & external=$$!; \
+	pytest -q -n 2 --dist loadfile --durations=25 --junitxml=reports/junit.xml; main=$$?; \
+	wait $$external; ext=$$?; \
+	echo "== the external target (reports/external.log):"; tail -n 25 reports/external.log; \
+	exit $$(( main || ext ))
 
 # The same features against a cluster reached only through --kubeconfig/--inventory/--operator-namespace.
 test-external: setup
