@@ -54,6 +54,14 @@ def case(text: str, expected: Sharing | str, env: Mapping[str, str] | None = Non
     return pytest.param(text, expected, env, id=id)
 
 
+def flag_type(flags: str, kind: str, struct: str, path: str, go_type: str) -> Any:
+    """A `flags` field given the wrong JSON kind. Flags embeds CommandLineFlags, so Go's field path
+    names it (decode.go: the embedded struct's Go name, then each JSON name; Struct is the innermost)."""
+    field = f"{struct}.flags.CommandLineFlags.{path}"
+    error = f"json: cannot unmarshal {kind} into Go struct field {field} of type {go_type}"
+    return case(f"version: v1\nflags: {flags}\n", JSON + error, id="flags-" + path.replace(".", "-") + "-" + kind)
+
+
 CASES = [
     # --- version: config.go (parseConfigFrom: "" means v1); sigs.k8s.io/yaml yaml.go
     # (convertToJSONableObject: the scalar under Config.version becomes a string, floats as float32 %g)
@@ -88,7 +96,8 @@ CASES = [
     case("version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: 'yes'\n    resources: [{name: gpu, replicas: 2}]\n",
          JSON + TS.format("string", "bool"), id="quoted-yes-is-a-string"),
     # --- numbers and types: encoding/json decode.go (UnmarshalTypeError, the context of the
-    # field being decoded when ReplicatedResources.UnmarshalJSON fails) and replicas.go
+    # field being decoded when ReplicatedResources.UnmarshalJSON fails) and replicas.go;
+    # tested upstream in replicas_test.go (TestUnmarshalReplicatedResource: replicas -1 and 0)
     case(entry("name: gpu, replicas: 4.5"), JSON + TS.format("number 4.5", "int"), id="replicas-fraction"),
     case(entry("name: gpu, replicas: 18446744073709551615"),
          JSON + TS.format("number 18446744073709551615", "int"), id="replicas-beyond-int64"),
@@ -106,7 +115,11 @@ CASES = [
          JSON + "json: cannot unmarshal string into Go struct field Sharing.sharing.mps of type bool",
          id="mps-fail-string"),
     # --- null, missing and empty blocks: replicas.go (ReplicatedResources.UnmarshalJSON is called
-    # for a null timeSlicing, not for a null mps pointer), sharing.go, config.go
+    # for a null timeSlicing, not for a null mps pointer), sharing.go, config.go, flags.go, imex.go,
+    # resources.go (Resource.UnmarshalJSON is called for a null entry); encoding/json decode.go
+    # (indirect: null sets a pointer or slice to nil and leaves a struct as it is); tested upstream in
+    # replicas_test.go (TestUnmarshalReplicatedResources: {} and empty resources), flags_test.go
+    # (TestUnmarshalFlags: {} and an empty gfd), imex_test.go (TestImexUnmarshal: {}, null channelIDs)
     case("version: v1\nsharing:\n", NO_SHARING.sharing, id="sharing-null"),
     case("version: v1\nsharing: {}\n", NO_SHARING.sharing, id="sharing-empty"),
     case("version: v1\nsharing: []\n",
@@ -117,6 +130,10 @@ CASES = [
          id="timeslicing-array"),
     case("version: v1\nsharing:\n  mps:\n", NO_SHARING.sharing, id="mps-null"),
     case("version: v1\nsharing:\n  mps: {}\n", JSON + "no resources specified", id="mps-empty"),
+    case("version: v1\nsharing:\n  mps: []\n",
+         JSON + "json: cannot unmarshal array into Go struct field Sharing.sharing.mps "
+         "of type map[string]json.RawMessage",
+         id="mps-array"),
     case("version: v1\nsharing:\n  timeSlicing:\n    resources:\n", JSON + "no resources specified",
          id="resources-null"),
     case("version: v1\nsharing:\n  timeSlicing:\n    resources: []\n", JSON + "no resources specified",
@@ -126,15 +143,39 @@ CASES = [
     case("version: v1\nsharing:\n  timeSlicing:\n    resources: [~]\n", JSON + "no resource name specified",
          id="resource-entry-null"),
     case("version: v1\nflags:\n", NO_SHARING.sharing, id="flags-null"),
+    case("version: v1\nflags: {}\n", NO_SHARING.sharing, id="flags-empty"),
+    case("version: v1\nflags: {plugin: ~, gfd: ~}\n", NO_SHARING.sharing, id="flags-blocks-null"),
+    case("version: v1\nflags: {plugin: {}, gfd: {}}\n", NO_SHARING.sharing, id="flags-blocks-empty"),
     case("version: v1\nflags: []\n",
          JSON + "json: cannot unmarshal array into Go struct field Config.flags of type v1.Flags", id="flags-array"),
+    case("version: v1\nresources:\n", NO_SHARING.sharing, id="top-resources-null"),
+    case("version: v1\nresources: {}\n", NO_SHARING.sharing, id="top-resources-empty"),
     case("version: v1\nresources: []\n",
          JSON + "json: cannot unmarshal array into Go struct field Config.resources of type v1.Resources",
          id="top-resources-array"),
+    case("version: v1\nresources: {gpus: ~, mig: []}\n", NO_SHARING.sharing, id="top-resources-lists-null-empty"),
+    case("version: v1\nresources: {gpus: {}}\n",
+         JSON + "json: cannot unmarshal object into Go struct field Resources.resources.gpus of type []v1.Resource",
+         id="top-resources-gpus-object"),
+    case("version: v1\nresources: {mig: [~]}\n", JSON + "resources must have a 'pattern' field set",
+         id="top-resources-entry-null"),
+    case("version: v1\nimex:\n", NO_SHARING.sharing, id="imex-null"),
+    case("version: v1\nimex: {}\n", NO_SHARING.sharing, id="imex-empty"),
     case("version: v1\nimex: []\n",
          JSON + "json: cannot unmarshal array into Go struct field Config.imex of type v1.Imex", id="imex-array"),
+    case("version: v1\nimex: {channelIDs: ~}\n", NO_SHARING.sharing, id="imex-channels-null"),
+    case("version: v1\nimex: {channelIDs: 0}\n",
+         JSON + "json: cannot unmarshal number into Go struct field Imex.imex.channelIDs of type []int",
+         id="imex-channels-number"),
+    case("version: v1\nimex: {channelIDs: ['0']}\n",
+         JSON + "json: cannot unmarshal string into Go struct field Imex.imex.channelIDs of type int",
+         id="imex-channel-string"),
+    case("version: v1\nimex: {required: 'yes'}\n",
+         JSON + "json: cannot unmarshal string into Go struct field Imex.imex.required of type bool",
+         id="imex-required-string"),
     # --- resource names: resources.go (NewResourceName: the nvidia.com/ prefix, 63 characters,
-    # k8s.io/apimachinery IsDNS1123Subdomain; ResourceName.UnmarshalJSON reads null as "")
+    # k8s.io/apimachinery IsDNS1123Subdomain; ResourceName.UnmarshalJSON reads null as ""); tested
+    # upstream in replicas_test.go (TestUnmarshalReplicatedResource: "$invalid$" name and rename)
     case(entry("name: gpu, replicas: 3"), ts(3), id="name-short-form"),
     case(entry("name: nvidia.com/gpu, replicas: 3"), ts(3), id="name-full-form"),
     case(entry("name: mig-1g.10gb, replicas: 3"), NO_SHARING.sharing, id="name-mig-leaves-gpu-whole"),
@@ -151,7 +192,8 @@ CASES = [
     case(entry("replicas: 2"), JSON + "no resource name specified", id="name-missing"),
     case(entry("name: gpu"), JSON + "no replicas specified", id="replicas-missing"),
     # --- devices and rename: replicas.go (ReplicatedDevices.UnmarshalJSON, then
-    # DisableResourceNamingInConfig in config.go switches both off once they parse)
+    # DisableResourceNamingInConfig in config.go switches both off once they parse); tested upstream
+    # in replicas_test.go (TestUnmarshalReplicatedDevices, TestReplicatedDeviceRef)
     case(entry("name: gpu, replicas: 2, devices: all"), ts(2), id="devices-all"),
     case(entry("name: gpu, replicas: 2, devices: 1"), ts(2), id="devices-count"),
     case(entry("name: gpu, replicas: 2, devices: [0, '0:1', GPU-b1028956-cfa2-0990-bf4a-5da9abb51763]"), ts(2),
@@ -169,34 +211,51 @@ CASES = [
     case(entry("name: gpu, replicas: 2, rename: gpu-x"), ts(2), id="rename-ignored"),
     case(entry("name: gpu, replicas: 2, rename: Bad"),
          JSON + f"incorrect format for resource name 'nvidia.com/Bad': {RFC1123}", id="rename-invalid"),
-    # --- flags: flags.go (CommandLineFlags embedded in Flags, so Go names the path
-    # flags.CommandLineFlags.<name>; PluginCommandLineFlags, GFDCommandLineFlags), duration.go
-    case("version: v1\nflags: {migStrategy: 1}\n",
-         JSON + "json: cannot unmarshal number into Go struct field Flags.flags.CommandLineFlags.migStrategy of type string",
-         id="flags-number-for-string"),
-    case("version: v1\nflags: {failOnInitError: 'true'}\n",
-         JSON + "json: cannot unmarshal string into Go struct field Flags.flags.CommandLineFlags.failOnInitError of type bool",
-         id="flags-string-for-bool"),
-    case("version: v1\nflags: {plugin: x}\n",
-         JSON + "json: cannot unmarshal string into Go struct field Flags.flags.CommandLineFlags.plugin "
-         "of type v1.PluginCommandLineFlags", id="flags-plugin-string"),
-    case("version: v1\nflags: {plugin: {passDeviceSpecs: 1}}\n",
-         JSON + "json: cannot unmarshal number into Go struct field "
-         "PluginCommandLineFlags.flags.CommandLineFlags.plugin.passDeviceSpecs of type bool", id="flags-plugin-bool"),
+    # --- flags: flags.go (CommandLineFlags embedded in Flags; PluginCommandLineFlags,
+    # GFDCommandLineFlags behind pointers; deviceListStrategyFlag.UnmarshalJSON), duration.go
+    # (Duration.UnmarshalJSON); one wrong JSON kind per field; tested upstream in flags_test.go
+    # (TestUnmarshalFlags: sleepInterval, deviceListStrategy as a string or a list)
+    flag_type("{migStrategy: 1}", "number", "Flags", "migStrategy", "string"),
+    flag_type("{failOnInitError: 'true'}", "string", "Flags", "failOnInitError", "bool"),
+    flag_type("{mpsRoot: true}", "bool", "Flags", "mpsRoot", "string"),
+    flag_type("{nvidiaDriverRoot: [/]}", "array", "Flags", "nvidiaDriverRoot", "string"),
+    flag_type("{nvidiaDevRoot: {a: /}}", "object", "Flags", "nvidiaDevRoot", "string"),
+    flag_type("{gdrcopyEnabled: 1}", "number", "Flags", "gdrcopyEnabled", "bool"),
+    flag_type("{gdsEnabled: [true]}", "array", "Flags", "gdsEnabled", "bool"),
+    flag_type("{mofedEnabled: {a: true}}", "object", "Flags", "mofedEnabled", "bool"),
+    flag_type("{useNodeFeatureAPI: 'false'}", "string", "Flags", "useNodeFeatureAPI", "bool"),
+    flag_type("{deviceDiscoveryStrategy: 0}", "number", "Flags", "deviceDiscoveryStrategy", "string"),
+    flag_type("{plugin: x}", "string", "Flags", "plugin", "v1.PluginCommandLineFlags"),
+    flag_type("{gfd: [x]}", "array", "Flags", "gfd", "v1.GFDCommandLineFlags"),
+    flag_type("{plugin: {passDeviceSpecs: 1}}", "number", "PluginCommandLineFlags", "plugin.passDeviceSpecs", "bool"),
+    flag_type("{plugin: {deviceIDStrategy: 1}}", "number", "PluginCommandLineFlags", "plugin.deviceIDStrategy",
+              "string"),
+    flag_type("{plugin: {cdiAnnotationPrefix: true}}", "bool", "PluginCommandLineFlags", "plugin.cdiAnnotationPrefix",
+              "string"),
+    flag_type("{plugin: {nvidiaCTKPath: [/]}}", "array", "PluginCommandLineFlags", "plugin.nvidiaCTKPath", "string"),
+    flag_type("{plugin: {containerDriverRoot: {a: /}}}", "object", "PluginCommandLineFlags",
+              "plugin.containerDriverRoot", "string"),
+    flag_type("{plugin: {sharedDevicesAllocationPolicy: 1}}", "number", "PluginCommandLineFlags",
+              "plugin.sharedDevicesAllocationPolicy", "string"),
     case("version: v1\nflags: {plugin: {deviceListStrategy: [envvar, volume-mounts]}}\n", NO_SHARING.sharing,
          id="flags-device-list-strategy-list"),
     case("version: v1\nflags: {plugin: {deviceListStrategy: [1, a]}}\n",
          JSON + 'invalid deviceListStrategy: [1,"a"]', id="flags-device-list-strategy-bad"),
+    case("version: v1\nflags: {plugin: {deviceListStrategy: {a: 1}}}\n",
+         JSON + 'invalid deviceListStrategy: {"a":1}', id="flags-device-list-strategy-object"),
+    flag_type("{gfd: {oneshot: 1}}", "number", "GFDCommandLineFlags", "gfd.oneshot", "bool"),
+    flag_type("{gfd: {noTimestamp: 'no'}}", "string", "GFDCommandLineFlags", "gfd.noTimestamp", "bool"),
+    flag_type("{gfd: {outputFile: 1}}", "number", "GFDCommandLineFlags", "gfd.outputFile", "string"),
+    flag_type("{gfd: {machineTypeFile: false}}", "bool", "GFDCommandLineFlags", "gfd.machineTypeFile", "string"),
     case("version: v1\nflags: {gfd: {sleepInterval: 90s}}\n", NO_SHARING.sharing, id="flags-gfd-duration"),
     case("version: v1\nflags: {gfd: {sleepInterval: 1x}}\n", JSON + 'time: unknown unit "x" in duration "1x"',
          id="flags-gfd-duration-unit"),
     case("version: v1\nflags: {gfd: {sleepInterval: true}}\n", JSON + "invalid duration", id="flags-gfd-duration-bool"),
-    case("version: v1\nflags: {gfd: {oneshot: 1}}\n",
-         JSON + "json: cannot unmarshal number into Go struct field "
-         "GFDCommandLineFlags.flags.CommandLineFlags.gfd.oneshot of type bool", id="flags-gfd-bool"),
+    case("version: v1\nflags: {gfd: {sleepInterval: [1]}}\n", JSON + "invalid duration", id="flags-gfd-duration-array"),
     # --- the flags' values: cmd/nvidia-device-plugin/main.go (validateFlags, after NewConfig lets
     # the environment's flags win: flags.go updateFromCLIFlag), imex.go; the GPU Operator sets
-    # MIG_STRATEGY, DEVICE_LIST_STRATEGY, DEVICE_ID_STRATEGY and MPS_ROOT
+    # MIG_STRATEGY, DEVICE_LIST_STRATEGY, DEVICE_ID_STRATEGY and MPS_ROOT; the IMEX check is tested
+    # upstream in imex_test.go (TestImexUnmarshal: AssertChannelIDsValid)
     case("version: v1\nflags: {migStrategy: auto}\n", NO_SHARING.sharing, id="mig-strategy-overridden"),
     case("version: v1\nflags: {migStrategy: auto}\n", FLAGS + "unknown MIG strategy: auto", BARE,
          id="mig-strategy-unknown"),
@@ -237,7 +296,9 @@ CASES = [
     case('version: "v\\/1"\n', YAML + "yaml: found unknown escape character", id="go-yaml-has-no-slash-escape"),
     # --- what the plugin runs with: sharing.go (SharingStrategy, ReplicatedResources: MPS wins),
     # config.go (NewConfig: MPS fails requests for more than one replica by default),
-    # internal/lm/resource.go (the labels of nvidia.com/gpu come from its first entry)
+    # internal/lm/resource.go (the labels of nvidia.com/gpu come from its first entry); tested
+    # upstream in config_test.go (TestNewConfigDefaultsMPSFailRequestsGreaterThanOne and
+    # TestNewConfigHonorsExplicitMPSFailRequestsGreaterThanOneFalse)
     case(seed_config(), ts(4, rename=True, fail=True), id="seed"),
     case(entry("name: gpu, replicas: 3", "mps"), mps(3), id="mps-fails-requests-by-default"),
     case("version: v1\nsharing:\n  mps: {failRequestsGreaterThanOne: false, resources: [{name: gpu, replicas: 3}]}\n",
