@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from gpushare.model.pods import Pod, container_request, pod_request
+from gpushare.model.pods import UNSCHEDULABLE, Pod, container_request, pod_request
+from gpushare.model.taints import Taint
 from tests.unit.cluster_objects import workload_pod
 
 SHARED = "nvidia.com/gpu.shared"
@@ -98,6 +99,19 @@ def test_tolerates_the_cordon(tolerations: list[dict[str, Any]] | None, tolerate
                                            '"operator": "Exists"}', '{"operator": "Exists"}'}
 
 
+@pytest.mark.parametrize(("tolerations", "tolerates"), [
+    pytest.param([{"operator": "Exists"}], True, id="everything"),
+    pytest.param([{"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}], False, id="the-cordon-only"),
+    pytest.param([{"key": "node.kubernetes.io/unschedulable", "operator": "Exists"},
+                  {"key": "nvidia.com/gpu", "operator": "Equal", "value": "shared", "effect": "NoSchedule"}], True,
+                 id="both"),
+])
+def test_tolerates_all_the_taints_that_keep_the_scheduler_away(tolerations: list[dict[str, Any]],
+                                                                tolerates: bool) -> None:
+    taints = [UNSCHEDULABLE, Taint("nvidia.com/gpu", "shared", "NoSchedule"), Taint("spot", "", "PreferNoSchedule")]
+    assert Pod(workload_pod("p", "gpu-node", tolerations=tolerations)).tolerates_all(taints) is tolerates
+
+
 LABELS = {"kubernetes.io/hostname": "gpu-node", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
           "nvidia.com/gpu.count": "8", "zone": "a"}
 
@@ -158,7 +172,7 @@ def test_selects_as_the_scheduler_does(node_selector: dict[str, str] | None, aff
 
 
 def test_selection_in_messages() -> None:
-    assert Pod(workload_pod("p", "gpu-node")).selection() == "no node selection"
+    assert Pod(workload_pod("p", "gpu-node")).selection() == ""
     both = Pod(workload_pod("p", "gpu-node", node_selector={"zone": "a"},
                             affinity=required({"matchExpressions": [expression("zone", "Exists")]})))
     assert both.selection() == ('nodeSelector {"zone": "a"} and required node affinity {"nodeSelectorTerms": '

@@ -361,7 +361,9 @@ CORDON_TOLERATION = {"key": "node.kubernetes.io/unschedulable", "operator": "Exi
 
 @pytest.mark.parametrize(("tolerations", "selector", "warned"), [
     pytest.param([{"operator": "Exists"}], {"kubernetes.io/hostname": "gpu-node"}, True, id="pinned-tolerates-all"),
-    pytest.param([CORDON_TOLERATION, POOL_TAINT | {"operator": "Equal"}], None, True, id="tolerates-the-cordon"),
+    pytest.param([CORDON_TOLERATION, POOL_TAINT | {"operator": "Equal"}], None, True,
+                 id="tolerates-the-cordon-and-the-pool-taint"),
+    pytest.param([CORDON_TOLERATION], None, False, id="tolerates-the-cordon-not-the-pool-taint"),
     pytest.param([{"operator": "Exists"}], {"gpu-mode": "shared"}, False, id="selects-the-pool-label"),
     pytest.param(None, {"kubernetes.io/hostname": "gpu-node"}, False, id="does-not-tolerate-the-cordon"),
     pytest.param([{"operator": "Exists"}], {"kubernetes.io/hostname": "gpu-node-2"}, False, id="selects-another-node"),
@@ -376,6 +378,8 @@ def test_a_warning_for_pods_that_would_come_straight_back(tolerations: list[dict
         assert result.warnings[0].startswith("Deployment team-a/trainer (pod trainer-5d4f7b9c8-aaaaa) will come back "
                                              "to gpu-node after its eviction: it tolerates the cordon")
         assert f"  WARNING: {result.warnings[0]}" in result.lines
+        assert ("kubernetes.io/hostname" if selector else "it has no node selector or required node affinity."
+                ) in result.warnings[0]
 
 
 # ---- cluster scope -------------------------------------------------------------------------------------

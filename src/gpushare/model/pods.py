@@ -114,6 +114,10 @@ class Pod:
         toleration = next((t for t in self.tolerations() if tolerated([t], UNSCHEDULABLE)), {})
         return json.dumps(toleration, sort_keys=True)
 
+    def tolerates_all(self, taints: list[Taint]) -> bool:
+        """Tolerates each of `taints` that keeps the scheduler away (NoSchedule, NoExecute)."""
+        return all(tolerated(self.tolerations(), t) for t in taints if t.effect in ("NoSchedule", "NoExecute"))
+
     def selects(self, name: str, labels: dict[str, str]) -> bool:
         """The pod's required node selection (nodeSelector, required node affinity) admits the node."""
         selector = self.spec.get("nodeSelector") or {}
@@ -125,14 +129,14 @@ class Pod:
         return not terms or any(_term_matches(t, name, labels) for t in terms)
 
     def selection(self) -> str:
-        """The pod's node selection in short, for messages."""
+        """The pod's node selection in short, for messages ("" when it has none)."""
         parts = [f"nodeSelector {json.dumps(self.spec['nodeSelector'], sort_keys=True)}"] if self.spec.get(
             "nodeSelector") else []
         required = (((self.spec.get("affinity") or {}).get("nodeAffinity") or {})
                     .get("requiredDuringSchedulingIgnoredDuringExecution"))
         if required:
             parts.append(f"required node affinity {json.dumps(required, sort_keys=True)}")
-        return " and ".join(parts) or "no node selection"
+        return " and ".join(parts)
 
     def pending_reason(self) -> str:
         for condition in (self.raw.get("status") or {}).get("conditions") or []:

@@ -27,6 +27,50 @@ class DrainResult:
         return {"evicted": self.evicted, "problem": self.problem}
 
 
+@dataclass
+class DrainProgress:
+    """The drain's decisions, pass by pass, from the listings of the nodes' pods and the outcome of
+    each eviction (no API calls: `drain` makes them)."""
+
+    result: DrainResult = field(default_factory=DrainResult)
+    seen: set[str] = field(default_factory=set)  # uids of every pod an earlier listing held
+    evicted: set[str] = field(default_factory=set)
+    controllers: set[str] = field(default_factory=set)  # controller uids of the evicted pods
+    refused: dict[str, str] = field(default_factory=dict)  # pod -> the budget's refusal, this pass
+
+    def to_evict(self, pods: list[Pod]) -> list[Pod]:
+        """This pass's evictions; none, with the problem set, when an evicted pod's controller
+        re-created it on the node (a pod no earlier listing held: a budget's refused siblings are not)."""
+        back = [p for p in pods if p.uid not in self.seen and p.controller.get("uid") in self.controllers]
+        self.seen |= {p.uid for p in pods}
+        self.refused = {}
+        if back:
+            self.result.problem = _comeback(back)
+            return []
+        return [p for p in pods if not p.terminating and p.uid not in self.evicted]
+
+    def evicted_pod(self, pod: Pod) -> None:
+        self.evicted.add(pod.uid)
+        if pod.controller.get("uid"):
+            self.controllers.add(pod.controller["uid"])
+        self.result.evicted.append({"pod": pod.ref, "namespace": pod.namespace, "workload": _workload(pod),
+                                    "controller_uid": pod.controller.get("uid", "")})
+
+    def refused_pod(self, pod: Pod, refusal: str) -> None:
+        self.refused[pod.ref] = refusal
+
+    def timed_out(self, pods: list[Pod], timeout_s: float, what: str) -> None:
+        if self.refused:
+            budgets = sorted(set(self.refused.values()))
+            self.result.problem = (f"A PodDisruptionBudget refused the eviction of {', '.join(sorted(self.refused))} "
+                                   f"for {timeout_s:.0f} s: {'; '.join(budgets)}. Wait until the budget allows a "
+                                   "disruption, move the workload, or relax the budget, then re-run the same command.")
+        else:
+            self.result.problem = (f"After {timeout_s:.0f} s these pods still hold {what} (terminating): "
+                                   f"{', '.join(sorted(p.ref for p in pods))}. Re-run the same command once they "
+                                   "are gone.")
+
+
 def _holding_pods(session: Session, nodes: list[str], resources: tuple[str, ...] | None) -> list[Pod]:
     found = []
     for name in nodes:
@@ -45,49 +89,27 @@ def drain(session: Session, nodes: list[str], timeout_s: float, retry_s: float, 
           check_mode: bool, resources: tuple[str, ...] | None = None) -> DrainResult:
     """Evict the non-DaemonSet pods of `nodes` that hold any of `resources` (None: the node's shares)."""
     what = "a shared replica" if resources is None else f"one of {', '.join(resources)}"
-    result = DrainResult()
-    evicted_uids: set[str] = set()
-    controllers: dict[str, str] = {}  # controller uid -> workload
-    refused: dict[str, str] = {}  # pod -> the budget's refusal
+    progress = DrainProgress()
     deadline = time.monotonic() + timeout_s
     while True:
         pods = _holding_pods(session, nodes, resources)
-        back = [p for p in pods if p.uid not in evicted_uids and p.controller.get("uid") in controllers]
-        if back:
-            result.problem = _comeback(back)
-            return result
-        refused = {}
-        for pod in pods:
-            if pod.terminating or pod.uid in evicted_uids:
-                continue
+        for pod in progress.to_evict(pods):
             try:
                 session.evict(pod.name, pod.namespace, dry_run=check_mode, grace_period_seconds=grace_period_s)
             except ApiError as err:
                 if err.status == 429:
-                    refused[pod.ref] = _budget_text(err, pod.namespace)
+                    progress.refused_pod(pod, _budget_text(err, pod.namespace))
                     continue
                 if err.status == 404:
                     continue
                 raise
-            evicted_uids.add(pod.uid)
-            if pod.controller.get("uid"):
-                controllers[pod.controller["uid"]] = _workload(pod)
-            result.evicted.append({"pod": pod.ref, "namespace": pod.namespace, "workload": _workload(pod),
-                                   "controller_uid": pod.controller.get("uid", "")})
-        if check_mode or not pods:
-            return result
+            progress.evicted_pod(pod)
+        if progress.result.problem or check_mode or not pods:
+            return progress.result
         if time.monotonic() >= deadline:
-            left = sorted(p.ref for p in pods)
-            if refused:
-                budgets = sorted(set(refused.values()))
-                result.problem = (f"A PodDisruptionBudget refused the eviction of {', '.join(sorted(refused))} for "
-                                  f"{timeout_s:.0f} s: {'; '.join(budgets)}. Wait until the budget allows a disruption, "
-                                  "move the workload, or relax the budget, then re-run the same command.")
-            else:
-                result.problem = (f"After {timeout_s:.0f} s these pods still hold {what} (terminating): "
-                                  f"{', '.join(left)}. Re-run the same command once they are gone.")
-            return result
-        time.sleep(retry_s if refused else min(retry_s, 1.0))
+            progress.timed_out(pods, timeout_s, what)
+            return progress.result
+        time.sleep(retry_s if progress.refused else min(retry_s, 1.0))
 
 
 def _budget_text(err: ApiError, namespace: str) -> str:
@@ -97,10 +119,16 @@ def _budget_text(err: ApiError, namespace: str) -> str:
     return f"PodDisruptionBudget {namespace}/{match.group(1)}: {text}" if match else text
 
 
+def _why_back(pod: Pod) -> str:
+    if not pod.tolerates_cordon:  # the scheduler keeps it off the cordoned node: it was created onto it
+        return f"its template names the node (spec.nodeName: {pod.node})"
+    selection = pod.selection()
+    admits = f"its {selection} admits {pod.node}" if selection else "it has no node selector or required node affinity"
+    return f"it tolerates the cordon ({pod.cordon_toleration()}) and {admits}"
+
+
 def _comeback(back: list[Pod]) -> str:
-    parts = []
-    for pod in back:
-        parts.append(f"{_workload(pod)} re-created {pod.ref} on {pod.node} right after its eviction: it tolerates the "
-                     f"cordon ({pod.cordon_toleration()}) and its {pod.selection()} admits {pod.node}")
+    parts = [f"{_workload(pod)} re-created {pod.ref} on {pod.node} right after its eviction: {_why_back(pod)}"
+             for pod in back]
     return ("; ".join(parts) + ". Evicting again would only repeat this. Scale the workload down, or change its "
-            "selector or tolerations so that it cannot land on the node, then re-run the same command.")
+            "selector, tolerations or node name so that it cannot land on the node, then re-run the same command.")

@@ -15,7 +15,7 @@ import yaml
 
 from gpushare.k8s.patch import json_patch, resolve
 from gpushare.model.node import CONFIG_LABEL, CORDONED_BY, MARK, Node, Pool
-from gpushare.model.pods import Pod
+from gpushare.model.pods import UNSCHEDULABLE, Pod
 from gpushare.timeslicing.enable import CONFIG, CONFIG_NAME, RUNBOOK as ENABLE, field_ops
 from gpushare.timeslicing.records import FieldChange, Intent, Record, new_record, record_name, state_patch
 from gpushare.timeslicing.settings import DEFAULT_KEY, NOTHING
@@ -157,12 +157,18 @@ def _workload(pod: Pod) -> str:
 
 
 def _comeback_warning(pod: Pod, node: Node, pool: Pool) -> str:
+    """The replacement comes back if it tolerates the cordon and the taints that stay during the
+    drain (the pool taint), and its selection admits the node without the pool label."""
     labels = {k: v for k, v in node.labels.items() if k != pool.label_key}
-    if not pod.controller or pod.daemonset or not pod.tolerates_cordon or not pod.selects(node.name, labels):
+    if (not pod.controller or pod.daemonset or not pod.tolerates_all([UNSCHEDULABLE, *node.taints])
+            or not pod.selects(node.name, labels)):
         return ""
+    selection = pod.selection()
+    admits = (f"its {selection} still admits {node.name} without the {pool.label_key} label" if selection
+              else "it has no node selector or required node affinity")
     return (f"{_workload(pod)} (pod {pod.name}) will come back to {node.name} after its eviction: it tolerates the "
-            f"cordon ({pod.cordon_toleration()}) and its {pod.selection()} still admits {node.name} without the "
-            f"{pool.label_key} label. The drain will stop; first scale it down, or change its selector or tolerations.")
+            f"cordon ({pod.cordon_toleration()}) and the node's taints, and {admits}. The drain will stop; first "
+            "scale it down, or change its selector or tolerations.")
 
 
 def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSettings, targets: list[str],
