@@ -67,7 +67,7 @@ Feature: Enabling time-slicing on a trial node
     Given the trial node is "gpu-node"
     When the operator enables time-slicing with 2 replicas
     Then the run succeeds
-    And the output says "their pods restart on all 3 GPU nodes (gpu-node, gpu-node-2, gpu-node-mig)"
+    And the output says "restart one node at a time: nvidia-device-plugin-daemonset on 3 GPU nodes, gpu-feature-discovery on 3 GPU nodes; running"
     And on every GPU node not targeted, no operand pod was restarted, but the device plugin and GFD
     And the driver DaemonSet's template is unchanged and no node was cordoned
     And every GPU node not targeted is exactly as before

@@ -15,6 +15,7 @@ Feature: A trial on one node disturbs no other node, on the chart-default GPU Op
     Given the trial node is "gpu-node"
     When the operator enables time-slicing with 2 replicas
     Then the run succeeds
+    And the config-manager of the device plugin and GFD on "gpu-node" never restarted
     And on every GPU node not targeted, no operand pod was restarted, but the device plugin and GFD
     And the driver DaemonSet's template is unchanged and no node was cordoned
     And the GFD labels of every GPU node match what it advertises
@@ -23,12 +24,14 @@ Feature: A trial on one node disturbs no other node, on the chart-default GPU Op
     Then the run succeeds
     And the run restarted the device plugin and GFD on "gpu-node" only
     And node "gpu-node" has label "nvidia.com/gpu.replicas" set to "4"
+    And the driver DaemonSet's template is unchanged and no node was cordoned
     And the GFD labels of every GPU node match what it advertises
     Given the state of every GPU node is recorded
     And the trial node is "gpu-node-2"
     When the operator enables time-slicing with 4 replicas
     Then the run succeeds
     And node "gpu-node-2" advertises 32 "nvidia.com/gpu.shared"
+    And the config-manager of the device plugin and GFD on "gpu-node-2" never restarted
     And on every GPU node not targeted, no operand pod was restarted
     And the driver DaemonSet's template is unchanged and no node was cordoned
     And the GFD labels of every GPU node match what it advertises
@@ -42,7 +45,7 @@ Feature: A trial on one node disturbs no other node, on the chart-default GPU Op
     And the trial node is "gpu-node"
     When the operator runs "rollback-timeslicing.yml -l gpu-node"
     Then the run succeeds
-    And the output says "their pods restart on all 3 GPU nodes"
+    And the output says "restart one node at a time: nvidia-device-plugin-daemonset on 3 GPU nodes, gpu-feature-discovery on 3 GPU nodes; running"
     And on every GPU node not targeted, no operand pod was restarted, but the device plugin and GFD
     And the driver DaemonSet's template is unchanged and no node was cordoned
     And the GFD labels of every GPU node match what it advertises

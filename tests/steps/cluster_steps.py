@@ -15,7 +15,7 @@ from pytest_bdd import given, parsers, then
 from gpushare.k8s.session import Session
 from gpushare.kube import wait_for
 from gpushare.model.node import Node, Pool
-from gpushare.model.operands import DRIVER, OperandPod
+from gpushare.model.operands import DEVICE_PLUGIN, DRIVER, GFD, OperandPod
 from tests.support.cluster import REPO, Cluster
 
 # Labels that change without any change to sharing: GFD stamps every start of its pod.
@@ -193,6 +193,21 @@ def driver_untouched(kube: Cluster, before: Before) -> None:
             "nvidia.com/gpu-driver-upgrade-state"] == before.nodes[name]["labels"].get(
             "nvidia.com/gpu-driver-upgrade-state"), f"{name}: driver upgrade {labels['nvidia.com/gpu-driver-upgrade-state']}"
         assert not kube.node(name).spec.unschedulable or before.nodes[name]["unschedulable"], f"{name} is cordoned"
+
+
+@then(parsers.parse('the config-manager of the device plugin and GFD on "{node}" never restarted'))
+def config_manager_not_restarted(kube: Cluster, node: str) -> None:
+    """The node was labelled only once its pods could see the key: a config-manager that is told of
+    a key its mounted ConfigMap lacks exits ("specified config does not exist") and is restarted."""
+    readers = (DEVICE_PLUGIN, GFD)
+    pods = [p for p in Session(kube.kubeconfig).pods_on([node], kube.operator_namespace)
+            if OperandPod(p).daemonset in readers and not OperandPod(p).terminating]
+    assert sorted({OperandPod(p).daemonset for p in pods}) == sorted(readers), f"{node}: operand pods {pods}"
+    restarts = {f"{p['metadata']['name']}/{c['name']}": c.get("restartCount", 0)
+                for p in pods for c in (p.get("status") or {}).get("containerStatuses") or []
+                if c["name"] == "config-manager"}
+    assert len(restarts) == len(readers), f"{node}: no config-manager container in {sorted(restarts) or 'any pod'}"
+    assert not any(restarts.values()), f"{node}: config-manager restarted: {restarts}"
 
 
 @then("the GFD labels of every GPU node match what it advertises")

@@ -152,3 +152,10 @@ def test_allocatable_left_out_while_the_operator_rolls_the_plugin() -> None:
     rolling["status"]["allocatable"]["nvidia.com/gpu"] = "0"
     assert fingerprint_changes(before, Node(rolling).fingerprint(POOL), allocatable=False) == []
     assert fingerprint_changes(before, Node(rolling).fingerprint(POOL)) == ["allocatable nvidia.com/gpu 8 -> 0"]
+
+
+def test_schedulability_left_out_while_the_driver_upgrade_cordons_the_nodes_in_turn() -> None:
+    before = Node(node("gpu-node-2", 8)).fingerprint(POOL)
+    upgrading = Node(node("gpu-node-2", 8, unschedulable=True)).fingerprint(POOL)
+    assert fingerprint_changes(before, upgrading, schedulable=False) == []
+    assert fingerprint_changes(before, upgrading) == ["cordoned"]

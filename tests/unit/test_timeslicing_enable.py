@@ -17,8 +17,8 @@ from gpushare.timeslicing.enable import EnablePlan, plan
 from gpushare.timeslicing.records import FieldChange, Record
 from gpushare.timeslicing.state import ClusterState
 from tests.unit.cluster_objects import (ASSET_TOLERATION, CONFIGMAP, NOW, POOL_TAINT, clusterpolicy, configmap,
-                                        daemonset, enabled_read, managed_configmap, mark, node, read,
-                                        record, settings, shared_node)
+                                        daemonset, enabled_read, managed_configmap, mark, node, operand_pod,
+                                        read, record, settings, shared_node)
 
 GPU_NODES = ("gpu-node", "gpu-node-2", "gpu-node-mig")
 INTERRUPTED = "gpushare-run-enable-20261201t093000z-beef"
@@ -259,6 +259,52 @@ def test_a_confirmed_operand_roll_adds_the_toleration_to_the_assets_own() -> Non
     intent = Record.of(result.changes["record"][0]["body"]).intent
     assert FieldChange("/spec/daemonsets/tolerations", [], policy["spec"]["daemonsets"]["tolerations"]) in \
         intent.clusterpolicy
+
+
+def test_the_plan_names_each_rolled_daemonset_with_its_own_node_count() -> None:
+    """The MPS control daemon runs on no node (no MPS config anywhere): the roll restarts nothing of it."""
+    readers = [daemonset("nvidia-device-plugin-daemonset"), daemonset("gpu-feature-discovery", updated=2, desired=2),
+               daemonset("nvidia-device-plugin-mps-control-daemon", updated=0, desired=0)]
+    pods = [operand_pod(d, n) for d in ("nvidia-device-plugin-daemonset", "gpu-feature-discovery")
+            for n in GPU_NODES[:2 if d == "gpu-feature-discovery" else 3]]
+    result = enable(read(daemonsets=readers, pods=pods), ["gpu-node"])
+    assert result.refusals == [] and result.rolls_fleet
+    assert "  the operator re-renders these DaemonSets, whose pods restart one node at a time: nvidia-device-plugin-" \
+           "daemonset on 3 GPU nodes, gpu-feature-discovery on 2 GPU nodes; running workloads keep their GPUs" \
+           in result.lines
+    assert not any("mps-control-daemon" in line for line in result.lines)
+
+
+OPERANDS = ("nvidia-device-plugin-daemonset", "gpu-feature-discovery", "nvidia-driver-daemonset",
+            "nvidia-dcgm-exporter")
+
+
+@pytest.mark.parametrize(("auto_upgrade", "parallel", "driver_line"), [
+    pytest.param(True, None, "; nvidia-driver-daemonset's template changes too, and with driver.upgradePolicy."
+                 "autoUpgrade on the driver upgrade controller will cordon and drain each of its 3 GPU nodes in "
+                 "turn, 1 at a time (maxParallelUpgrades), evicting their GPU pods, and reload the driver",
+                 id="chart-default"),
+    pytest.param(True, 0, "will cordon and drain each of its 3 GPU nodes in turn, all at once (maxParallelUpgrades=0)",
+                 id="no-limit"),
+    pytest.param(False, None, "; nvidia-driver-daemonset's template changes too (its pods restart only when deleted: "
+                 "autoUpgrade is off); running workloads keep their GPUs", id="no-auto-upgrade"),
+])
+def test_a_confirmed_operand_roll_says_what_the_driver_upgrade_does(auto_upgrade: bool, parallel: int | None,
+                                                                    driver_line: str) -> None:
+    cluster = read(policy=clusterpolicy(auto_upgrade=auto_upgrade),
+                   daemonsets=[*(daemonset(n) for n in OPERANDS), daemonset("nvidia-mig-manager", updated=0, desired=0)])
+    if parallel is not None:
+        cluster["clusterpolicy"]["spec"]["driver"]["upgradePolicy"]["maxParallelUpgrades"] = parallel
+    result = enable(cluster, ["gpu-node"], pool_taint_key="gpu-mode", confirm_operand_roll=True)
+    [roll] = [line for line in result.lines if line.startswith("  the operator re-renders")]
+    assert roll.startswith("  the operator re-renders these DaemonSets, whose pods restart one node at a time: "
+                           "gpu-feature-discovery on 3 GPU nodes, nvidia-dcgm-exporter on 3 GPU nodes, "
+                           "nvidia-device-plugin-daemonset on 3 GPU nodes; nvidia-driver-daemonset's")
+    assert driver_line in roll and "nvidia-mig-manager" not in roll
+    assert ("running workloads keep their GPUs" in roll) is not auto_upgrade
+    # the upgrade controller cordons the other nodes in turn: the verify does not call that a change of theirs
+    assert result.expected["compare_schedulable"] is not auto_upgrade
+    assert not result.expected["compare_allocatable"]
 
 
 def test_the_tolerations_change_is_refused_if_someone_changed_them_meanwhile() -> None:

@@ -17,12 +17,13 @@ from gpushare.model.node import Node
 from gpushare.timeslicing.records import FieldChange, Record
 from gpushare.timeslicing.rollback import PHASES, RollbackPlan, RollbackSettings, plan, progress, shared_resources
 from gpushare.timeslicing.state import ClusterState
-from tests.unit.cluster_objects import (CLUSTERPOLICY, CONFIGMAP, NAMESPACE, NOW, POOL_TAINT, clusterpolicy,
-                                        configmap, enabled_read, managed_configmap, mark, node, read, record,
-                                        shared_node, workload_pod)
+from tests.unit.cluster_objects import (ASSET_TOLERATION, CLUSTERPOLICY, CONFIGMAP, NAMESPACE, NOW, POOL_TAINT,
+                                        clusterpolicy, configmap, daemonset, enabled_read, managed_configmap, mark,
+                                        node, read, record, shared_node, workload_pod)
 
 ENABLE_RECORD = "gpushare-run-enable-20261201t090000z-0a0a"
 NAME, DEFAULT = "/spec/devicePlugin/config/name", "/spec/devicePlugin/config/default"
+TOLERATIONS = "/spec/daemonsets/tolerations"
 
 
 def rollback_settings(**overrides: Any) -> RollbackSettings:
@@ -144,6 +145,34 @@ def test_a_trials_rollback_keeps_the_cluster_prepared() -> None:
     assert [c["name"] for c in result.changes["records"]] == [ENABLE_RECORD]  # the prepare record stays live
     assert any(f"The cluster stays prepared for trials (prepare record {PREPARE_RECORD}" in n and
                "-e timeslicing_rollback_unprepare=true" in n for n in result.notes)
+
+
+@pytest.mark.parametrize("auto_upgrade", [True, False])
+def test_removing_the_toleration_a_trial_added_rolls_every_operand(auto_upgrade: bool) -> None:
+    """A trial on a prepared cluster that confirmed the operand roll: its rollback puts back
+    spec.daemonsets.tolerations only, which re-renders every operand, the driver's included."""
+    added = [ASSET_TOLERATION, {"key": "gpu-mode", "operator": "Exists", "effect": "NoSchedule"}]
+    cluster = prepared_then_trial()
+    cluster["configmaps"][-1] = record(ENABLE_RECORD, "enable-timeslicing", state="complete", nodes=["gpu-node"],
+                                       fields=[FieldChange(TOLERATIONS, [ASSET_TOLERATION], added)],
+                                       backup=clusterpolicy(CONFIGMAP, "default"), finished="2026-12-01T09:06:00Z")
+    cluster["clusterpolicy"] = clusterpolicy(CONFIGMAP, "default", tolerations=added, auto_upgrade=auto_upgrade)
+    cluster["daemonsets"] = [daemonset(n) for n in ("nvidia-device-plugin-daemonset", "gpu-feature-discovery",
+                                                    "nvidia-driver-daemonset")]
+    cluster["daemonsets"].append(daemonset("nvidia-device-plugin-mps-control-daemon", updated=0, desired=0))
+    result = roll_back(cluster, ["gpu-node"])
+    assert result.refusals == [] and result.rolls_fleet and not result.restores_config
+    assert {op["path"] for op in result.changes["clusterpolicy"][0]["body"]} == {TOLERATIONS}
+    [roll] = [line for line in result.lines if line.startswith("  the operator re-renders")]
+    assert roll.startswith("  the operator re-renders these DaemonSets, whose pods restart one node at a time: "
+                           "gpu-feature-discovery on 3 GPU nodes, nvidia-device-plugin-daemonset on 3 GPU nodes; "
+                           "nvidia-driver-daemonset's template changes too")
+    assert "mps-control-daemon" not in roll
+    assert ("the driver upgrade controller will cordon and drain each of its 3 GPU nodes in turn, 1 at a time"
+            in roll) is auto_upgrade
+    # the other nodes' allocatable dips in the roll, and the upgrade controller cordons them in turn
+    assert not result.expected["compare_allocatable"]
+    assert result.expected["compare_schedulable"] is not auto_upgrade
 
 
 def test_undoing_the_preparation_too_restores_the_clusterpolicy_and_deletes_the_configmap() -> None:

@@ -209,8 +209,10 @@ class Node:
         }
 
 
-def fingerprint_changes(before: dict[str, Any], after: dict[str, Any], allocatable: bool = True) -> list[str]:
-    """What differs between two fingerprints, one short phrase per difference."""
+def fingerprint_changes(before: dict[str, Any], after: dict[str, Any], allocatable: bool = True,
+                        schedulable: bool = True) -> list[str]:
+    """What differs between two fingerprints, one short phrase per difference (without allocatable
+    or schedulability where a roll of the operator's changes them for a while)."""
     changes = []
     for part in ("capacity", "allocatable", "labels"):
         if part == "allocatable" and not allocatable:
@@ -221,6 +223,6 @@ def fingerprint_changes(before: dict[str, Any], after: dict[str, Any], allocatab
                 changes.append(f"{part} {key} {was.get(key, '(none)')} -> {now.get(key, '(none)')}")
     if before.get("taints") != after.get("taints"):
         changes.append(f"taints {before.get('taints')} -> {after.get('taints')}")
-    if before.get("unschedulable") != after.get("unschedulable"):
+    if schedulable and before.get("unschedulable") != after.get("unschedulable"):
         changes.append("cordoned" if after.get("unschedulable") else "uncordoned")
     return changes

@@ -40,14 +40,15 @@ def _reader_problems(session: Session, namespace: str, nodes: list[str]) -> list
 
 
 def bystander_problems(nodes: dict[str, Node], bystanders: dict[str, Any], pool: Pool,
-                       compare_allocatable: bool) -> list[str]:
+                       compare_allocatable: bool, compare_schedulable: bool = True) -> list[str]:
     problems = []
     for name, before in sorted(bystanders.items()):
         node = nodes.get(name)
         if node is None:
             problems.append(f"{name} (not targeted): not a GPU node any more")
             continue
-        changes = fingerprint_changes(before, node.fingerprint(pool), allocatable=compare_allocatable)
+        changes = fingerprint_changes(before, node.fingerprint(pool), allocatable=compare_allocatable,
+                                      schedulable=compare_schedulable)
         if changes:
             problems.append(f"{name} (not targeted): {'; '.join(changes)}")
     return problems
@@ -81,7 +82,8 @@ def timeslicing_enabled(session: Session, namespace: str, expected: dict[str, An
                                "present"))
         problems += [f"{name}: {what} is {got!r}, expected {wanted!r}" for what, got, wanted in checks if got != wanted]
     problems += _reader_problems(session, namespace, sorted(expected["targets"]))
-    problems += bystander_problems(nodes, expected["bystanders"], pool, expected["compare_allocatable"])
+    problems += bystander_problems(nodes, expected["bystanders"], pool, expected["compare_allocatable"],
+                                   expected["compare_schedulable"])
     return problems
 
 
@@ -165,7 +167,8 @@ def timeslicing_disabled(session: Session, namespace: str, expected: dict[str, A
         if pool.taint and node.pool_taint(pool) == pool.taint and (node.mark is None or node.mark.taint_added):
             problems.append(f"{name}: still tainted {pool.taint}")
     problems += _reader_problems(session, namespace, sorted(expected["targets"]))
-    problems += bystander_problems(nodes, expected["bystanders"], pool, expected["compare_allocatable"])
+    problems += bystander_problems(nodes, expected["bystanders"], pool, expected["compare_allocatable"],
+                                   expected["compare_schedulable"])
     if expected.get("clusterpolicy"):
         policy = session.get("ClusterPolicy", clusterpolicy) or {}
         for path, value in sorted(expected["clusterpolicy"].items()):

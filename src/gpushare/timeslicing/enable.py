@@ -219,7 +219,7 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
     operand_roll = False
     if taint is not None and not tolerated(state.operand_tolerations, taint):
         operands = sorted(state.operands)
-        cost = (f"re-renders every operand DaemonSet ({', '.join(operands)}) on all {len(gpu_nodes)} GPU nodes"
+        cost = (f"re-renders every operand DaemonSet ({spread(state, operands)})"
                 + (f"; the driver DaemonSet's template changes, and with driver.upgradePolicy.autoUpgrade=true the "
                    "upgrade controller then cordons each GPU node in turn, evicts its GPU pods and reloads the driver"
                    if state.driver_auto_upgrade and DRIVER in operands else ""))
@@ -305,7 +305,7 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
                         f"replicas, key {settings.key}, scope {settings.scope}) on {', '.join(sorted(set(targets)))}."
                         if targets else f"Nothing to change: the cluster is prepared for time-slicing trials "
                         f"(ConfigMap {settings.namespace}/{settings.configmap}, key {settings.key})."]
-        result.expected = _expected(state, settings, affected, targets, False)
+        result.expected = _expected(state, settings, affected, targets, False, False)
         return result
 
     intent = Intent(RUNBOOK, sorted(set(changing_nodes) | set(restart)), field_changes, settings.configmap,
@@ -327,7 +327,8 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
         "finish": [{"action": "merge", "kind": "ConfigMap", "name": record, "namespace": settings.namespace,
                     "body": state_patch("complete", now), "why": "mark this run complete"}],
     }
-    result.expected = _expected(state, settings, affected, targets, result.rolls_fleet)
+    result.expected = _expected(state, settings, affected, targets, result.rolls_fleet,
+                                driver_upgrades(state, field_changes))
     result.lines = _lines(state, settings, result, affected, targets, field_changes, readers, cm is None, data)
     return result
 
@@ -370,15 +371,22 @@ def _dump(obj: dict[str, Any]) -> str:
     return yaml.safe_dump(obj, sort_keys=True)
 
 
+def driver_upgrades(state: ClusterState, changes: list[FieldChange]) -> bool:
+    """A tolerations change re-renders the driver DaemonSet, whose upgrade controller (autoUpgrade)
+    then cordons and drains every GPU node in turn."""
+    return (any(c.path == TOLERATIONS for c in changes) and state.driver_auto_upgrade
+            and DRIVER in state.operands and state.operands[DRIVER].rollout()[1] > 0)
+
+
 def _expected(state: ClusterState, settings: Settings, affected: list[str], targets: list[str],
-              rolls_fleet: bool) -> dict[str, Any]:
+              rolls_fleet: bool, upgrades: bool) -> dict[str, Any]:
     sharing = settings.sharing()
     return {
         "targets": {n: {"gpus": state.nodes[n].gpus, "pool": n in set(targets)} for n in affected},
         "replicas": sharing.replicas, "rename": sharing.rename_by_default,
         "pool": settings.pool.as_dict(), "scope": settings.scope, "key": settings.key,
         "bystanders": {n.name: n.fingerprint(settings.pool) for n in state.gpu_nodes if n.name not in set(affected)},
-        "compare_allocatable": not rolls_fleet,
+        "compare_allocatable": not rolls_fleet, "compare_schedulable": not upgrades,
     }
 
 
@@ -400,12 +408,11 @@ def _lines(state: ClusterState, settings: Settings, result: EnablePlan, affected
         lines.append(f"- ClusterPolicy {settings.clusterpolicy}: {change.path.removeprefix('/spec/')} "
                      f"{change.before or '-'} -> {change.after}")
     if result.rolls_fleet:
-        gpu = [n.name for n in state.gpu_nodes]
-        rolled = sorted(state.operands) if any(c.path == TOLERATIONS for c in field_changes) else readers
-        lines.append(f"  the operator re-renders {', '.join(rolled)}: their pods restart on all {len(gpu)} GPU nodes "
-                     f"({', '.join(gpu)}), one node at a time; running workloads keep their GPUs")
+        lines.append(operator_roll(state, sorted(state.operands) if any(c.path == TOLERATIONS for c in field_changes)
+                                   else readers))
     for name in result.restart_nodes:
-        lines.append(f"- {name}: restart its {' and '.join(readers)} pods (they must read the ConfigMap as it is now)")
+        own = [r for r in readers if state.operand_pods(name, r)] or readers
+        lines.append(f"- {name}: restart its {' and '.join(own)} pods (they must read the ConfigMap as it is now)")
     for name in sorted(set(targets)):
         node = state.nodes[name]
         parts = []
@@ -424,3 +431,28 @@ def _lines(state: ClusterState, settings: Settings, result: EnablePlan, affected
                  + (", written before the first change" if result.changes.get("record", [{}])[0].get("action") == "create"
                     else " (the interrupted run's)"))
     return lines
+
+
+def spread(state: ClusterState, names: list[str]) -> str:
+    """Each of these operand DaemonSets that has pods, and on how many nodes (the others are left out)."""
+    counts = [(name, state.operands[name].rollout()[1]) for name in names if name in state.operands]
+    return ", ".join(f"{name} on {nodes} GPU node{'s' if nodes > 1 else ''}" for name, nodes in counts if nodes)
+
+
+def operator_roll(state: ClusterState, names: list[str]) -> str:
+    """The plan's line for the operator's re-render of `names`. The driver's pods (OnDelete) are
+    restarted by its upgrade controller only, which cordons and drains each node first."""
+    line = ("  the operator re-renders these DaemonSets, whose pods restart one node at a time: "
+            + spread(state, [n for n in names if n != DRIVER]))
+    driver = state.operands.get(DRIVER) if DRIVER in names else None
+    nodes = driver.rollout()[1] if driver else 0
+    if nodes and state.driver_auto_upgrade:
+        parallel = state.driver_parallel_upgrades
+        return line + (f"; {DRIVER}'s template changes too, and with driver.upgradePolicy.autoUpgrade on the driver "
+                       f"upgrade controller will cordon and drain each of its {nodes} GPU nodes in turn, "
+                       + (f"{parallel} at a time (maxParallelUpgrades)" if parallel else
+                          "all at once (maxParallelUpgrades=0)")
+                       + ", evicting their GPU pods, and reload the driver")
+    if nodes:
+        line += f"; {DRIVER}'s template changes too (its pods restart only when deleted: autoUpgrade is off)"
+    return line + "; running workloads keep their GPUs"

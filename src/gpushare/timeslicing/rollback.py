@@ -16,7 +16,8 @@ import yaml
 from gpushare.k8s.patch import json_patch, resolve
 from gpushare.model.node import CONFIG_LABEL, CORDONED_BY, MARK, Node, Pool
 from gpushare.model.pods import UNSCHEDULABLE, Pod
-from gpushare.timeslicing.enable import CONFIG, CONFIG_NAME, RUNBOOK as ENABLE, field_ops
+from gpushare.timeslicing.enable import (CONFIG, CONFIG_NAME, RUNBOOK as ENABLE, TOLERATIONS, driver_upgrades,
+                                         field_ops, operator_roll)
 from gpushare.timeslicing.records import FieldChange, Intent, Record, new_record, record_name, state_patch
 from gpushare.timeslicing.settings import DEFAULT_KEY, NOTHING
 from gpushare.timeslicing.state import ClusterState, operator_problems
@@ -90,7 +91,8 @@ class RollbackPlan:
     changes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     restore_cluster: bool = False
     finish_records: list[str] = field(default_factory=list)  # interrupted rollbacks this run completes
-    rolls_fleet: bool = False
+    rolls_fleet: bool = False  # the operator re-renders operands on every GPU node
+    restores_config: bool = False  # ... because devicePlugin.config goes back (it unmounts the ConfigMap)
     record: str = ""
     expected: dict[str, Any] = field(default_factory=dict)
 
@@ -101,7 +103,7 @@ class RollbackPlan:
     def as_dict(self) -> dict[str, Any]:
         return {"refusals": self.refusals, "notes": self.notes, "warnings": self.warnings, "lines": self.lines,
                 "nodes": self.nodes, "changes": self.changes, "restore_cluster": self.restore_cluster,
-                "rolls_fleet": self.rolls_fleet, "record": self.record, "expected": self.expected,
+                "rolls_fleet": self.rolls_fleet, "restores_config": self.restores_config, "record": self.record, "expected": self.expected,
                 "writes": self.writes}
 
 
@@ -239,7 +241,8 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
                             "the preparation as well, re-run with -e timeslicing_rollback_unprepare=true: the operator "
                             "then restarts the device plugin and GFD on every GPU node.")
     result.restore_cluster = bool(restore_ops or configmap_changes or (not users and live))
-    result.rolls_fleet = any(c.path.startswith("/spec/devicePlugin/config") for c in restore_ops)
+    result.restores_config = any(c.path.startswith(CONFIG) for c in restore_ops)
+    result.rolls_fleet = result.restores_config or any(c.path == TOLERATIONS for c in restore_ops)
     if result.refusals:
         return result
     result.finish_records = [r.name for r in state.interrupted(RUNBOOK)]
@@ -278,7 +281,7 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
         "targets": {n: {"gpus": state.nodes[n].gpus or 0} for n in rolled},
         "pool": settings.pool.as_dict(), "keys": sorted(keys),
         "bystanders": {n.name: n.fingerprint(settings.pool) for n in state.gpu_nodes if n.name not in rolled},
-        "compare_allocatable": not result.rolls_fleet,
+        "compare_allocatable": not result.rolls_fleet, "compare_schedulable": not driver_upgrades(state, restore_ops),
         "clusterpolicy": {c.path: c.after for c in restore_ops},
     }
     result.lines = _lines(state, settings, result, rolled, users, restore_ops, configmap_changes, evictable)
@@ -406,9 +409,8 @@ def _lines(state: ClusterState, settings: RollbackSettings, result: RollbackPlan
                      f"{json.dumps(change.before)} -> {json.dumps(change.after)} (only if it is still "
                      f"{json.dumps(change.before)})")
     if result.rolls_fleet:
-        gpu = [n.name for n in state.gpu_nodes]
-        lines.append(f"  the operator re-renders the device plugin and GFD: their pods restart on all {len(gpu)} GPU "
-                     f"nodes ({', '.join(gpu)}), one node at a time")
+        lines.append(operator_roll(state, sorted(state.operands) if any(c.path == TOLERATIONS for c in restore_ops)
+                                   else [o.name for o in state.config_readers()]))
     lines += [f"- {c['kind']} {c['namespace']}/{c['name']}: {c['why']}" for c in configmap_changes]
     if users:
         lines.append(f"- ClusterPolicy and ConfigMap stay: {', '.join(users)} still use(s) the shared config")

@@ -65,6 +65,11 @@ class ClusterState:
         return driver.get("enabled", True) is not False and bool((driver.get("upgradePolicy") or {}).get("autoUpgrade"))
 
     @property
+    def driver_parallel_upgrades(self) -> int:
+        """driver.upgradePolicy.maxParallelUpgrades (the CRD's default 1; 0 means no limit)."""
+        return int(((self.spec.get("driver") or {}).get("upgradePolicy") or {}).get("maxParallelUpgrades", 1))
+
+    @property
     def gpu_nodes(self) -> list[Node]:
         return sorted((n for n in self.nodes.values() if n.gpu_present), key=lambda n: n.name)
 
