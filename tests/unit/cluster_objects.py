@@ -194,11 +194,11 @@ def workload_pod(name: str, node_name: str, *, namespace: str = "team-a", amount
 def record(name: str, runbook: str, *, state: str = "in-progress", nodes: list[str] | None = None,
            fields: list[FieldChange] | None = None, configmap_name: str = CONFIGMAP, created: bool = False,
            keys_added: list[str] | None = None, backup: dict[str, Any] | None = None,
-           finished: str = "") -> dict[str, Any]:
+           finished: str = "", backup_file: str = "") -> dict[str, Any]:
     """A run record ConfigMap as the runbooks write it (gpushare.timeslicing.records.new_record)."""
     intent = Intent(runbook, nodes or [], fields or [], configmap_name, created, keys_added or [])
     body = new_record(name, NAMESPACE, intent, backup, NOW - dt.timedelta(hours=1),
-                      {"command": "ansible-playbook playbooks/x.yml", "operator": "alice"})
+                      {"command": "ansible-playbook playbooks/x.yml", "operator": "alice"}, backup_file)
     body["metadata"]["annotations"]["gpushare.io/state"] = state
     if finished:
         body["metadata"]["annotations"]["gpushare.io/finished-at"] = finished

@@ -62,6 +62,7 @@ def test_the_first_trial_records_then_configures_then_marks_the_node() -> None:
     assert backed_up.clusterpolicy_backup == cluster["clusterpolicy"] and backed_up.state == "in-progress"
     assert backed_up.intent.configmap_created and backed_up.intent.keys_added == ["default", "shared"]
     assert backed_up.intent.nodes == ["gpu-node"]
+    assert backed_up.backup_file == result.backup_file == "backups/clusterpolicy-20261201T100000Z.yaml"
 
     created = result.changes["configmap"][0]
     assert created["action"] == "create"
@@ -439,6 +440,28 @@ def test_a_re_run_adopts_the_interrupted_run_keeping_its_record_and_backup() -> 
     assert {m.run for m in marks} == {INTERRUPTED}
 
 
+def test_a_refused_re_run_still_tells_of_the_interrupted_run_and_its_backup() -> None:
+    cluster = interrupted_after_clusterpolicy()
+    cluster["configmaps"][1]["metadata"]["annotations"]["gpushare.io/backup-file"] = (
+        "/srv/gpushare/backups/clusterpolicy-20261201T093000Z.yaml")
+    result = enable(cluster, ["gpu-node"], replicas=99)
+    refused(result, "timeslicing_replicas=99")
+    assert result.interrupted == [
+        f"An earlier enable run was interrupted: record {INTERRUPTED}, started 2026-12-01T09:00:00Z, it was changing "
+        f"ClusterPolicy devicePlugin/config/name, devicePlugin/config/default; ConfigMap {CONFIGMAP} (created); nodes "
+        f"gpu-node; ClusterPolicy backup: ConfigMap gpu-operator/{INTERRUPTED} (key clusterpolicy.yaml) and file "
+        "/srv/gpushare/backups/clusterpolicy-20261201T093000Z.yaml on the machine that ran it."]
+
+
+def test_while_the_lock_is_held_the_interrupted_run_may_be_the_one_still_at_work() -> None:
+    holder = {"holderIdentity": "enable-timeslicing@ops/20261201T093000Z-1a2b", "leaseDurationSeconds": 1800,
+              "acquireTime": "2026-12-01T09:59:00.000000Z", "renewTime": "2026-12-01T09:59:00.000000Z"}
+    cluster = {**interrupted_after_clusterpolicy(), "lease": {"metadata": {"resourceVersion": "9"}, "spec": holder}}
+    [note] = enable(cluster, ["gpu-node"]).interrupted
+    assert note.endswith("(key clusterpolicy.yaml). Unless it is the run that holds the runbook lock, still at work.")
+    assert not enable(interrupted_after_clusterpolicy(), ["gpu-node"]).interrupted[0].endswith("still at work.")
+
+
 def test_a_re_run_merges_what_it_changes_into_the_interrupted_intent() -> None:
     """Interrupted after its record only: the re-run makes the ClusterPolicy change the record announced."""
     fields = [FieldChange("/spec/devicePlugin/config/name", "", CONFIGMAP)]
@@ -508,3 +531,4 @@ def test_the_operators_own_configmap_gets_the_key_and_keeps_its_default() -> Non
     assert result.changes["clusterpolicy"] == []  # already points there, its default stays
     assert Record.of(result.changes["record"][0]["body"]).intent.keys_added == ["default", "shared"]
     assert "configmap.yaml" in result.changes["record"][0]["body"]["data"]
+    assert result.backup_file == "" and Record.of(result.changes["record"][0]["body"]).backup_file == ""

@@ -289,6 +289,34 @@ def test_an_enable_interrupted_before_any_node_is_undone_at_the_cluster_level() 
     assert [c["name"] for c in result.changes["records"]] == [interrupted]
 
 
+@pytest.mark.parametrize(("backup", "backup_file", "where"), [
+    pytest.param(clusterpolicy(), "/srv/backups/clusterpolicy-20261201T093000Z.yaml",
+                 "ClusterPolicy backup: ConfigMap gpu-operator/gpushare-run-enable-20261201t093000z-beef (key "
+                 "clusterpolicy.yaml) and file /srv/backups/clusterpolicy-20261201T093000Z.yaml on the machine that "
+                 "ran it.", id="record-and-file"),
+    pytest.param(clusterpolicy(), "", "ClusterPolicy backup: ConfigMap gpu-operator/gpushare-run-enable-"
+                 "20261201t093000z-beef (key clusterpolicy.yaml).", id="record-only"),
+    pytest.param(None, "", "it holds no ClusterPolicy backup.", id="no-backup"),
+])
+def test_the_note_on_an_interrupted_enable_says_where_its_backup_is(backup: dict[str, Any] | None, backup_file: str,
+                                                                     where: str) -> None:
+    interrupted = "gpushare-run-enable-20261201t093000z-beef"
+    cluster = read(configmaps=[record(interrupted, "enable-timeslicing", nodes=["gpu-node"], created=True,
+                                      keys_added=["default", "shared"], backup=backup, backup_file=backup_file)])
+    result = roll_back(cluster, ["gpu-node"])
+    assert result.interrupted == [f"An enable run was interrupted: record {interrupted}, started 2026-12-01T09:00:00Z, "
+                                  f"it was changing ConfigMap {CONFIGMAP} (created); nodes gpu-node; {where}"]
+    assert f"{result.interrupted[0]} This rollback undoes it." in result.notes
+
+
+def test_a_refused_rollback_still_tells_of_the_interrupted_enable() -> None:
+    interrupted = "gpushare-run-enable-20261201t093000z-beef"
+    cluster = read(configmaps=[record(interrupted, "enable-timeslicing", nodes=["gpu-node"], backup=clusterpolicy())])
+    result = roll_back(cluster, ["gpu-node", "no-such-node"])
+    refused(result, "no-such-node: not a node of this cluster")
+    assert [n.split(",")[0] for n in result.interrupted] == [f"An enable run was interrupted: record {interrupted}"]
+
+
 def test_the_fields_of_several_enable_runs_go_back_to_the_first_ones_original() -> None:
     first = record(ENABLE_RECORD, "enable-timeslicing", state="complete", nodes=["gpu-node"], created=True,
                    fields=[FieldChange(NAME, "", CONFIGMAP), FieldChange(DEFAULT, "", "default")])

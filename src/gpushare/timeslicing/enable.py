@@ -27,13 +27,14 @@ _ABSENT = object()
 @dataclass
 class EnablePlan:
     refusals: list[str] = field(default_factory=list)
+    interrupted: list[str] = field(default_factory=list)  # the interrupted run, also told with a refusal
     notes: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
     changes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     restart_nodes: list[str] = field(default_factory=list)
     rolls_fleet: bool = False
     record: str = ""
-    backup_stamp: str = ""
+    backup_file: str = ""  # where the ClusterPolicy goes on the control machine before it changes
     expected: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -41,9 +42,10 @@ class EnablePlan:
         return any(self.changes.values()) or bool(self.restart_nodes)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"refusals": self.refusals, "notes": self.notes, "lines": self.lines, "changes": self.changes,
-                "restart_nodes": self.restart_nodes, "rolls_fleet": self.rolls_fleet, "record": self.record,
-                "backup_stamp": self.backup_stamp, "expected": self.expected, "writes": self.writes}
+        return {"refusals": self.refusals, "interrupted": self.interrupted, "notes": self.notes, "lines": self.lines,
+                "changes": self.changes, "restart_nodes": self.restart_nodes, "rolls_fleet": self.rolls_fleet,
+                "record": self.record, "backup_file": self.backup_file, "expected": self.expected,
+                "writes": self.writes}
 
 
 def _refuse(plan: EnablePlan, message: str) -> None:
@@ -127,6 +129,12 @@ def _node_change(node: Node, settings: Settings, record: str) -> tuple[list[dict
 def plan(state: ClusterState, settings: Settings, targets: list[str], invocation: dict[str, str],
          now: dt.datetime) -> EnablePlan:
     result = EnablePlan()
+    adopted = next(iter(reversed(state.interrupted(RUNBOOK))), None)
+    if adopted:
+        result.interrupted = [state.interrupted_note(adopted, "An earlier enable run was interrupted",
+                                                     settings.namespace, now)]
+        result.notes.append(f"{result.interrupted[0]} This run finishes that change and keeps its backup (roll back "
+                            "instead with playbooks/rollback-timeslicing.yml).")
     for problem in settings.problems() + operator_problems(state, settings.namespace, settings.clusterpolicy):
         _refuse(result, problem)
     if result.refusals:
@@ -135,11 +143,6 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
         _refuse(result, f"A rollback was interrupted (record {record.name}, started {record.started}, on "
                         f"{', '.join(record.intent.nodes) or 'the cluster level'}): finish it first by re-running "
                         "playbooks/rollback-timeslicing.yml for those nodes.")
-    adopted = next(iter(reversed(state.interrupted(RUNBOOK))), None)
-    if adopted:
-        result.notes.append(f"An earlier enable run was interrupted: record {adopted.name}, started {adopted.started}, "
-                            f"it was changing {adopted.intent.describe()}. This run finishes that change and keeps "
-                            "its backup (roll back instead with playbooks/rollback-timeslicing.yml).")
     for problem in _target_problems(state, targets):
         _refuse(result, problem)
     if result.refusals:
@@ -299,7 +302,8 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
     result.restart_nodes = sorted(restart)
     result.rolls_fleet = rolls_fleet or operand_roll
     result.record = record
-    result.backup_stamp = now.strftime("%Y%m%dT%H%M%SZ")
+    stamp_now = now.strftime("%Y%m%dT%H%M%SZ")
+    result.backup_file = f"{settings.backup_dir}/clusterpolicy-{stamp_now}.yaml" if policy_changes else ""
     if not (configmap_changes or policy_changes or node_changes or restart) and not adopted:
         result.lines = [f"Nothing to change: time-slicing is already enabled as asked ({settings.sharing().replicas} "
                         f"replicas, key {settings.key}, scope {settings.scope}) on {', '.join(sorted(set(targets)))}."
@@ -316,7 +320,7 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
                            "why": "extend the interrupted run's record",
                            "body": {"data": {"intent.json": _intent_json(intent)}}}]
     else:
-        body = new_record(record, settings.namespace, intent, state.clusterpolicy, now, invocation)
+        body = new_record(record, settings.namespace, intent, state.clusterpolicy, now, invocation, result.backup_file)
         if cm is not None:
             body["data"]["configmap.yaml"] = _dump(cm)
         record_changes = [{"action": "create", "kind": "ConfigMap", "name": record, "namespace": settings.namespace,

@@ -20,6 +20,7 @@ BACKUP_LABEL = "gpushare.io/backup"
 STATE = "gpushare.io/state"
 STARTED = "gpushare.io/started-at"
 FINISHED = "gpushare.io/finished-at"
+BACKUP_FILE = "gpushare.io/backup-file"  # the ClusterPolicy backup file on the control machine that ran it
 STATES = ("in-progress", "complete", "rolled-back")
 PREFIX = "gpushare-run-"
 
@@ -87,6 +88,7 @@ class Record:
     intent: Intent
     clusterpolicy_backup: dict[str, Any] | None
     valid: bool = True
+    backup_file: str = ""
 
     @staticmethod
     def is_record(configmap: dict[str, Any]) -> bool:
@@ -105,7 +107,18 @@ class Record:
         except (ValueError, KeyError, TypeError, yaml.YAMLError):
             intent, backup, valid = Intent(runbook), None, False
         return cls(metadata["name"], runbook, annotations.get(STATE, "in-progress"), annotations.get(STARTED, ""),
-                   annotations.get(FINISHED, ""), intent, backup if valid else None, valid)
+                   annotations.get(FINISHED, ""), intent, backup if valid else None, valid,
+                   annotations.get(BACKUP_FILE, ""))
+
+    def summary(self, namespace: str) -> str:
+        """What an interrupted run was doing and where its ClusterPolicy backup is, for the operator."""
+        if self.clusterpolicy_backup is None:
+            backup = "it holds no ClusterPolicy backup"
+        else:
+            backup = f"ClusterPolicy backup: ConfigMap {namespace}/{self.name} (key clusterpolicy.yaml)"
+            if self.backup_file:
+                backup += f" and file {self.backup_file} on the machine that ran it"
+        return f"record {self.name}, started {self.started}, it was changing {self.intent.describe()}; {backup}."
 
 
 def record_name(runbook: str, moment: dt.datetime) -> str:
@@ -115,8 +128,9 @@ def record_name(runbook: str, moment: dt.datetime) -> str:
 
 
 def new_record(name: str, namespace: str, intent: Intent, clusterpolicy: dict[str, Any] | None,
-               started: dt.datetime, invocation: dict[str, str]) -> dict[str, Any]:
-    """The record ConfigMap, written before the run's first other write."""
+               started: dt.datetime, invocation: dict[str, str], backup_file: str = "") -> dict[str, Any]:
+    """The record ConfigMap, written before the run's first other write; `backup_file` names the
+    ClusterPolicy backup the run writes on the control machine, if it writes one."""
     data = {"intent.json": json.dumps(intent.as_dict(), indent=2, sort_keys=True)}
     labels = {"app.kubernetes.io/managed-by": "gpushare", RECORD_LABEL: intent.runbook}
     if clusterpolicy is not None:
@@ -128,6 +142,7 @@ def new_record(name: str, namespace: str, intent: Intent, clusterpolicy: dict[st
             STATE: "in-progress", STARTED: stamp(started),
             "gpushare.io/command": invocation.get("command", ""),
             "gpushare.io/operator": invocation.get("operator", ""),
+            **({BACKUP_FILE: backup_file} if backup_file else {}),
         }},
         "data": data,
     }

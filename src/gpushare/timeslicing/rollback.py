@@ -84,6 +84,7 @@ def explicit_backup(state: ClusterState, settings: RollbackSettings) -> tuple[di
 @dataclass
 class RollbackPlan:
     refusals: list[str] = field(default_factory=list)
+    interrupted: list[str] = field(default_factory=list)  # interrupted enable runs, also told with a refusal
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
@@ -101,9 +102,10 @@ class RollbackPlan:
         return bool(self.nodes) or self.restore_cluster or bool(self.finish_records)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"refusals": self.refusals, "notes": self.notes, "warnings": self.warnings, "lines": self.lines,
-                "nodes": self.nodes, "changes": self.changes, "restore_cluster": self.restore_cluster,
-                "rolls_fleet": self.rolls_fleet, "restores_config": self.restores_config, "record": self.record, "expected": self.expected,
+        return {"refusals": self.refusals, "interrupted": self.interrupted, "notes": self.notes,
+                "warnings": self.warnings, "lines": self.lines, "nodes": self.nodes, "changes": self.changes,
+                "restore_cluster": self.restore_cluster, "rolls_fleet": self.rolls_fleet,
+                "restores_config": self.restores_config, "record": self.record, "expected": self.expected,
                 "writes": self.writes}
 
 
@@ -176,6 +178,9 @@ def _comeback_warning(pod: Pod, node: Node, pool: Pool) -> str:
 def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSettings, targets: list[str],
          invocation: dict[str, str], now: dt.datetime) -> RollbackPlan:
     result = RollbackPlan()
+    result.interrupted = [state.interrupted_note(r, "An enable run was interrupted", settings.namespace, now)
+                          for r in state.interrupted(ENABLE)]
+    result.notes = [f"{note} This rollback undoes it." for note in result.interrupted]
     for problem in operator_problems(state, settings.namespace, settings.clusterpolicy):
         result.refusals.append(f"{problem} {NOTHING}")
     unknown = [t for t in targets if t not in state.nodes]
@@ -205,9 +210,6 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
     # A trial's rollback keeps the cluster prepared: undoing a prepare run rolls the whole fleet.
     kept = [] if settings.unprepare else [r for r in live if _prepared(r)]
     live = [r for r in live if r not in kept]
-    for record in state.interrupted(ENABLE):
-        result.notes.append(f"An enable run was interrupted: record {record.name}, started {record.started}, it was "
-                            f"changing {record.intent.describe()}. This rollback undoes it.")
     backup, problem = explicit_backup(state, settings)
     if problem:
         result.refusals.append(f"{problem} Name another one with -e timeslicing_rollback_backup=<record ConfigMap or "

@@ -46,6 +46,7 @@ class Settings:
     confirm_operand_roll: bool
     namespace: str
     clusterpolicy: str
+    backup_dir: str = "backups"  # of the ClusterPolicy backup files, on the control machine
 
     @classmethod
     def of(cls, values: dict[str, Any]) -> Settings:
@@ -67,6 +68,7 @@ class Settings:
             fleet_roll_confirm_above=int(values.get("fleet_roll_confirm_above", 10)),
             confirm_operand_roll=_bool(values.get("confirm_operand_roll")),
             namespace=str(values["namespace"]), clusterpolicy=str(values["clusterpolicy_name"]),
+            backup_dir=str(values.get("backup_dir") or "backups"),
         )
 
     @property

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpushare.k8s import lock
 from gpushare.model.node import Node
 from gpushare.model.operands import CONFIG_READERS, DEVICE_PLUGIN, Operand, OperandPod
 from gpushare.timeslicing.records import Record
@@ -93,6 +95,13 @@ class ClusterState:
 
     def interrupted(self, runbook: str | None = None) -> list[Record]:
         return [r for r in self.records if r.state == "in-progress" and (runbook is None or r.runbook == runbook)]
+
+    def interrupted_note(self, record: Record, lead: str, namespace: str, now: dt.datetime) -> str:
+        """`lead`, then what the interrupted run was changing and where its backup is. While the
+        runbook lock is held, the run may be the one holding it, still at work."""
+        held = " Unless it is the run that holds the runbook lock, still at work." if lock.status(self.lease, now)[
+            "held"] else ""
+        return f"{lead}: {record.summary(namespace)}{held}"
 
 
 def operator_problems(state: ClusterState, namespace: str, clusterpolicy: str) -> list[str]:
