@@ -33,7 +33,7 @@ from gpushare.gates.thresholds import load_thresholds
 from gpushare.kube import wait_for
 from gpushare.model.taints import Taint, tolerated
 from tests.prometheus_fixture import THRESHOLDS, TRIAL_END, free_port, serve_gate_cases
-from tests.steps.runbook_steps import RunbookRun, run_runbook
+from tests.steps.runbook_steps import RunbookRun, recorded, run_runbook
 from tests.support.ansible import PlaybookRun, as_typed, inventory_limit, run_playbook
 from tests.support.cluster import REPO, TEST_NAMESPACE_LABEL, Cluster
 
@@ -237,10 +237,8 @@ def entry_point_alone(kube: Cluster, tmp_path: Path, targeted: list[str], role: 
         "name": f"{role} {entry} alone", "hosts": "gpu_nodes", "gather_facts": False,
         "tasks": [{"name": "The entry point", "ansible.builtin.import_role": imported}]}], sort_keys=False))
     key, _, value = option.partition("=")
-    mark = kube.audit_mark() if kube.embedded else None
-    run = run_playbook(kube, str(playbook), tmp_path / "run", limit=",".join(targeted), extravars={key: value})
-    return RunbookRun(run, kube.audit_writes(mark, kube.runbook_user, dry_runs=True) if mark is not None else None,
-                      f"{playbook.name} -l {','.join(targeted)} -e {option}")
+    return recorded(kube, f"{playbook.name} -l {','.join(targeted)} -e {option}", lambda: run_playbook(
+        kube, str(playbook), tmp_path / "run", limit=",".join(targeted), extravars={key: value}))
 
 
 # ---- what the check left in the cluster ---------------------------------------------------------------
