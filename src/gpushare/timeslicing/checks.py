@@ -3,6 +3,7 @@ the cluster through a Session; `gpushare_wait` polls one until it is empty or ti
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from gpushare.clock import utc_now
@@ -12,10 +13,20 @@ from gpushare.model.operands import CONFIG_READERS, DEVICE_PLUGIN, Operand, Oper
 from gpushare.model.pods import Pod
 
 STARTING_S = 120
+GPU_PRESENT = "nvidia.com/gpu.present=true"
+# Up to this many nodes a field-selected list each is cheaper than one list of the whole fleet.
+NAMED_READS_MAX = 16
 
 
-def _gpu_nodes(session: Session) -> dict[str, Node]:
-    return {n["metadata"]["name"]: Node(n) for n in session.list("Node", label_selector="nvidia.com/gpu.present=true")}
+def _gpu_nodes(session: Session, names: Iterable[str] | None = None) -> dict[str, Node]:
+    """The GPU nodes: all of them, or those of `names` (a superset when there are many)."""
+    wanted = sorted(set(names)) if names is not None else None
+    if wanted is None or len(wanted) > NAMED_READS_MAX:
+        raws = session.list("Node", label_selector=GPU_PRESENT)
+    else:
+        raws = [n for name in wanted for n in session.list("Node", label_selector=GPU_PRESENT,
+                                                             field_selector=f"metadata.name={name}")]
+    return {n["metadata"]["name"]: Node(n) for n in raws}
 
 
 def _reader_problems(session: Session, namespace: str, nodes: list[str]) -> list[str]:
@@ -55,7 +66,9 @@ def bystander_problems(nodes: dict[str, Node], bystanders: dict[str, Any], pool:
 
 
 def timeslicing_enabled(session: Session, namespace: str, expected: dict[str, Any]) -> list[str]:
-    nodes = _gpu_nodes(session)
+    """The targets share as planned, their config readers are Ready on the current template, and,
+    once they are (the fleet is read only then), every other GPU node is as it was."""
+    nodes = _gpu_nodes(session, expected["targets"])
     pool = Pool.of(expected["pool"])
     replicas = int(expected["replicas"])
     problems = []
@@ -82,9 +95,14 @@ def timeslicing_enabled(session: Session, namespace: str, expected: dict[str, An
                                "present"))
         problems += [f"{name}: {what} is {got!r}, expected {wanted!r}" for what, got, wanted in checks if got != wanted]
     problems += _reader_problems(session, namespace, sorted(expected["targets"]))
-    problems += bystander_problems(nodes, expected["bystanders"], pool, expected["compare_allocatable"],
-                                   expected["compare_schedulable"])
-    return problems
+    return problems or _bystanders_unchanged(session, expected, pool)
+
+
+def _bystanders_unchanged(session: Session, expected: dict[str, Any], pool: Pool) -> list[str]:
+    if not expected["bystanders"]:
+        return []
+    return bystander_problems(_gpu_nodes(session), expected["bystanders"], pool, expected["compare_allocatable"],
+                              expected["compare_schedulable"])
 
 
 def operator_rendered(session: Session, namespace: str, configmap: str, mounted: bool) -> list[str]:
@@ -132,9 +150,10 @@ CHECKS = {
 }
 
 
-def whole_cards(session: Session, nodes: dict[str, Any]) -> list[str]:
-    """`nodes`: name -> {gpus}: each advertises its physical GPUs as whole cards, nothing shared."""
-    found = _gpu_nodes(session)
+def whole_cards(session: Session, nodes: dict[str, Any], found: dict[str, Node] | None = None) -> list[str]:
+    """`nodes`: name -> {gpus}: each advertises its physical GPUs as whole cards, nothing shared
+    (`found`: those nodes as just read)."""
+    found = found if found is not None else _gpu_nodes(session, nodes)
     problems = []
     for name, want in sorted(nodes.items()):
         node = found.get(name)
@@ -150,12 +169,14 @@ def whole_cards(session: Session, nodes: dict[str, Any]) -> list[str]:
 
 
 def timeslicing_disabled(session: Session, namespace: str, expected: dict[str, Any], clusterpolicy: str) -> list[str]:
+    """The targets are whole again, their readers Ready on the current template, the ClusterPolicy
+    restored; once the targets are (the fleet is read only then), every other GPU node is as it was."""
     from gpushare.k8s.patch import resolve  # noqa: PLC0415
 
-    nodes = _gpu_nodes(session)
+    nodes = _gpu_nodes(session, expected["targets"])
     pool = Pool.of(expected["pool"])
     keys = set(expected["keys"])
-    problems = whole_cards(session, expected["targets"])
+    problems = whole_cards(session, expected["targets"], nodes)
     for name in sorted(expected["targets"]):
         node = nodes.get(name)
         if node is None:
@@ -167,15 +188,13 @@ def timeslicing_disabled(session: Session, namespace: str, expected: dict[str, A
         if pool.taint and node.pool_taint(pool) == pool.taint and (node.mark is None or node.mark.taint_added):
             problems.append(f"{name}: still tainted {pool.taint}")
     problems += _reader_problems(session, namespace, sorted(expected["targets"]))
-    problems += bystander_problems(nodes, expected["bystanders"], pool, expected["compare_allocatable"],
-                                   expected["compare_schedulable"])
     if expected.get("clusterpolicy"):
         policy = session.get("ClusterPolicy", clusterpolicy) or {}
         for path, value in sorted(expected["clusterpolicy"].items()):
             if resolve(policy, path, None) != value:
                 problems.append(f"ClusterPolicy {path.removeprefix('/spec/')} is {resolve(policy, path, None)!r}, "
                                 f"expected {value!r}")
-    return problems
+    return problems or _bystanders_unchanged(session, expected, pool)
 
 
 def scheduler_tried(session: Session, evicted: list[dict[str, str]]) -> list[str]:

@@ -1,0 +1,52 @@
+"""The time-slicing runbooks' wait checks against the cluster under test, read-only: the targets
+are read by name, and the rest of the fleet only once the targets are as wanted."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpushare.k8s.session import Session
+from gpushare.model.node import Node, Pool
+from gpushare.timeslicing.checks import NAMED_READS_MAX, _gpu_nodes, timeslicing_disabled, whole_cards
+from tests.integration.k8s_fixtures import session  # noqa: F401 - fixture
+from tests.support.cluster import Cluster
+
+pytestmark = pytest.mark.cluster
+POOL = {"label_key": "gpu-mode", "label_value": "shared", "taint": None}
+
+
+def whole_gpu_nodes(session: Session) -> dict[str, Node]:
+    return {name: node for name, node in _gpu_nodes(session).items() if node.allocatable("nvidia.com/gpu")
+            and not node.allocatable("nvidia.com/gpu.shared")}
+
+
+def expected(target: Node, bystanders: dict[str, dict], gpus: int | None = None) -> dict:
+    return {"targets": {target.name: {"gpus": gpus if gpus is not None else target.allocatable("nvidia.com/gpu")}},
+            "keys": [], "pool": POOL, "bystanders": bystanders, "compare_allocatable": True,
+            "compare_schedulable": True}
+
+
+def test_named_nodes_are_read_by_name_and_many_as_the_fleet(clean_cluster: Cluster, session: Session) -> None:
+    fleet = _gpu_nodes(session)
+    first = sorted(fleet)[0]
+    assert set(_gpu_nodes(session, [first])) == {first}
+    assert _gpu_nodes(session, ["no-such-node"]) == {}
+    many = [first] + [f"absent-{i}" for i in range(NAMED_READS_MAX)]
+    assert set(_gpu_nodes(session, many)) == set(fleet)  # one list: a superset
+
+
+def test_the_fleet_is_compared_once_the_targets_are_done(clean_cluster: Cluster, session: Session) -> None:
+    nodes = whole_gpu_nodes(session)
+    if len(nodes) < 2:
+        pytest.skip("needs two GPU nodes with whole cards")
+    target, bystander = (nodes[name] for name in sorted(nodes)[:2])
+    assert whole_cards(session, expected(target, {})["targets"]) == []
+    changed = {**bystander.fingerprint(Pool.of(POOL)), "unschedulable": True}
+    namespace = clean_cluster.operator_namespace
+    done = expected(target, {bystander.name: changed})
+    assert timeslicing_disabled(session, namespace, done, "cluster-policy") == [
+        f"{bystander.name} (not targeted): uncordoned"]
+    # while a target is not as wanted, only the targets are reported (and the fleet is not read)
+    pending = expected(target, {bystander.name: changed}, gpus=target.allocatable("nvidia.com/gpu") + 1)
+    problems = timeslicing_disabled(session, namespace, pending, "cluster-policy")
+    assert problems and all(p.startswith(f"{target.name}:") for p in problems), problems
