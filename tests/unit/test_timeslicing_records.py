@@ -51,12 +51,13 @@ def test_finished_and_rolled_back_records() -> None:
 
 def test_a_damaged_record_is_invalid_and_trusted_for_nothing() -> None:
     labels = {"gpushare.io/run": "enable-timeslicing"}
-    for data in ({"intent.json": "{not json"}, {"intent.json": "{}", "clusterpolicy.yaml": "- a list\n"},
+    for data in ({"intent.json": "{not json"}, {"intent.json": '{"nodes": ["n"]}', "clusterpolicy.yaml": "- a list\n"},
                  {"intent.json": '{"clusterpolicy": [{"before": 1}]}'},
-                 {"intent.json": "{}", "clusterpolicy.yaml": "{"}):
+                 {"intent.json": '{"nodes": ["n"]}', "clusterpolicy.yaml": "{"}):
         record = Record.of(configmap("gpushare-run-enable-x", data, labels=labels))
         assert not record.valid, data
         assert record.clusterpolicy_backup is None and record.runbook == "enable-timeslicing"
+        assert record.intent == Intent("enable-timeslicing"), data  # nothing of a damaged record is trusted
 
 
 def test_only_labelled_configmaps_are_records() -> None:

@@ -114,13 +114,14 @@ class QuietCallback(DefaultCallback):
         if not self._quiet:
             super().v2_runner_on_ok(result)
             return
-        data = result.result
         quiet = nested_quietly(result.task)
-        if result.task.action in ("ansible.builtin.debug", "debug") and "msg" in data:
-            lines = message_lines(data["msg"])
+        # `result.result` is a native copy of the whole result: read it for a message only (a read of
+        # a 500-node fleet would be copied for nothing)
+        if result.task.action in ("ansible.builtin.debug", "debug"):
+            lines = message_lines(result.result["msg"]) if "msg" in result.result else []
             if not quiet and any(line.strip() for line in lines):
                 self._display.display("\n".join(lines))
-        elif data.get("changed"):
+        elif result.is_changed():
             self._changed = True
             if not quiet:
                 self._display.display(f"changed: {result.task.get_name()}", color="yellow")
@@ -128,7 +129,7 @@ class QuietCallback(DefaultCallback):
     def v2_runner_item_on_ok(self, result: Any) -> None:
         if not self._quiet:
             super().v2_runner_item_on_ok(result)
-        elif result.result.get("changed"):  # the task's own line follows; an item only marks the run changed
+        elif result.is_changed():  # the task's own line follows; an item only marks the run changed
             self._changed = True
 
     def v2_runner_item_on_skipped(self, result: Any) -> None:
