@@ -117,6 +117,23 @@ DRAIN_PLAYBOOK = """
 """
 
 
+def pod_ready(cluster: Cluster, namespace: str, name: str) -> bool:
+    conditions = cluster.core.read_namespaced_pod(name, namespace).status.conditions or []
+    return any(c.type == "Ready" and c.status == "True" for c in conditions)
+
+
+def test_a_pod_marked_not_ready_while_its_node_was_away_is_ready_again(clean_cluster: Cluster, namespace: str) -> None:
+    """The node lifecycle controller marks a lapsed node's pods not Ready; the kubelet, reporting
+    again, sets them back (a kube-apiserver or etcd restart can let the leases lapse)."""
+    if not clean_cluster.embedded:
+        pytest.skip("marks a pod not Ready as the node lifecycle controller would: embedded cluster only")
+    clean_cluster.core.create_namespaced_pod(namespace, gpu_pod("steady", 1, "gpu-node"))
+    wait_for(lambda: pod_ready(clean_cluster, namespace, "steady"), 60, "the pod to be Ready")
+    clean_cluster.core.patch_namespaced_pod_status("steady", namespace, {"status": {"conditions": [
+        {"type": "Ready", "status": "False", "reason": "NodeNotReady"}]}})
+    wait_for(lambda: pod_ready(clean_cluster, namespace, "steady"), 60, "the pod to be Ready again")
+
+
 def test_drain_through_ansible_evicts_pods_and_is_audited(clean_cluster: Cluster, namespace: str, tmp_path: Path) -> None:
     deployment = {
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "drained"},
