@@ -99,7 +99,7 @@ def test_a_replacement_the_scheduler_could_not_have_placed_was_named_onto_the_no
 def test_a_budget_refusing_every_eviction_gets_the_budget_message() -> None:
     problem = drain(Deployment("elsewhere", max_unavailable=0))
     assert problem.startswith(f"A PodDisruptionBudget refused the eviction of team-a/{OWNER}-00001, ")
-    assert f"team-a/{OWNER}-00004 for 20 s: {REFUSAL}" in problem
+    assert f"team-a/{OWNER}-00004 for 20 s: {REFUSAL} Wait until the budget allows a disruption" in problem
 
 
 @pytest.mark.parametrize(("where", "problem"), [

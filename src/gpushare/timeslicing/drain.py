@@ -61,7 +61,7 @@ class DrainProgress:
 
     def timed_out(self, pods: list[Pod], timeout_s: float, what: str) -> None:
         if self.refused:
-            budgets = sorted(set(self.refused.values()))
+            budgets = sorted({refusal.rstrip(".") for refusal in self.refused.values()})  # the API's text ends with one
             self.result.problem = (f"A PodDisruptionBudget refused the eviction of {', '.join(sorted(self.refused))} "
                                    f"for {timeout_s:.0f} s: {'; '.join(budgets)}. Wait until the budget allows a "
                                    "disruption, move the workload, or relax the budget, then re-run the same command.")
