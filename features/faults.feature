@@ -51,7 +51,7 @@ Feature: The faults of a change window leave nothing half done and nothing lost
   Scenario: Two enables started at the same moment: exactly one proceeds
     Given the trial node is "gpu-node"
     When two runs of "enable-timeslicing.yml -l gpu-node" start at the same moment
-    Then exactly one of them succeeds and the other is refused with "another run started at the same moment holds it now"
+    Then exactly one of them succeeds and the runbook lock refuses the other
     And node "gpu-node" advertises 2 "nvidia.com/gpu.shared"
     And every GPU node not targeted is exactly as before
 
