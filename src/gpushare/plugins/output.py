@@ -145,7 +145,8 @@ class QuietCallback(DefaultCallback):
             super().v2_playbook_on_include(included_file)
 
     def v2_playbook_on_no_hosts_matched(self) -> None:
-        self._unmatched.append(", ".join(self._play.hosts) if isinstance(self._play.hosts, list) else str(self._play.hosts))
+        hosts = self._play.hosts
+        self._unmatched.append(", ".join(hosts) if isinstance(hosts, list) else str(hosts))
         if not self._quiet:  # a play of a multi-play runbook with nothing to do says nothing
             super().v2_playbook_on_no_hosts_matched()
 
