@@ -15,6 +15,7 @@ from kubernetes import client
 
 from gpushare.kube import api_client, wait_for
 from gpushare.rbac.audit import read_events
+from tests.support.namespaces import delete_test_namespaces
 
 REPO = Path(__file__).resolve().parents[2]
 ADMIN_USER = "gpushare-admin"
@@ -182,8 +183,7 @@ def reset_embedded(cluster: Cluster) -> None:
     from gpushare.simulator.rest import Rest  # noqa: PLC0415
 
     core, ns = cluster.core, cluster.operator_namespace
-    for namespace in core.list_namespace(label_selector=TEST_NAMESPACE_LABEL).items:
-        core.delete_namespace(namespace.metadata.name)
+    delete_test_namespaces(cluster, TEST_NAMESPACE_LABEL)
     for cm in core.list_namespaced_config_map(ns).items:
         owned = any(o.kind == "ClusterPolicy" for o in cm.metadata.owner_references or [])
         if cm.metadata.name != "kube-root-ca.crt" and not owned:

@@ -22,6 +22,7 @@ from tests.support.cluster import (
     TEST_NAMESPACE_LABEL,
     Cluster,
 )
+from tests.support.namespaces import delete_test_namespaces
 
 GPU_RESOURCES = ("nvidia.com/gpu", "nvidia.com/gpu.shared")
 NODE_LABEL_KEYS = (*SCENARIO_LABEL_KEYS, "nvidia.com/mig.config")
@@ -101,8 +102,7 @@ def restore(cluster: Cluster, before: Snapshot) -> None:
     """Put back what the scenario changed, then wait (bounded) until every GPU node advertises what
     it did before; the error names the nodes that still differ."""
     core, ns = cluster.core, cluster.operator_namespace
-    for namespace in core.list_namespace(label_selector=TEST_NAMESPACE_LABEL).items:
-        core.delete_namespace(namespace.metadata.name)
+    delete_test_namespaces(cluster, TEST_NAMESPACE_LABEL)
     for cm in core.list_namespaced_config_map(ns).items:
         name = cm.metadata.name
         if name not in before.configmaps:
