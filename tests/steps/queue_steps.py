@@ -26,6 +26,7 @@ from gpushare.kueue.kinds import GROUP, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, 
 from gpushare.processes import Component, alive, start, stop, wait_ready
 from tests.steps.runbook_steps import RunbookRun, run_runbook
 from tests.support.cluster import REPO, Cluster
+from tests.support.namespaces import delete_namespaces
 
 PLAYBOOK = "queue-backfill.yml"
 DURATION_ANNOTATION = "pod-complete.stage.kwok.x-k8s.io/delay"
@@ -65,12 +66,7 @@ class QueueScenario:
     def clean_up(self) -> None:
         """Jobs and namespaces first (their workloads hold the queues' finalizers), then the queues."""
         self.delete_jobs()
-        for namespace in self.namespaces:
-            try:
-                self.kube.core.delete_namespace(namespace)
-            except ApiException as err:
-                if err.status != 404:
-                    raise
+        delete_namespaces(self.kube, sorted(self.namespaces))
         described = {"clusterqueues": [t["name"] for t in self.teams], "cohorts": [COHORT] if self.teams else [],
                      "resourceflavors": [f["name"] for f in self.flavors],
                      "workloadpriorityclasses": [p["name"] for p in self.priority_classes]}

@@ -48,9 +48,14 @@ def _left_in(rest: Rest, namespace: str) -> list[str]:
 
 
 def delete_test_namespaces(cluster: Any, label: str) -> None:
-    """Delete the namespaces labelled `label`, emptied and finalized here when that is quick."""
+    """Delete the namespaces labelled `label` (see delete_namespaces)."""
     rest = Rest(cluster.api)
-    names = [n["metadata"]["name"] for n in rest.get("/api/v1/namespaces", labelSelector=label)["items"]]
+    delete_namespaces(cluster, [n["metadata"]["name"] for n in rest.get("/api/v1/namespaces", labelSelector=label)["items"]])
+
+
+def delete_namespaces(cluster: Any, names: list[str]) -> None:
+    """Delete these namespaces, emptied and finalized here when that is quick."""
+    rest = Rest(cluster.api)
     for name in names:
         _ignoring(lambda n=name: rest.delete(f"/api/v1/namespaces/{n}"), 404)
     for name in names:

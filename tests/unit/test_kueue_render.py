@@ -13,6 +13,7 @@ import pytest
 from gpushare.kueue.description import parse
 from gpushare.kueue.render import (
     LAST_APPLIED,
+    changes,
     kueue_objects,
     kueue_problems,
     not_ready,
@@ -76,7 +77,7 @@ def test_flavors_local_queues_and_priority_classes() -> None:
 
 
 def as_applied(obj: dict[str, Any], **server_defaults: Any) -> dict[str, Any]:
-    """The object as the API server returns it after kubernetes.core applied it."""
+    """The object as the API server returns it after it was applied (kubernetes.core or this runbook)."""
     stored = copy.deepcopy(obj)
     stored["metadata"]["annotations"] = {LAST_APPLIED: json.dumps(obj, sort_keys=True)}
     stored["metadata"]["resourceVersion"] = "42"
@@ -150,6 +151,35 @@ def test_readiness_names_what_is_not_active() -> None:
     assert not_ready(DESCRIPTION, cqs, None) == ["ClusterQueue inference is not active (FlavorNotFound: m)"]
     assert not_ready(DESCRIPTION, [queue("training", None), queue("inference", "True")], None) == [
         "ClusterQueue training is not active (no status from Kueue yet)"]
+
+
+def test_a_field_removed_from_the_description_is_removed_by_the_patch_and_others_fields_kept() -> None:
+    before = parse("gpu-teams", FLAVORS, TEAMS)
+    flavors, teams = copy.deepcopy(FLAVORS), copy.deepcopy(TEAMS)
+    del flavors[1]["tolerations"]
+    del teams[0]["quotas"]["whole-card"]["nvidia.com/gpu"]["lendingLimit"]
+    existing = [as_applied(o, stopPolicy="None") for o in kueue_objects(before)]
+    edited = next(o for o in existing if o["metadata"]["name"] == "training")
+    edited["metadata"]["labels"]["team-owner"] = "alice"  # set by someone else
+    after = kueue_objects(parse("gpu-teams", flavors, teams))
+    flavor, queue_ = changes(plan(after, existing), existing, [])
+    assert [(c["action"], c["kind"], c["name"]) for c in (flavor, queue_)] == [
+        ("merge", "ResourceFlavor", "shared"), ("merge", "ClusterQueue", "training")]
+    assert flavor["body"]["spec"] == {"tolerations": None}
+    assert queue_["body"]["spec"] == {"resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
+        {"name": "whole-card", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "8"}]}]}]}
+    assert "labels" not in queue_["body"]["metadata"]  # alice's label and the server's stopPolicy stay
+    applied = json.loads(queue_["body"]["metadata"]["annotations"][LAST_APPLIED])
+    assert applied == next(o for o in after if o["metadata"]["name"] == "training")
+
+
+def test_missing_namespaces_and_objects_are_created_before_anything_else() -> None:
+    desired = kueue_objects(DESCRIPTION)
+    made = changes(desired[:1], [], ["team-a"])
+    assert [(c["action"], c["kind"], c["name"]) for c in made] == [
+        ("create", "Namespace", "team-a"), ("create", "WorkloadPriorityClass", "high")]
+    assert made[0]["exists"] == "keep"
+    assert json.loads(made[1]["body"]["metadata"]["annotations"][LAST_APPLIED]) == desired[0]
 
 
 def test_the_report_has_a_row_per_queue_flavor_and_resource() -> None:

@@ -15,6 +15,8 @@ from gpushare.k8s.session import ApiError, Session
 
 ACTIONS = ("create", "merge", "json", "replace", "delete", "taint", "untaint")
 VOLATILE_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
+# A copy of the object's own description (`kubectl apply`'s): one long line that repeats the diff.
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 @dataclass(frozen=True)
@@ -163,7 +165,10 @@ def comparable(obj: dict[str, Any] | None) -> dict[str, Any]:
     if not obj:
         return {}
     shown = {k: v for k, v in obj.items() if k != "status"}
-    shown["metadata"] = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in VOLATILE_METADATA}
+    metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in VOLATILE_METADATA}
+    annotations = {k: v for k, v in (metadata.get("annotations") or {}).items() if k != LAST_APPLIED}
+    shown["metadata"] = {**metadata, "annotations": annotations} if annotations else {
+        k: v for k, v in metadata.items() if k != "annotations"}
     return shown
 
 

@@ -7,13 +7,13 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from gpushare.k8s.changes import LAST_APPLIED
 from gpushare.kueue.description import Description, Team
 from gpushare.kueue.kinds import API_VERSION, condition
 from gpushare.kueue.status import parse_time
 from gpushare.table import render_table
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpushare-queue-backfill"}
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"  # written by kubernetes.core's apply
 # The kinds the runbook writes; the API must serve each of them.
 KINDS = ("WorkloadPriorityClass", "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue")
 REPORT_HEADERS = ["queue", "local queue", "flavor", "resource", "nominal", "borrowing limit", "lending limit",
@@ -99,8 +99,48 @@ def namespaces(description: Description) -> list[str]:
     return sorted({t.namespace for t in description.teams})
 
 
-def namespace_objects(names: Iterable[str]) -> list[dict[str, Any]]:
-    return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}} for name in names]
+def changes(planned: Iterable[dict[str, Any]], existing: Iterable[Mapping[str, Any]],
+            missing_namespaces: Iterable[str]) -> list[dict[str, Any]]:
+    """The writes, as gpushare_apply changes: each missing namespace created, then each planned object
+    created, or merge-patched from its last applied description as `kubectl apply` patches a custom
+    resource (a field dropped from the description is removed; fields others set are kept)."""
+    current = {_key(obj): obj for obj in existing}
+    out: list[dict[str, Any]] = [{"action": "create", "kind": "Namespace", "name": name, "exists": "keep",
+                                  "body": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+                                  "why": "a team's namespace"} for name in missing_namespaces]
+    for obj in planned:
+        meta = obj["metadata"]
+        applied = {**obj, "metadata": {**meta, "annotations": {LAST_APPLIED: json.dumps(obj, sort_keys=True)}}}
+        change = {"kind": obj["kind"], "name": meta["name"], "namespace": meta.get("namespace"),
+                  "why": "as the description says"}
+        actual = current.get(_key(obj))
+        if actual is None:
+            out.append({**change, "action": "create", "body": applied})
+            continue
+        last = (actual["metadata"].get("annotations") or {}).get(LAST_APPLIED)
+        out.append({**change, "action": "merge", "body": merge_patch_from(json.loads(last) if last else {}, applied,
+                                                                            actual)})
+    return out
+
+
+_UNSET = object()
+
+
+def merge_patch_from(last: Any, desired: Mapping[str, Any], actual: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON merge patch that takes `actual` to `desired`: what differs from it or from the last
+    applied description is set (a list whole), and what the last applied description had but
+    `desired` no longer has is removed."""
+    last = last if isinstance(last, Mapping) else {}
+    patch: dict[str, Any] = {key: None for key in last if key not in desired and key in actual}
+    for key, value in desired.items():
+        now = actual.get(key)
+        if isinstance(value, Mapping) and isinstance(now, Mapping):
+            nested = merge_patch_from(last.get(key), value, now)
+            if nested:
+                patch[key] = nested
+        elif not _contains(now, value) or last.get(key, _UNSET) != value:
+            patch[key] = value
+    return patch
 
 
 def kueue_problems(unserved_kinds: Iterable[str], lease: Mapping[str, Any] | None, lease_ref: str,

@@ -30,23 +30,22 @@ def cluster_problems(description: dict[str, Any], nodes: list[dict[str, Any]]) -
     return capacity.cluster_problems(_parsed(description), nodes)
 
 
-def kueue_changes(description: dict[str, Any], existing: list[dict[str, Any]],
-                  skip_namespaces: list[str] | None = None) -> list[dict[str, Any]]:
-    """The Kueue objects to apply (see render.plan), without those in `skip_namespaces` (check mode:
-    namespaces not created yet)."""
-    skip = set(skip_namespaces or ())
-    changes = render.plan(render.kueue_objects(_parsed(description)), existing)
-    return [o for o in changes if o["metadata"].get("namespace") not in skip]
+def plan(description: dict[str, Any], resources: dict[str, Any], check_mode: bool) -> dict[str, Any]:
+    """From the preflight's read (`resources`: the runbook's objects by kind, `namespaces`): the missing
+    namespaces, the Kueue objects to apply (see render.plan) and the gpushare_apply changes. Check
+    mode leaves out the objects in namespaces not created yet: the API server cannot dry-run them."""
+    parsed = _parsed(description)
+    existing = [obj for kind in render.KINDS for obj in resources.get(kind) or []]
+    names = {ns["metadata"]["name"] for ns in resources.get("namespaces") or []}
+    missing = [name for name in render.namespaces(parsed) if name not in names]
+    skip = set(missing) if check_mode else set()
+    objects = [o for o in render.plan(render.kueue_objects(parsed), existing) if o["metadata"].get("namespace") not in skip]
+    return {"missing_namespaces": missing, "objects": objects,
+            "changes": render.changes(objects, existing, missing)}
 
 
-def missing_namespaces(description: dict[str, Any], existing: list[dict[str, Any]]) -> list[str]:
-    names = {ns["metadata"]["name"] for ns in existing}
-    return [name for name in render.namespaces(_parsed(description)) if name not in names]
-
-
-def not_ready(description: dict[str, Any], cluster_queues: list[dict[str, Any]] | None,
-              local_queues: list[dict[str, Any]] | None = None) -> list[str]:
-    return render.not_ready(_parsed(description), cluster_queues, local_queues)
+def writes(plan_: dict[str, Any], check_mode: bool) -> str:
+    return render.writes(plan_["missing_namespaces"], plan_["objects"], check_mode)
 
 
 def report(description: dict[str, Any], cluster_queues: list[dict[str, Any]]) -> str:
