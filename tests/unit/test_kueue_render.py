@@ -194,7 +194,7 @@ def test_the_report_has_a_row_per_queue_flavor_and_resource() -> None:
 
 
 def test_writes_says_what_the_run_wrote() -> None:
-    changes = [o for o in kueue_objects(DESCRIPTION) if o["kind"] == "LocalQueue"][:1]
-    assert writes(["team-a"], changes, False) == "Written: Namespace team-a, LocalQueue team-training/gpu."
-    assert writes([], changes, True).startswith("CHECK MODE, nothing was changed. Would write: LocalQueue")
-    assert writes([], [], False) == "Nothing to change: the queues are as described."
+    local_queue = [o for o in kueue_objects(DESCRIPTION) if o["kind"] == "LocalQueue"][:1]
+    assert writes(changes(local_queue, [], ["team-a"]), False) == "Written: Namespace team-a, LocalQueue team-training/gpu."
+    assert writes(changes(local_queue, [], []), True).startswith("CHECK MODE, nothing was changed. Would write: LocalQueue")
+    assert writes([], False) == "Nothing to change: the queues are as described."

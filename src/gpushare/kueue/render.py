@@ -191,11 +191,9 @@ def not_ready(description: Description, cluster_queues: Iterable[Mapping[str, An
     return problems
 
 
-def writes(missing_namespaces: Iterable[str], changes: Iterable[Mapping[str, Any]], check_mode: bool) -> str:
-    """One line: what this run writes (or would write, in check mode)."""
-    names = [f"Namespace {n}" for n in missing_namespaces]
-    names += [f"{o['kind']} {o['metadata'].get('namespace', '') and o['metadata']['namespace'] + '/'}{o['metadata']['name']}"
-              for o in changes]
+def writes(changes: Iterable[Mapping[str, Any]], check_mode: bool) -> str:
+    """One line: what this run writes (or would write, in check mode), from its gpushare_apply changes."""
+    names = [f"{c['kind']} {c['namespace'] + '/' if c.get('namespace') else ''}{c['name']}" for c in changes]
     if not names:
         return "Nothing to change: the queues are as described."
     return f"{'CHECK MODE, nothing was changed. Would write' if check_mode else 'Written'}: {', '.join(names)}."

@@ -32,7 +32,7 @@ def cluster_problems(description: dict[str, Any], nodes: list[dict[str, Any]]) -
 
 def plan(description: dict[str, Any], resources: dict[str, Any], check_mode: bool) -> dict[str, Any]:
     """From the preflight's read (`resources`: the runbook's objects by kind, `namespaces`): the missing
-    namespaces, the Kueue objects to apply (see render.plan) and the gpushare_apply changes. Check
+    namespaces and the gpushare_apply changes (the Kueue objects render.plan names). Check
     mode leaves out the objects in namespaces not created yet: the API server cannot dry-run them."""
     parsed = _parsed(description)
     existing = [obj for kind in render.KINDS for obj in resources.get(kind) or []]
@@ -40,12 +40,11 @@ def plan(description: dict[str, Any], resources: dict[str, Any], check_mode: boo
     missing = [name for name in render.namespaces(parsed) if name not in names]
     skip = set(missing) if check_mode else set()
     objects = [o for o in render.plan(render.kueue_objects(parsed), existing) if o["metadata"].get("namespace") not in skip]
-    return {"missing_namespaces": missing, "objects": objects,
-            "changes": render.changes(objects, existing, missing)}
+    return {"missing_namespaces": missing, "changes": render.changes(objects, existing, missing)}
 
 
 def writes(plan_: dict[str, Any], check_mode: bool) -> str:
-    return render.writes(plan_["missing_namespaces"], plan_["objects"], check_mode)
+    return render.writes(plan_["changes"], check_mode)
 
 
 def report(description: dict[str, Any], cluster_queues: list[dict[str, Any]]) -> str:
