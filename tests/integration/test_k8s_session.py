@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gpushare.k8s import session as k8s_session
 from gpushare.k8s.kinds import kind_of
 from gpushare.k8s.session import ApiError, KindNotServed, Session, Unreachable
 from gpushare.kube import wait_for
@@ -128,6 +129,10 @@ def test_evict(cluster: Cluster, session: Session, namespace: str) -> None:
 
     session.evict("evicted", namespace, dry_run=True)
     assert running(session, "evicted", namespace)
+    with pytest.raises(ApiError) as replaced:  # the uid of a pod this name no longer is
+        session.evict("evicted", namespace, uid=str(uuid.uuid4()))
+    assert replaced.value.status == 409
+    assert running(session, "evicted", namespace)
     session.evict("evicted", namespace, grace_period_seconds=0)
     wait_for(lambda: session.get("Pod", "evicted", namespace) is None, 60, "the evicted pod to be gone")
 
@@ -153,7 +158,8 @@ def test_a_kind_the_cluster_does_not_serve(session: Session) -> None:
         session.delete(unserved, "cluster-policy")
 
 
-def test_an_unreachable_server_is_named(cluster: Cluster, tmp_path: Path) -> None:
+def test_an_unreachable_server_is_named(cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(k8s_session, "RETRY_WINDOW_S", 0.0)  # the refusal once, not ridden out as a restart
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]  # closed again before the request: nothing listens there

@@ -105,9 +105,10 @@ def runbook_inventory(kube: Cluster) -> Path:
 
 @pytest.fixture
 def runbook_inputs(tmp_path: Path) -> dict[str, Any]:
-    """Variables every run of the scenario gets (like -e @file): backups and change records go to the
-    scenario's folder."""
-    return {"timeslicing_backup_dir": str(tmp_path / "backups"), "mig_report_dir": str(tmp_path / "reports")}
+    """Variables every run of the scenario gets (like -e @file): backups, change records and reports go
+    to the scenario's folder, never to the repository's reports/."""
+    return {"timeslicing_backup_dir": str(tmp_path / "backups"), "mig_report_dir": str(tmp_path / "reports"),
+            "change_record_dir": str(tmp_path / "change-records")}
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """Which failed requests the session repeats while the control plane restarts: reads while the API
-server does not answer or is not ready, writes only when they never reached it."""
+server does not answer or is not ready, writes when they never reached it or when repeating them
+does nothing more (merge patches, deletes by uid or version)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,16 @@ from gpushare.k8s.session import ApiError, Session, Unreachable, retryable
 ])
 def test_what_is_repeated(method: str, err: ApiError, expected: bool) -> None:
     assert retryable(method, err) is expected
+
+
+@pytest.mark.parametrize(("method", "err", "expected"), [
+    ("PATCH", Unreachable("https://api", "RemoteDisconnected", sent=True), True),
+    ("DELETE", Unreachable("https://api", "read timed out", sent=True), True),
+    ("PATCH", ApiError(503, "Service Unavailable", "not ready"), False),  # answered: the server said no
+    ("DELETE", ApiError(409, "Conflict", "precondition failed"), False),
+])
+def test_a_repeatable_write_is_repeated_when_its_answer_is_lost(method: str, err: ApiError, expected: bool) -> None:
+    assert retryable(method, err, repeatable=True) is expected
 
 
 @pytest.fixture

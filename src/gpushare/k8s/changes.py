@@ -1,17 +1,20 @@
 """An ordered list of changes, applied one by one with the guarantees a runbook step needs:
 nothing is sent when a change would change nothing (so `changed` tells the truth and a re-run
 writes nothing), check mode asks the API server for a dry run (validated, never stored), each
-change shows its before/after for `--diff`, and a failure says which changes were already made."""
+change shows its before/after for `--diff`, and a failure says which changes were already made.
+A write whose answer was lost (the API server restarted under it) is judged by reading the object
+again: carried out, never arrived (sent again), or someone else changed it meanwhile (a failure)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 import yaml
 
 from gpushare.k8s.patch import PatchConflict, json_patch, merge_patch
-from gpushare.k8s.session import ApiError, Session
+from gpushare.k8s.session import ApiError, Session, Unreachable
 
 ACTIONS = ("create", "merge", "json", "replace", "delete", "taint", "untaint")
 VOLATILE_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
@@ -95,31 +98,88 @@ def _explain(err: Exception) -> str:
 
 def _apply(session: Session, change: Change, check_mode: bool) -> Outcome:
     before = session.get(change.kind, change.name, change.namespace)
+
+    def send(request: Callable[[], Any], wanted: dict[str, Any] | None = None) -> Any:
+        return request() if check_mode else _answered(session, change, before, request, _landed(change, wanted))
+
     if change.action == "create":
         if before is not None:
             if change.exists == "keep":
                 return Outcome(change, False, before, before)
             raise ValueError("it already exists and is never overwritten")
-        return Outcome(change, True, None, session.create(change.body, dry_run=check_mode))
+        return Outcome(change, True, None, send(lambda: session.create(change.body, dry_run=check_mode)))
     if change.action == "delete":
         if before is None or _replaced(before, change.preconditions):
             return Outcome(change, False, before, None)
         _check_version(before, change.preconditions)
-        session.delete(change.kind, change.name, change.namespace, change.preconditions or None, dry_run=check_mode)
+        send(lambda: session.delete(change.kind, change.name, change.namespace, change.preconditions or None,
+                                    dry_run=check_mode))
         return Outcome(change, True, before, None)
     if before is None:
         raise ValueError("it does not exist")
     if change.action == "replace":
         _check_version(before, change.preconditions)
-        return Outcome(change, True, before, session.replace(change.body, dry_run=check_mode))
+        return Outcome(change, True, before, send(lambda: session.replace(change.body, dry_run=check_mode)))
     patch, patch_type = change.body, change.action
     if change.action in ("taint", "untaint"):
         patch, patch_type = _taint_ops(before, change.body, add=change.action == "taint"), "json"
     wanted = merge_patch(before, patch) if patch_type == "merge" else json_patch(before, patch)
     if _stored(wanted) == _stored(before):
         return Outcome(change, False, before, before)
-    after = session.patch(change.kind, change.name, patch, change.namespace, patch_type=patch_type, dry_run=check_mode)
+    after = send(lambda: session.patch(change.kind, change.name, patch, change.namespace, patch_type=patch_type,
+                                       dry_run=check_mode), wanted)
     return Outcome(change, True, before, after)
+
+
+def _landed(change: Change, wanted: dict[str, Any] | None) -> Callable[[dict[str, Any] | None], bool]:
+    """How the object, read again, shows that `change` was carried out (`wanted`: a patch's result)."""
+    if change.action == "create":
+        return lambda now: now is not None and _holds(now, change.body)
+    if change.action == "delete":
+        return lambda now: now is None or _replaced(now, change.preconditions) or _terminating(now)
+    if change.action == "replace":
+        return lambda now: now is not None and _holds(now, _unversioned(change.body))
+    if change.action in ("taint", "untaint"):  # a node's other fields change all the time
+        return lambda now: now is not None and not _taint_ops(now, change.body, add=change.action == "taint")
+    return lambda now: now is not None and comparable(_stored(now)) == comparable(_stored(wanted or {}))
+
+
+def _answered(session: Session, change: Change, before: dict[str, Any] | None, request: Callable[[], Any],
+              landed: Callable[[dict[str, Any] | None], bool]) -> Any:
+    """`request`'s answer. When the answer is lost after the request went out, the object read again
+    (the read rides out the restart) tells what happened: the change is there (done), the object is
+    as it was read (the request never arrived: sent once more), or it is neither (a failure naming it)."""
+    try:
+        return request()
+    except Unreachable as err:
+        if not err.sent:
+            raise
+        lost = err
+    now = session.get(change.kind, change.name, change.namespace)
+    if landed(now):
+        return now
+    if comparable(now) == comparable(before):
+        return request()
+    raise ApiError(0, "Unanswered", f"{lost.message}, and {change.title} has changed since it was read, but not as "
+                                    "this change would change it: read it again and re-run")
+
+
+def _holds(obj: dict[str, Any], part: Any) -> bool:
+    """Whether every field of `part` has its value in `obj` (the server adds defaults and metadata)."""
+    if isinstance(part, dict):
+        return isinstance(obj, dict) and all(_holds(obj.get(key), value) for key, value in part.items())
+    if isinstance(part, list):
+        return isinstance(obj, list) and len(obj) == len(part) and all(map(_holds, obj, part))
+    return obj == part
+
+
+def _unversioned(body: dict[str, Any]) -> dict[str, Any]:
+    metadata = {k: v for k, v in (body.get("metadata") or {}).items() if k != "resourceVersion"}
+    return {**body, "metadata": metadata}
+
+
+def _terminating(obj: dict[str, Any]) -> bool:
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
 
 
 def _stored(obj: dict[str, Any]) -> dict[str, Any]:

@@ -19,9 +19,11 @@ from gpushare.k8s.kinds import Kind, kind_of
 
 TIMEOUT = (5, 30)  # connect, read seconds
 # A control-plane restart in a change window (the API server or etcd back within seconds) is ridden
-# out: a read is retried while the server does not answer or is not ready, a write only when the
-# connection was refused (it never reached the server), and any request refused (403) while the
-# server says it is not ready yet (its authorizer has not read RBAC yet), within this window.
+# out: a read is retried while the server does not answer or is not ready; a write when the
+# connection was refused (it never reached the server), or whenever it went unanswered if sending it
+# twice does what sending it once does (`repeatable`); any request refused (403) while the server
+# says it is not ready yet (its authorizer has not read RBAC yet); all within this window. A write
+# that is not repeatable and went unanswered is judged by whoever sent it (see changes.py).
 RETRY_WINDOW_S = 30.0
 READ_RETRY_STATUSES = frozenset({429, 500, 503, 504})
 PATCH_TYPES = {
@@ -52,11 +54,12 @@ class Unreachable(ApiError):
         self.sent = sent
 
 
-def retryable(method: str, err: ApiError) -> bool:
+def retryable(method: str, err: ApiError, repeatable: bool = False) -> bool:
     """Whether repeating the request cannot do anything twice, and may succeed once the control plane
-    is back."""
+    is back. An unanswered request may have been carried out: only a read or a `repeatable` write
+    (its repetition changes nothing more) is sent again."""
     if isinstance(err, Unreachable):
-        return method == "GET" or not err.sent
+        return method == "GET" or not err.sent or repeatable
     return method == "GET" and err.status in READ_RETRY_STATUSES
 
 
@@ -77,14 +80,14 @@ class Session:
 
     # ---- transport -------------------------------------------------------------------------
     def request(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None,
-                content_type: str = "application/json") -> Any:
+                content_type: str = "application/json", repeatable: bool = False) -> Any:
         """One request, repeated (bounded, see RETRY_WINDOW_S) only where `retryable` allows."""
         deadline, delay = time.monotonic() + RETRY_WINDOW_S, 0.25
         while True:
             try:
                 return self._request_once(method, path, body, query, content_type)
             except ApiError as err:
-                if not (retryable(method, err) or err.status == 403 and not self._ready()) \
+                if not (retryable(method, err, repeatable) or err.status == 403 and not self._ready()) \
                         or time.monotonic() + delay > deadline:
                     raise
             time.sleep(delay)
@@ -151,14 +154,18 @@ class Session:
 
     def patch(self, kind: str | Kind, name: str, patch: Any, namespace: str | None = None,
               patch_type: str = "merge", dry_run: bool = False, subresource: str | None = None) -> dict[str, Any]:
+        """A merge patch applied twice leaves the object as applied once: it is sent again when its answer
+        is lost. A JSON patch (it may add to a list) is not."""
         k = _kind(kind)
         return self.request("PATCH", k.path(namespace, name, subresource), body=patch, query=_dry(dry_run),
-                            content_type=PATCH_TYPES[patch_type])
+                            content_type=PATCH_TYPES[patch_type], repeatable=patch_type in ("merge", "strategic"))
 
     def delete(self, kind: str | Kind, name: str, namespace: str | None = None,
                preconditions: dict[str, str] | None = None, dry_run: bool = False,
                grace_period_seconds: int | None = None) -> dict[str, Any] | None:
-        """Delete; None when it was already gone."""
+        """Delete; None when it was already gone. Sent again when its answer is lost only under a uid or
+        resourceVersion precondition: a repetition then finds the object gone (None) and can never
+        delete an object re-created under the same name."""
         k = _kind(kind)
         options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
         if preconditions:
@@ -168,26 +175,32 @@ class Session:
         if dry_run:  # with a body the server reads DeleteOptions from it, never from the query
             options["dryRun"] = ["All"]
         try:
-            return self.request("DELETE", k.path(namespace, name), body=options, query=_dry(dry_run))
+            return self.request("DELETE", k.path(namespace, name), body=options, query=_dry(dry_run),
+                                repeatable=bool(preconditions))
         except ApiError as err:
             if err.status == 404 and not isinstance(err, KindNotServed):
                 return None
             raise
 
-    def evict(self, name: str, namespace: str, dry_run: bool = False,
-              grace_period_seconds: int | None = None) -> None:
-        """Evict a pod through the eviction API (PodDisruptionBudgets apply: 429 when one refuses)."""
+    def evict(self, name: str, namespace: str, dry_run: bool = False, grace_period_seconds: int | None = None,
+              uid: str | None = None) -> None:
+        """Evict a pod through the eviction API (PodDisruptionBudgets apply: 429 when one refuses). With
+        the pod's `uid` it is sent again when its answer is lost: a repetition finds the pod gone (404)
+        or terminating, and never evicts a pod re-created under the same name."""
         options: dict[str, Any] = {}
         if grace_period_seconds is not None:
             options["gracePeriodSeconds"] = grace_period_seconds
+        if uid:
+            options["preconditions"] = {"uid": uid}
         eviction = {"apiVersion": "policy/v1", "kind": "Eviction",
                     "metadata": {"name": name, "namespace": namespace}, "deleteOptions": options}
-        self.request("POST", kind_of("Pod").path(namespace, name, "eviction"), body=eviction, query=_dry(dry_run))
+        self.request("POST", kind_of("Pod").path(namespace, name, "eviction"), body=eviction, query=_dry(dry_run),
+                     repeatable=bool(uid))
 
     def whoami(self) -> str:
         """The user name the API server sees for this session (a SelfSubjectReview persists nothing)."""
         review = self.request("POST", kind_of("SelfSubjectReview").path(), body={
-            "apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+            "apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}, repeatable=True)
         return (((review or {}).get("status") or {}).get("userInfo") or {}).get("username", "")
 
 

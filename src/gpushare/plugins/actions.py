@@ -35,6 +35,9 @@ class KubeAction(ActionBase):
 
     _supports_check_mode = True
     TRANSFERS_FILES = False
+    # Said when the API server stops answering: what a writing step may have done by then (whether the
+    # run changed nothing is the output callback's to say).
+    UNANSWERED = ""
 
     def session(self, task_vars: dict[str, Any]) -> Session:
         kubeconfig = self._templar.template(task_vars.get("gpushare_kubeconfig")) if task_vars.get(
@@ -55,7 +58,7 @@ class KubeAction(ActionBase):
             result.update(failed=True, msg=(
                 f"{err.message}. Check that gpushare_kubeconfig (now "
                 f"{task_vars.get('gpushare_kubeconfig') or 'unset: $KUBECONFIG or ~/.kube/config'}) points at the "
-                "cluster and that its API server is up. Nothing was changed."))
+                f"cluster and that its API server is up. {self.UNANSWERED}").strip())
         except (ApiError, UnknownKind, ValueError) as err:
             result.update(failed=True, msg=str(err))
         return result
@@ -169,6 +172,8 @@ class RestartAction(KubeAction):
     """Restart the config readers (device plugin, GFD) of `nodes`: those on an old template, started
     before `configmap` was last written, or all of them with `force`; then wait for them."""
 
+    UNANSWERED = "Some of the pods may have been deleted (their DaemonSets re-create them); a re-run restarts the rest."
+
     def act(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
         from gpushare.timeslicing.restart import restart_readers  # noqa: PLC0415
 
@@ -207,6 +212,8 @@ class BackupAction(ActionBase):
 class DrainAction(KubeAction):
     """Evict the pods of `nodes` that hold `resources` (default: their shared replicas; see
     gpushare.timeslicing.drain); fails naming what blocks."""
+
+    UNANSWERED = "Some of the pods may have been evicted already; a re-run evicts the rest."
 
     def act(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
         from gpushare.timeslicing.drain import drain  # noqa: PLC0415

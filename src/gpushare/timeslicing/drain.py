@@ -95,12 +95,13 @@ def drain(session: Session, nodes: list[str], timeout_s: float, retry_s: float, 
         pods = _holding_pods(session, nodes, resources)
         for pod in progress.to_evict(pods):
             try:
-                session.evict(pod.name, pod.namespace, dry_run=check_mode, grace_period_seconds=grace_period_s)
+                session.evict(pod.name, pod.namespace, dry_run=check_mode, grace_period_seconds=grace_period_s,
+                              uid=pod.uid)
             except ApiError as err:
                 if err.status == 429:
                     progress.refused_pod(pod, _budget_text(err, pod.namespace))
                     continue
-                if err.status == 404:
+                if err.status in (404, 409):  # gone, or re-created under its name (the next list shows it)
                     continue
                 raise
             progress.evicted_pod(pod)
