@@ -145,3 +145,14 @@ def test_a_last_line_still_being_written_is_not_read_yet(tmp_path: Path) -> None
     with log.open("a") as more:
         more.write('nseComplete", "verb": "patch"}\n')
     assert [e["verb"] for e in read_events(log)] == ["get", "patch"]
+
+
+def test_a_mark_taken_while_a_line_was_being_written_starts_at_the_next_line(tmp_path: Path) -> None:
+    log = tmp_path / "audit.log"
+    first = json.dumps({"stage": "ResponseComplete", "verb": "get"}) + "\n"
+    second = json.dumps({"stage": "ResponseComplete", "verb": "patch"}) + "\n"
+    log.write_text(first + second)
+    assert [e["verb"] for e in read_events(log, len(first))] == ["patch"]  # a mark at a line start
+    assert [e["verb"] for e in read_events(log, len(first) - 3)] == ["patch"]  # inside the line before it
+    assert [e["verb"] for e in read_events(log, 5, len(first))] == []
+    assert read_events(log, len(first) + len(second)) == []

@@ -77,14 +77,17 @@ class Report:
 
 
 def read_events(path: Path, start: int = 0, end: int | None = None) -> list[dict[str, Any]]:
-    """The audit events between byte offsets `start` and `end` of an audit log; a last line the
-    API server is still writing (no newline yet) is not one of them."""
+    """The audit events between byte offsets `start` and `end` of an audit log. An offset taken
+    while the API server was writing a line falls inside it: a line begun before `start` belongs
+    before it, a last line not finished yet (no newline) after `end`."""
     try:
         with path.open("rb") as log:
-            log.seek(start)
-            data = log.read(None if end is None else max(end - start, 0))
+            log.seek(max(start - 1, 0))
+            data = log.read(None if end is None else max(end - start + (start > 0), 0))
     except OSError as err:
         raise AuditError(f"cannot read the audit log {path}: {err.strerror or err}") from None
+    if start > 0:  # data begins with the byte before start: a newline there means start begins a line
+        data = data[data.find(b"\n") + 1:] if b"\n" in data else b""
     events = []
     for number, line in enumerate(data[:data.rfind(b"\n") + 1].splitlines(), 1):
         if not line.strip():
