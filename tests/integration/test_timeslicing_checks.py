@@ -3,16 +3,37 @@ are read by name, and the rest of the fleet only once the targets are as wanted.
 
 from __future__ import annotations
 
+import os
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import pytest
 
+from gpushare.controlplane import StateDir
 from gpushare.k8s.session import Session
+from gpushare.kube import wait_for
 from gpushare.model.node import Node, Pool
-from gpushare.timeslicing.checks import NAMED_READS_MAX, _gpu_nodes, timeslicing_disabled, whole_cards
-from tests.integration.k8s_fixtures import session  # noqa: F401 - fixture
+from gpushare.model.pods import UNSCHEDULABLE
+from gpushare.processes import recorded_pid
+from gpushare.timeslicing.checks import NAMED_READS_MAX, _gpu_nodes, timeslicing_disabled, uncordoned, whole_cards
+from tests.integration.k8s_fixtures import scratch_node, session  # noqa: F401 - fixtures
 from tests.support.cluster import Cluster
 
 pytestmark = pytest.mark.cluster
 POOL = {"label_key": "gpu-mode", "label_value": "shared", "taint": None}
+
+
+@contextmanager
+def paused(cluster: Cluster, component: str) -> Iterator[None]:
+    """The embedded cluster's `component` stopped (SIGSTOP) for the block: a controller lagging behind."""
+    pid = recorded_pid(StateDir(cluster.state_dir).pid_file(component))
+    assert pid, f"{component} is not running"
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
 
 
 def whole_gpu_nodes(session: Session) -> dict[str, Node]:
@@ -50,3 +71,23 @@ def test_the_fleet_is_compared_once_the_targets_are_done(clean_cluster: Cluster,
     pending = expected(target, {bystander.name: changed}, gpus=target.allocatable("nvidia.com/gpu") + 1)
     problems = timeslicing_disabled(session, namespace, pending, "cluster-policy")
     assert problems and all(p.startswith(f"{target.name}:") for p in problems), problems
+
+
+def test_an_uncordoned_node_is_waited_for_until_the_controller_removes_its_cordon_taint(
+        cluster: Cluster, session: Session, scratch_node: str) -> None:  # noqa: F811 - fixture
+    if not cluster.embedded:
+        pytest.skip("pauses the embedded cluster's kube-controller-manager")
+
+    def tainted() -> bool:
+        return UNSCHEDULABLE in Node(session.get("Node", scratch_node) or {}).taints
+
+    session.patch("Node", scratch_node, {"spec": {"unschedulable": True}})
+    wait_for(tainted, 30, f"the node lifecycle controller's taint on cordoned {scratch_node}", interval_s=0.1)
+    assert uncordoned(session, [scratch_node, "no-such-node"]) == []  # cordoned again (or gone): not waited for
+    with paused(cluster, "kube-controller-manager"):
+        session.patch("Node", scratch_node, {"spec": {"unschedulable": None}})
+        problems = uncordoned(session, [scratch_node])
+    assert problems == [f"{scratch_node}: uncordoned, but still tainted {UNSCHEDULABLE} (the node lifecycle controller "
+                        "of kube-controller-manager removes it; until then no pod is scheduled there)"]
+    wait_for(lambda: not tainted(), 30, "the controller, running again, removing the taint", interval_s=0.1)
+    assert uncordoned(session, [scratch_node]) == []

@@ -10,7 +10,7 @@ from gpushare.clock import utc_now
 from gpushare.k8s.session import Session
 from gpushare.model.node import CONFIG_LABEL, GPU, SHARED, Node, Pool, fingerprint_changes
 from gpushare.model.operands import CONFIG_READERS, DEVICE_PLUGIN, Operand, OperandPod
-from gpushare.model.pods import Pod
+from gpushare.model.pods import UNSCHEDULABLE, Pod
 
 STARTING_S = 120
 GPU_PRESENT = "nvidia.com/gpu.present=true"
@@ -223,5 +223,19 @@ def whereabouts(pods: list[dict[str, Any]], evicted: list[dict[str, str]]) -> li
     return lines
 
 
+def uncordoned(session: Session, nodes: list[str]) -> list[str]:
+    """The uncordoned `nodes` take pods again: the node lifecycle controller has removed the taint
+    node.kubernetes.io/unschedulable it keeps on a cordoned node, which the scheduler honours like any
+    other. A node cordoned again since, or deleted, is not this run's to wait for."""
+    problems = []
+    for name in sorted(set(nodes)):
+        raw = session.get("Node", name)
+        node = Node(raw) if raw else None
+        if node and not node.unschedulable and UNSCHEDULABLE in node.taints:
+            problems.append(f"{name}: uncordoned, but still tainted {UNSCHEDULABLE} (the node lifecycle controller "
+                            "of kube-controller-manager removes it; until then no pod is scheduled there)")
+    return problems
+
+
 CHECKS.update({"whole_cards": whole_cards, "timeslicing_disabled": timeslicing_disabled,
-               "scheduler_tried": scheduler_tried})
+               "scheduler_tried": scheduler_tried, "uncordoned": uncordoned})
