@@ -7,7 +7,8 @@ import pytest
 
 from gpushare.k8s.session import Session
 from gpushare.kube import wait_for
-from gpushare.model.operands import Operand, OperandPod, pods_by_node
+from gpushare.model.operands import CONFIG_READERS, Operand, OperandPod, pods_by_node
+from gpushare.timeslicing.restart import restart_readers, stale_pods
 from tests.integration.k8s_fixtures import namespace, session  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.cluster
@@ -22,8 +23,8 @@ def daemonset(node: str) -> dict:
                                            "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}]}}}}
 
 
-def ready_pods(session: Session, namespace: str, node: str) -> list[OperandPod]:
-    pods = pods_by_node(session.list("Pod", namespace), "reader").get(node, [])
+def ready_pods(session: Session, namespace: str, node: str, name: str = "reader") -> list[OperandPod]:
+    pods = pods_by_node(session.list("Pod", namespace), name).get(node, [])
     return [p for p in pods if p.ready]
 
 
@@ -44,3 +45,23 @@ def test_a_pod_is_current_until_the_template_changes(session: Session, namespace
     second = wait_for(lambda: [p for p in ready_pods(session, namespace, node) if p.uid != first.uid], 60,
                       "the DaemonSet to replace its pod")[0]
     assert Operand(session.get("DaemonSet", "reader", namespace)).current(second)
+
+
+def test_restarted_readers_start_after_the_configmap_write_so_a_rerun_restarts_nothing(
+        session: Session, namespace: str) -> None:
+    node = sorted(session.list("Node"), key=lambda n: n["metadata"]["name"])[0]["metadata"]["name"]
+    name = CONFIG_READERS[0]
+    session.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "config", "namespace": namespace},
+                    "data": {"shared": "0"}})
+    session.create({**daemonset(node), "metadata": {"name": name, "namespace": namespace}})
+    wait_for(lambda: ready_pods(session, namespace, node, name), 60, "the DaemonSet's pod to be Ready")
+    # timestamps are whole seconds: written and restarted at once, a pod may start within the write's second
+    for attempt in range(1, 4):
+        session.patch("ConfigMap", "config", {"data": {"shared": str(attempt)}}, namespace)
+        result = restart_readers(session, namespace, [node], "config", force=False, check_mode=False, timeout_s=60)
+        assert result.problems == [] and result.restarted, result
+        configmap = session.get("ConfigMap", "config", namespace)
+        pods = [p for p in ready_pods(session, namespace, node, name) if not p.terminating]
+        assert pods and all(p.sees(configmap) for p in pods), [p.created for p in pods]
+        operands = {name: Operand(session.get("DaemonSet", name, namespace))}
+        assert stale_pods(operands, pods, [node], configmap, force=False) == []

@@ -4,12 +4,13 @@ now. Never a DaemonSet-wide `rollout restart`, which would walk the whole fleet.
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from gpushare.k8s.session import Session
-from gpushare.model.operands import CONFIG_READERS, Operand, OperandPod
+from gpushare.model.operands import CONFIG_READERS, Operand, OperandPod, last_write
 
 
 @dataclass
@@ -35,6 +36,16 @@ def stale_pods(operands: dict[str, Operand], pods: list[OperandPod], nodes: list
     return stale
 
 
+def _past_last_write(configmap: dict[str, Any] | None) -> None:
+    """Wait (a second at most) until the clock is past the second of the ConfigMap's last write:
+    timestamps are whole seconds, so a pod created within that second could not be told from one
+    that read the content before the write, and a re-run would restart it again."""
+    written = last_write(configmap) if configmap else None
+    if written is not None:
+        wait = (written + dt.timedelta(seconds=1) - dt.datetime.now(dt.timezone.utc)).total_seconds()
+        time.sleep(min(max(wait, 0.0), 1.0))
+
+
 def restart_readers(session: Session, namespace: str, nodes: list[str], configmap_name: str, force: bool,
                     check_mode: bool, timeout_s: float, interval_s: float = 1.0) -> RestartResult:
     operands = {d["metadata"]["name"]: Operand(d) for d in session.list("DaemonSet", namespace)
@@ -43,6 +54,8 @@ def restart_readers(session: Session, namespace: str, nodes: list[str], configma
     configmap = session.get("ConfigMap", configmap_name, namespace) if configmap_name else None
     result = RestartResult()
     stale = stale_pods(operands, pods, nodes, configmap, force)
+    if stale and not check_mode:
+        _past_last_write(configmap)
     for pod in stale:
         session.delete("Pod", pod.name, namespace, preconditions={"uid": pod.uid}, dry_run=check_mode)
         result.restarted.setdefault(pod.node, []).append(f"{pod.daemonset}/{pod.name}")
@@ -55,6 +68,11 @@ def restart_readers(session: Session, namespace: str, nodes: list[str], configma
         operands = {d["metadata"]["name"]: Operand(d) for d in session.list("DaemonSet", namespace)
                     if d["metadata"]["name"] in CONFIG_READERS}
         pods = [OperandPod(p) for p in session.pods_on(nodes, namespace) if p["metadata"]["uid"] not in gone]
+        for pod in [p for p in pods if (p.node, p.daemonset) in wanted and not p.terminating and not p.sees(configmap)]:
+            # re-created within the ConfigMap's last second all the same (this machine's clock is ahead)
+            session.delete("Pod", pod.name, namespace, preconditions={"uid": pod.uid})
+            gone.add(pod.uid)
+        pods = [p for p in pods if p.uid not in gone]
         problems = []
         for node, daemonset in sorted(wanted):
             mine = [p for p in pods if p.node == node and p.daemonset == daemonset and not p.terminating]
