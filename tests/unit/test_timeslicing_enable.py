@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from gpushare.k8s.patch import PatchConflict, json_patch, merge_patch
-from gpushare.model.node import Mark, Node
+from gpushare.model.node import Mark, Node, unpacked
 from gpushare.timeslicing.enable import EnablePlan, plan
 from gpushare.timeslicing.records import FieldChange, Record
 from gpushare.timeslicing.state import ClusterState
@@ -82,7 +82,7 @@ def test_the_first_trial_records_then_configures_then_marks_the_node() -> None:
     assert gpu_node.mark == Mark(CONFIGMAP, "shared", 2, "node", result.record, True, True, gpu_node.mark.raw)
 
     assert result.rolls_fleet and result.restart_nodes == ["gpu-node"]
-    assert sorted(result.expected["bystanders"]) == ["gpu-node-2", "gpu-node-mig"]
+    assert sorted(unpacked(result.expected["bystanders"])) == ["gpu-node-2", "gpu-node-mig"]
     assert result.expected["targets"] == {"gpu-node": {"gpus": 1, "pool": True}}
     assert not result.expected["compare_allocatable"]  # the operator's roll dips every node's allocatable
     assert result.lines[-1].endswith("written before the first change")
@@ -393,7 +393,7 @@ def test_cluster_scope_changes_the_default_and_lets_the_operator_roll_every_node
     assert result.restart_nodes == []
     assert sorted(result.expected["targets"]) == list(GPU_NODES)
     assert result.expected["targets"]["gpu-node-2"] == {"gpus": 8, "pool": False}
-    assert result.expected["bystanders"] == {}
+    assert unpacked(result.expected["bystanders"]) == {}
 
 
 def test_cluster_scope_is_refused_while_a_gpu_node_reads_another_config() -> None:

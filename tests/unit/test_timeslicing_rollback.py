@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from gpushare.k8s.patch import PatchConflict, json_patch, merge_patch
-from gpushare.model.node import Node
+from gpushare.model.node import Node, unpacked
 from gpushare.timeslicing.records import FieldChange, Record
 from gpushare.timeslicing.rollback import PHASES, RollbackPlan, RollbackSettings, plan, progress, shared_resources
 from gpushare.timeslicing.state import ClusterState
@@ -456,7 +456,7 @@ def test_a_cluster_wide_rollback_needs_confirmation_and_rolls_every_shared_node(
     assert "(gpu-node, gpu-node-2, gpu-node-mig)" in message and "-e timeslicing_confirm_cluster_scope=true" in message
     confirmed = roll_back(cluster_scope_read(), ["gpu-node"], confirm_cluster_scope=True)
     assert confirmed.refusals == [] and confirmed.nodes == ["gpu-node", "gpu-node-2", "gpu-node-mig"]
-    assert confirmed.expected["bystanders"] == {}
+    assert unpacked(confirmed.expected["bystanders"]) == {}
 
 
 # ---- an explicit backup ----------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpushare.k8s.session import Session
-from gpushare.model.node import MIG_CONFIG, MIG_STATE, Node, fingerprint_changes
+from gpushare.model.node import MIG_CONFIG, MIG_STATE, Node, fingerprint_changes, unpacked
 from gpushare.model.operands import DEVICE_PLUGIN, OperandPod
 
 PAUSED = "paused-for-mig-change"
@@ -71,8 +71,8 @@ def mig_verified(session: Session, namespace: str, expected: dict[str, Any]) -> 
     """Each target shows the plan for the strategy, its GPU clients are deployed as before, its
     device plugin is Ready, and every other GPU node is unchanged in what sharing changes."""
     problems = []
-    targets = sorted(expected["targets"])
-    nodes = _nodes(session, targets + sorted(expected["bystanders"]))
+    targets, bystanders = sorted(expected["targets"]), unpacked(expected["bystanders"])
+    nodes = _nodes(session, targets + sorted(bystanders))
     plugins = {OperandPod(p).node for p in session.pods_on(targets, namespace)
                if OperandPod(p).daemonset == DEVICE_PLUGIN and OperandPod(p).ready}
     for name in targets:
@@ -91,7 +91,7 @@ def mig_verified(session: Session, namespace: str, expected: dict[str, Any]) -> 
                                 + (" (the MIG manager has not restored it)" if now == PAUSED else ""))
         if name not in plugins:
             problems.append(f"{name}: no Ready {DEVICE_PLUGIN} pod")
-    for name, before in sorted(expected["bystanders"].items()):
+    for name, before in sorted(bystanders.items()):
         node = nodes.get(name)
         changes = fingerprint_changes(before, node.fingerprint()) if node else ["the node is gone"]
         if changes:

@@ -18,6 +18,7 @@ from ansible.plugins.action import ActionBase
 from gpushare.k8s.changes import Change, ChangeFailed, apply_changes, diffs
 from gpushare.k8s.kinds import UnknownKind
 from gpushare.k8s.session import ApiError, KindNotServed, Session, Unreachable
+from gpushare.model.node import packed, trimmed
 from gpushare.plugins.checks import CHECKS
 
 
@@ -79,10 +80,28 @@ def _in_missing_namespace(session: Session, spec: dict[str, Any], err: ApiError)
         return False
 
 
+def _shaped(alias: str, spec: dict[str, Any], found: Any) -> Any:
+    """What a read returns of `found` (an object, None or a list): without managedFields (half of a
+    Node's size, never used; a ConfigMap keeps them, its tell of when it was last written), trimmed
+    and packed as `spec` asks."""
+    objects = found if isinstance(found, list) else [found] if found else []
+    if spec.get("trim") and spec["kind"] != "Node":
+        raise ValueError(f"objects.{alias}: trim applies to Nodes only, not {spec['kind']}")
+    for obj in objects:
+        if obj.get("kind") != "ConfigMap":
+            obj.get("metadata", {}).pop("managedFields", None)
+    if spec.get("trim"):
+        objects = [trimmed(obj) for obj in objects]
+        found = objects if isinstance(found, list) else (objects[0] if objects else found)
+    return packed(found) if spec.get("pack") else found
+
+
 class ReadAction(KubeAction):
-    """`objects: {alias: {kind, name?, namespace?, label_selector?, field_selector?}}` ->
+    """`objects: {alias: {kind, name?, namespace?, label_selector?, field_selector?, trim?, pack?}}` ->
     `resources: {alias: object | None | [objects]}`, `not_served: [aliases]`, `caller` {command, user,
-    operator (with whoami)}. Not `invocation`: Ansible drops that key from registered results."""
+    operator (with whoami)}. Not `invocation`: Ansible drops that key from registered results.
+    `trim: true` (Nodes only) keeps of each node what gpushare.model.node.Node reads; `pack: true`
+    returns the objects as one JSON text (gpushare.model.node.packed), for a filter to unpack."""
 
     def act(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
         session = self.session(task_vars)
@@ -110,10 +129,8 @@ class ReadAction(KubeAction):
                     raise
                 # the answer an administrator gets in a namespace that does not exist
                 resources[alias] = None if spec.get("name") else []
-        for alias, found in resources.items():
-            for obj in found if isinstance(found, list) else [found] if found else []:
-                if obj.get("kind") != "ConfigMap":  # a ConfigMap's tell when it was last written (last_write)
-                    obj.get("metadata", {}).pop("managedFields", None)  # half of a Node's size, never used
+        for alias, spec in (args.get("objects") or {}).items():
+            resources[alias] = _shaped(alias, spec, resources[alias])
         who = invocation()
         if args.get("whoami"):
             try:

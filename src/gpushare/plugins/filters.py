@@ -8,38 +8,62 @@ from ansible.template import is_trusted_as_template
 
 from gpushare.clock import utc_now
 from gpushare.k8s import lock
+from gpushare.model.node import unpacked
 from gpushare.table import render_table
 from gpushare.timeslicing import checks, enable, report, rollback
 from gpushare.timeslicing.settings import Settings
 from gpushare.timeslicing.state import ClusterState
 
 
+# Exactly these types carry no Ansible tag (a tagged value is an instance of a subclass), so they
+# are neither trusted templates nor in need of a copy.
+UNTAGGED = frozenset({str, int, float, bool, type(None)})
+
+
 def plain(value: Any) -> Any:
     """Ansible's values as plain Python data (what the models and yaml expect). A string Ansible
     trusts as a template is rendered; the rest is copied as stored, without rendering each value
     through Ansible's lazy containers: on a 500-node read that rendering took most of a run."""
+    if type(value) in UNTAGGED:
+        return value
     non_lazy = getattr(value, "_non_lazy_copy", None)  # ansible-core's lazy dict and list
     raw = non_lazy() if non_lazy is not None else value
     if isinstance(raw, dict):
-        return {str(k): plain(value[k] if is_trusted_as_template(v) else v) for k, v in raw.items()}
+        return {str(k): plain(value[k] if _template(v) else v) for k, v in raw.items()}
     if isinstance(raw, (list, tuple)):
-        return [plain(value[i] if is_trusted_as_template(v) else v) for i, v in enumerate(raw)]
+        return [plain(value[i] if _template(v) else v) for i, v in enumerate(raw)]
     for native in (str, bool, int, float):  # tagged subclasses as the plain type
         if isinstance(raw, native):
             return native(raw)
     return raw
 
 
+def _template(value: Any) -> bool:
+    return type(value) not in UNTAGGED and is_trusted_as_template(value)
+
+
 def _resources(read: dict[str, Any]) -> dict[str, Any]:
     return {**(read.get("resources") or {}), "not_served": read.get("not_served") or []}
 
 
-def timeslicing_enable_plan(read: dict[str, Any], inputs: dict[str, Any], targets: list[str]) -> dict[str, Any]:
-    """The enable runbook's plan (gpushare.timeslicing.enable) from one gpushare_read of the cluster."""
+def timeslicing_enable_plan(read: dict[str, Any], inputs: dict[str, Any], targets: list[str],
+                            fleet: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The enable runbook's plan (gpushare.timeslicing.enable) from one gpushare_read of the cluster.
+    A read whose `nodes` are only the targets, with the nodes that carry a device-plugin config as
+    `configured_nodes`, gives a plan that says `needs_fleet` unless it is decided without the other
+    nodes; `fleet` (a read of every node) then makes the plan again."""
     read, inputs, targets = plain(read), plain(inputs), plain(targets)
-    state = ClusterState.of(_resources(read))
-    who = read.get("caller") or {}
-    return enable.plan(state, Settings.of(inputs), list(targets), who, utc_now()).as_dict()
+    resources = _resources(read)
+    partial = "configured_nodes" in resources and not fleet
+    if fleet:
+        resources["nodes"] = (plain(fleet).get("resources") or {}).get("nodes")
+    elif partial:
+        found = {n["metadata"]["name"]: n for n in [*(unpacked(resources["configured_nodes"]) or []),
+                                                     *(resources.get("nodes") or [])]}
+        resources["nodes"] = list(found.values())
+    settings = Settings.of(inputs)
+    result = enable.plan(ClusterState.of(resources), settings, list(targets), read.get("caller") or {}, utc_now())
+    return {**result.as_dict(), "needs_fleet": partial and not enable.decided_without_fleet(result, settings)}
 
 
 def timeslicing_rollback_plan(read: dict[str, Any], inputs: dict[str, Any], targets: list[str]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from gpushare.clock import utc_now
 from gpushare.k8s.session import Session
-from gpushare.model.node import CONFIG_LABEL, GPU, SHARED, Node, Pool, fingerprint_changes
+from gpushare.model.node import CONFIG_LABEL, GPU, SHARED, Node, Pool, fingerprint_changes, unpacked
 from gpushare.model.operands import CONFIG_READERS, DEVICE_PLUGIN, Operand, OperandPod
 from gpushare.model.pods import UNSCHEDULABLE, Pod
 
@@ -99,9 +99,10 @@ def timeslicing_enabled(session: Session, namespace: str, expected: dict[str, An
 
 
 def _bystanders_unchanged(session: Session, expected: dict[str, Any], pool: Pool) -> list[str]:
-    if not expected["bystanders"]:
+    bystanders = unpacked(expected["bystanders"])
+    if not bystanders:
         return []
-    return bystander_problems(_gpu_nodes(session), expected["bystanders"], pool, expected["compare_allocatable"],
+    return bystander_problems(_gpu_nodes(session), bystanders, pool, expected["compare_allocatable"],
                               expected["compare_schedulable"])
 
 

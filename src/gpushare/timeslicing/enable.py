@@ -9,7 +9,7 @@ from typing import Any
 
 from gpushare import device_plugin_config as dpc
 from gpushare.k8s.patch import escape, pointer, resolve
-from gpushare.model.node import CONFIG_LABEL, MARK, Mark, Node
+from gpushare.model.node import CONFIG_LABEL, MARK, Mark, Node, packed
 from gpushare.model.operands import CONFIG_READERS, DRIVER
 from gpushare.model.taints import tolerated
 from gpushare.timeslicing.records import FieldChange, Intent, Record, new_record, record_name, state_patch, stamp
@@ -337,6 +337,14 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
     return result
 
 
+def decided_without_fleet(result: EnablePlan, settings: Settings) -> bool:
+    """Whether a plan made from the targets and the nodes with a device-plugin config label is the
+    plan: one that writes nothing, refuses nothing and has node scope. Every other node counts only
+    for a change (its fingerprint for the verify, the users of a key or of the default, the fleet's
+    size) or for the refusal of a cluster-scope run."""
+    return settings.scope == "node" and not result.writes and not result.refusals
+
+
 def field_ops(obj: dict[str, Any], changes: list[FieldChange]) -> list[dict[str, Any]]:
     """JSON-patch operations that make each change only if the field still holds its `before` value
     (a `test` first), creating missing parent objects on the way."""
@@ -389,7 +397,7 @@ def _expected(state: ClusterState, settings: Settings, affected: list[str], targ
         "targets": {n: {"gpus": state.nodes[n].gpus, "pool": n in set(targets)} for n in affected},
         "replicas": sharing.replicas, "rename": sharing.rename_by_default,
         "pool": settings.pool.as_dict(), "scope": settings.scope, "key": settings.key,
-        "bystanders": {n.name: n.fingerprint(settings.pool) for n in state.gpu_nodes if n.name not in set(affected)},
+        "bystanders": packed({n.name: n.fingerprint(settings.pool) for n in state.gpu_nodes if n.name not in set(affected)}),
         "compare_allocatable": not rolls_fleet, "compare_schedulable": not upgrades,
     }
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpushare.k8s import lock
-from gpushare.model.node import Node
+from gpushare.model.node import Node, unpacked
 from gpushare.model.operands import CONFIG_READERS, DEVICE_PLUGIN, Operand, OperandPod
 from gpushare.timeslicing.records import Record
 
@@ -29,14 +29,14 @@ class ClusterState:
 
     @classmethod
     def of(cls, read: dict[str, Any]) -> ClusterState:
-        """From a `gpushare_read` result with keys namespace, clusterpolicy, nodes, configmaps,
-        daemonsets, pods, lease (missing kinds come as None)."""
+        """From a `gpushare_read` result with keys namespace, clusterpolicy, nodes (packed or not),
+        configmaps, daemonsets, pods, lease (missing kinds come as None)."""
         configmaps = {c["metadata"]["name"]: c for c in read.get("configmaps") or []}
         return cls(
             namespace_exists=bool(read.get("namespace")),
             clusterpolicy=read.get("clusterpolicy"),
             clusterpolicy_served="clusterpolicy" not in (read.get("not_served") or []),
-            nodes={n["metadata"]["name"]: Node(n) for n in read.get("nodes") or []},
+            nodes={n["metadata"]["name"]: Node(n) for n in unpacked(read.get("nodes")) or []},
             configmaps=configmaps,
             operands={d["metadata"]["name"]: Operand(d) for d in read.get("daemonsets") or []},
             pods=[OperandPod(p) for p in read.get("pods") or []],
