@@ -95,13 +95,17 @@ def test_make_demo_prints_the_readme_next_commands() -> None:
     assert printed[0].startswith("source .venv/bin/activate")
 
 
+# Inputs the runbook roles pass to gpu_operator's entry points, never an operator.
+ROLE_TO_ROLE = {"gpu_operator_lock_plan", "gpu_operator_uncordon_changes"}
+
+
 def spec_options() -> dict[str, object]:
     """Every documented input of every role (argument specs), with its default."""
     found: dict[str, object] = {}
     for spec in sorted(REPO.glob("roles/*/meta/argument_specs.yml")):
         for entry in yaml.safe_load(spec.read_text())["argument_specs"].values():
             for name, option in (entry.get("options") or {}).items():
-                if not name.startswith("_") and name != "gpu_operator_lock_plan":
+                if not name.startswith("_") and name not in ROLE_TO_ROLE:
                     found[name] = option.get("default")
     return found
 
