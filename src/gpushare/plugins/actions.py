@@ -20,6 +20,7 @@ from gpushare.k8s.kinds import UnknownKind
 from gpushare.k8s.session import ApiError, KindNotServed, Session, Unreachable
 from gpushare.model.node import packed, trimmed
 from gpushare.plugins.checks import CHECKS
+from gpushare.polling import pauses
 
 
 def invocation() -> dict[str, str]:
@@ -163,7 +164,8 @@ class ApplyAction(KubeAction):
 
 
 class WaitAction(KubeAction):
-    """`check: <name>` with `args`, polled every `interval` seconds for at most `timeout` seconds.
+    """`check: <name>` with `args`, polled for at most `timeout` seconds (gpushare.polling: quickly at
+    first, then every `interval` seconds).
     Returns `problems` (empty: done); on timeout fails naming what is still wrong, plus `advice`."""
 
     def act(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
@@ -172,13 +174,13 @@ class WaitAction(KubeAction):
             raise ValueError(f"unknown check {name!r}: one of {', '.join(sorted(CHECKS))}")
         timeout, interval = float(args.get("timeout", 120)), float(args.get("interval", 2))
         session = self.session(task_vars)
-        started = time.monotonic()
+        started, pause = time.monotonic(), pauses(interval)
         while True:
             problems = CHECKS[name](session, **(args.get("args") or {}))
             waited = time.monotonic() - started
             if not problems or waited >= timeout:
                 break
-            time.sleep(min(interval, max(timeout - waited, 0.1)))
+            time.sleep(min(next(pause), max(timeout - waited, 0.1)))
         result: dict[str, Any] = {"changed": False, "problems": problems, "waited": round(waited, 1)}
         if problems and not args.get("report_only"):
             result.update(failed=True, msg=f"After {timeout:.0f} s: {'; '.join(problems)}. {args.get('advice', '')}".strip())

@@ -13,6 +13,7 @@ from typing import Any
 from gpushare.k8s.session import ApiError, Session
 from gpushare.model.node import Node
 from gpushare.model.pods import Pod
+from gpushare.polling import pauses
 from gpushare.timeslicing.rollback import _workload, shared_resources
 
 BUDGET = re.compile(r"disruption budget (\S+)")
@@ -90,7 +91,7 @@ def drain(session: Session, nodes: list[str], timeout_s: float, retry_s: float, 
     """Evict the non-DaemonSet pods of `nodes` that hold any of `resources` (None: the node's shares)."""
     what = "a shared replica" if resources is None else f"one of {', '.join(resources)}"
     progress = DrainProgress()
-    deadline = time.monotonic() + timeout_s
+    deadline, pause = time.monotonic() + timeout_s, pauses(min(retry_s, 1.0))
     while True:
         pods = _holding_pods(session, nodes, resources)
         for pod in progress.to_evict(pods):
@@ -110,7 +111,7 @@ def drain(session: Session, nodes: list[str], timeout_s: float, retry_s: float, 
         if time.monotonic() >= deadline:
             progress.timed_out(pods, timeout_s, what)
             return progress.result
-        time.sleep(retry_s if progress.refused else min(retry_s, 1.0))
+        time.sleep(retry_s if progress.refused else next(pause))
 
 
 def _budget_text(err: ApiError, namespace: str) -> str:

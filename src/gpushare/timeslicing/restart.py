@@ -11,6 +11,7 @@ from typing import Any
 
 from gpushare.k8s.session import Session
 from gpushare.model.operands import CONFIG_READERS, Operand, OperandPod, last_write
+from gpushare.polling import pauses
 
 
 @dataclass
@@ -63,7 +64,7 @@ def restart_readers(session: Session, namespace: str, nodes: list[str], configma
         return result
     gone = {p.uid for p in stale}
     wanted = {(p.node, p.daemonset) for p in stale}
-    deadline = time.monotonic() + timeout_s
+    deadline, pause = time.monotonic() + timeout_s, pauses(interval_s)
     while True:
         operands = {d["metadata"]["name"]: Operand(d) for d in session.list("DaemonSet", namespace)
                     if d["metadata"]["name"] in CONFIG_READERS}
@@ -82,4 +83,4 @@ def restart_readers(session: Session, namespace: str, nodes: list[str], configma
         if not problems or time.monotonic() >= deadline:
             result.problems = problems
             return result
-        time.sleep(interval_s)
+        time.sleep(next(pause))
