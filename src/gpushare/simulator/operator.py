@@ -188,13 +188,16 @@ class Operator:
         name = node["metadata"]["name"]
         labels = node["metadata"].get("labels") or {}
         annotations = node["metadata"].get("annotations") or {}
-        on_node = self.sim.pods_on(name)
+        state = labels.get(upgrade.STATE_LABEL, "")
+        # As in ApplyState, a node's pods are looked at only in the states that act on them: on a large
+        # fleet this pass runs on every node event.
+        on_node = self.sim.pods_on(name) if state in (upgrade.POD_DELETION, upgrade.VALIDATION) else []
         validators = [p for p in on_node if (p["metadata"].get("labels") or {}).get("app") == operands.VALIDATOR]
         timeout = float(cp.section(policy, "podDeletion").get("timeoutSeconds") or 300)
         started = self.eviction_started.get(name)
         return upgrade.NodeUpgrade(
             name=name,
-            state=labels.get(upgrade.STATE_LABEL, ""),
+            state=state,
             unschedulable=bool(node["spec"].get("unschedulable")),
             ready=any(c.get("type") == "Ready" and c.get("status") == "True" for c in node.get("status", {}).get("conditions") or []),
             driver_in_sync=(driver_pod["metadata"].get("labels") or {}).get("controller-revision-hash") == revision,

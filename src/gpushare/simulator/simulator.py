@@ -60,6 +60,7 @@ class Simulator:
         self.rejected: dict[str, Obj] = {}
         self._index_lock = threading.Lock()
         self._pods_by_node: dict[str, dict[str, Obj]] = defaultdict(dict)
+        self._pods_by_app: dict[str, dict[str, Obj]] = defaultdict(dict)  # this namespace's pods, by app label
         ns = namespace
         self.policies = Informer(rest, f"/apis/{cp.GROUP}/{cp.VERSION}/{cp.PLURAL}", name_key, self._policy_changed)
         self.daemonsets = Informer(rest, f"/apis/apps/v1/namespaces/{ns}/daemonsets", name_key, self._daemonset_changed)
@@ -79,8 +80,12 @@ class Simulator:
                                          and p["metadata"].get("namespace") == self.namespace]
 
     def pods_of(self, app: str) -> list[Obj]:
-        return [p for p in self.pods.items()
-                if p["metadata"].get("namespace") == self.namespace and (p["metadata"].get("labels") or {}).get("app") == app]
+        with self._index_lock:
+            return list(self._pods_by_app.get(app, {}).values())
+
+    def _app_of(self, pod: Obj) -> str | None:
+        meta = pod["metadata"]
+        return (meta.get("labels") or {}).get("app") if meta.get("namespace") == self.namespace else None
 
     def operand_pod(self, node: str, app: str) -> Obj | None:
         """The live (not terminating) pod of an operand DaemonSet on a node."""
@@ -148,6 +153,10 @@ class Simulator:
                 self._pods_by_node[old["spec"]["nodeName"]].pop(key, None)
             if new is not None and node:
                 self._pods_by_node[node][key] = new
+            if old is not None and (old_app := self._app_of(old)):
+                self._pods_by_app[old_app].pop(key, None)
+            if new is not None and (new_app := self._app_of(new)):
+                self._pods_by_app[new_app][key] = new
         if new is None:
             self.agent.forget(uid)
             self.admitted.discard(uid)

@@ -34,9 +34,9 @@ class NodeUpgrade:
     driver_in_sync: bool  # the driver pod's controller-revision-hash is the DaemonSet's current one
     driver_ready: bool  # Running with every container ready
     driver_terminating: bool
-    gpu_pods: int  # pods still using the node's GPUs (terminating ones included)
+    gpu_pods: int  # pods still using the node's GPUs (terminating ones included); counted in POD_DELETION only
     eviction_timed_out: bool
-    validator_ready: bool
+    validator_ready: bool  # read in VALIDATION only
     initial_unschedulable: bool  # INITIAL_STATE_ANNOTATION present
     skip: bool
     requested: bool
