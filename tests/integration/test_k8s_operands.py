@@ -3,6 +3,8 @@ current template until the template changes, whatever else of the DaemonSet's sp
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from gpushare.k8s.session import Session
@@ -65,3 +67,31 @@ def test_restarted_readers_start_after_the_configmap_write_so_a_rerun_restarts_n
         assert pods and all(p.sees(configmap) for p in pods), [p.created for p in pods]
         operands = {name: Operand(session.get("DaemonSet", name, namespace))}
         assert stale_pods(operands, pods, [node], configmap, force=False) == []
+
+
+def test_a_reader_its_daemonset_is_replacing_is_waited_for(session: Session, namespace: str) -> None:
+    """The operator's roll (a new template) has deleted the node's reader, which is still terminating:
+    nothing is stale to delete, and the restart waits for the DaemonSet's replacement all the same."""
+    node = sorted(session.list("Node"), key=lambda n: n["metadata"]["name"])[0]["metadata"]["name"]
+    name = CONFIG_READERS[0]
+    session.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "config", "namespace": namespace},
+                    "data": {"shared": "0"}})
+    session.create({**daemonset(node), "metadata": {"name": name, "namespace": namespace}})
+    old = wait_for(lambda: ready_pods(session, namespace, node, name), 60, "the DaemonSet's pod to be Ready")[0]
+    finalizer = "gpushare.test/hold"
+    session.patch("Pod", old.name, {"metadata": {"finalizers": [finalizer]}}, namespace)
+    session.patch("DaemonSet", name, {"spec": {"template": {"metadata": {"labels": {"app": "reader", "rev": "2"}}}}},
+                  namespace)
+    wait_for(lambda: (pod := session.get("Pod", old.name, namespace)) and "deletionTimestamp" in pod["metadata"], 60,
+             "the DaemonSet controller to delete the old pod")
+    released = threading.Timer(1.0, lambda: session.patch("Pod", old.name, {"metadata": {"finalizers": None}}, namespace))
+    released.start()
+    try:
+        result = restart_readers(session, namespace, [node], "config", force=False, check_mode=False, timeout_s=60)
+    finally:
+        released.join()
+    assert result.problems == [] and result.restarted == {}, result
+    operand = Operand(session.get("DaemonSet", name, namespace))
+    configmap = session.get("ConfigMap", "config", namespace)
+    pods = [p for p in ready_pods(session, namespace, node, name) if not p.terminating]
+    assert [p.uid for p in pods] != [old.uid] and pods and all(operand.current(p) and p.sees(configmap) for p in pods)

@@ -108,6 +108,11 @@ class Operand:
     def template(self) -> dict[str, Any]:
         return ((self.raw.get("spec") or {}).get("template") or {}).get("spec") or {}
 
+    def selects(self, labels: dict[str, str]) -> bool:
+        """Whether the template's nodeSelector picks a node with these labels (the operator's DaemonSets
+        select their nodes by label: nvidia.com/gpu.deploy.<operand>=true)."""
+        return all(labels.get(k) == v for k, v in (self.template.get("nodeSelector") or {}).items())
+
     def mounts(self, configmap: str) -> bool:
         return any((v.get("configMap") or {}).get("name") == configmap for v in self.template.get("volumes") or [])
 

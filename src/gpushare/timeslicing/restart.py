@@ -49,6 +49,9 @@ def _past_last_write(configmap: dict[str, Any] | None) -> None:
 
 def restart_readers(session: Session, namespace: str, nodes: list[str], configmap_name: str, force: bool,
                     check_mode: bool, timeout_s: float, interval_s: float = 1.0) -> RestartResult:
+    """Delete the stale readers of `nodes`, then wait until every reader their DaemonSets run there
+    (those deleted, and those a roll of the operator's is replacing) runs the current template, Ready,
+    started after the ConfigMap's last write."""
     operands = {d["metadata"]["name"]: Operand(d) for d in session.list("DaemonSet", namespace)
                 if d["metadata"]["name"] in CONFIG_READERS}
     pods = [OperandPod(p) for p in session.pods_on(nodes, namespace)]
@@ -60,18 +63,21 @@ def restart_readers(session: Session, namespace: str, nodes: list[str], configma
     for pod in stale:
         session.delete("Pod", pod.name, namespace, preconditions={"uid": pod.uid}, dry_run=check_mode)
         result.restarted.setdefault(pod.node, []).append(f"{pod.daemonset}/{pod.name}")
-    if check_mode or not stale:
+    if check_mode:
         return result
     gone = {p.uid for p in stale}
-    wanted = {(p.node, p.daemonset) for p in stale}
+    wanted = {(p.node, p.daemonset) for p in stale} | {
+        (name, daemonset) for name in nodes if (node := session.get("Node", name)) is not None
+        for daemonset, operand in operands.items() if operand.selects(node["metadata"].get("labels") or {})}
     deadline, pause = time.monotonic() + timeout_s, pauses(interval_s)
     while True:
-        operands = {d["metadata"]["name"]: Operand(d) for d in session.list("DaemonSet", namespace)
-                    if d["metadata"]["name"] in CONFIG_READERS}
         pods = [OperandPod(p) for p in session.pods_on(nodes, namespace) if p["metadata"]["uid"] not in gone]
-        for pod in [p for p in pods if (p.node, p.daemonset) in wanted and not p.terminating and not p.sees(configmap)]:
-            # re-created within the ConfigMap's last second all the same (this machine's clock is ahead)
+        late = [p for p in pods if (p.node, p.daemonset) in wanted and not p.terminating and not p.sees(configmap)]
+        if late:  # re-created within the second of the ConfigMap's last write: it cannot be told from a stale one
+            _past_last_write(configmap)
+        for pod in late:
             session.delete("Pod", pod.name, namespace, preconditions={"uid": pod.uid})
+            result.restarted.setdefault(pod.node, []).append(f"{pod.daemonset}/{pod.name}")
             gone.add(pod.uid)
         pods = [p for p in pods if p.uid not in gone]
         problems = []
@@ -84,3 +90,5 @@ def restart_readers(session: Session, namespace: str, nodes: list[str], configma
             result.problems = problems
             return result
         time.sleep(next(pause))
+        operands = {d["metadata"]["name"]: Operand(d) for d in session.list("DaemonSet", namespace)
+                    if d["metadata"]["name"] in CONFIG_READERS}
