@@ -49,24 +49,24 @@ def test_a_pod_is_current_until_the_template_changes(session: Session, namespace
     assert Operand(session.get("DaemonSet", "reader", namespace)).current(second)
 
 
-def test_restarted_readers_start_after_the_configmap_write_so_a_rerun_restarts_nothing(
-        session: Session, namespace: str) -> None:
+def test_the_restarted_readers_are_named_so_a_rerun_restarts_nothing(session: Session, namespace: str) -> None:
     node = sorted(session.list("Node"), key=lambda n: n["metadata"]["name"])[0]["metadata"]["name"]
     name = CONFIG_READERS[0]
     session.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "config", "namespace": namespace},
                     "data": {"shared": "0"}})
     session.create({**daemonset(node), "metadata": {"name": name, "namespace": namespace}})
     wait_for(lambda: ready_pods(session, namespace, node, name), 60, "the DaemonSet's pod to be Ready")
-    # timestamps are whole seconds: written and restarted at once, a pod may start within the write's second
+    # timestamps are whole seconds: written and restarted at once, a pod may start within the write's
+    # second, where only the restart's result can tell it from one that started before the write
     for attempt in range(1, 4):
-        session.patch("ConfigMap", "config", {"data": {"shared": str(attempt)}}, namespace)
+        written = session.patch("ConfigMap", "config", {"data": {"shared": str(attempt)}}, namespace)
         result = restart_readers(session, namespace, [node], "config", force=False, check_mode=False, timeout_s=60)
         assert result.problems == [] and result.restarted, result
-        configmap = session.get("ConfigMap", "config", namespace)
+        assert result.configmap_version == written["metadata"]["resourceVersion"]
         pods = [p for p in ready_pods(session, namespace, node, name) if not p.terminating]
-        assert pods and all(p.sees(configmap) for p in pods), [p.created for p in pods]
+        assert pods and sorted(p.uid for p in pods) == result.readers
         operands = {name: Operand(session.get("DaemonSet", name, namespace))}
-        assert stale_pods(operands, pods, [node], configmap, force=False) == []
+        assert stale_pods(operands, pods, [node], written, force=False, started_after=result.readers) == []
 
 
 def test_a_reader_its_daemonset_is_replacing_is_waited_for(session: Session, namespace: str) -> None:
@@ -94,4 +94,5 @@ def test_a_reader_its_daemonset_is_replacing_is_waited_for(session: Session, nam
     operand = Operand(session.get("DaemonSet", name, namespace))
     configmap = session.get("ConfigMap", "config", namespace)
     pods = [p for p in ready_pods(session, namespace, node, name) if not p.terminating]
-    assert [p.uid for p in pods] != [old.uid] and pods and all(operand.current(p) and p.sees(configmap) for p in pods)
+    assert [p.uid for p in pods] != [old.uid] and pods and all(operand.current(p) for p in pods)
+    assert result.readers == sorted(p.uid for p in pods) and all(p.sees(configmap, result.readers) for p in pods)

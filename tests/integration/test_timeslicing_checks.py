@@ -16,6 +16,7 @@ from gpushare.kube import wait_for
 from gpushare.model.node import Node, Pool
 from gpushare.model.pods import UNSCHEDULABLE
 from gpushare.processes import recorded_pid
+from gpushare.timeslicing import checks
 from gpushare.timeslicing.checks import NAMED_READS_MAX, _gpu_nodes, timeslicing_disabled, uncordoned, whole_cards
 from tests.integration.k8s_fixtures import scratch_node, session  # noqa: F401 - fixtures
 from tests.support.cluster import Cluster
@@ -91,3 +92,36 @@ def test_an_uncordoned_node_is_waited_for_until_the_controller_removes_its_cordo
                         "of kube-controller-manager removes it; until then no pod is scheduled there)"]
     wait_for(lambda: not tainted(), 30, "the controller, running again, removing the taint", interval_s=0.1)
     assert uncordoned(session, [scratch_node]) == []
+
+
+def test_a_bystander_written_since_the_plans_read_is_found_without_reading_the_fleet(
+        clean_cluster: Cluster, session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    nodes = whole_gpu_nodes(session)
+    if len(nodes) < 2:
+        pytest.skip("needs two GPU nodes with whole cards")
+    target, bystander = sorted(nodes)[:2]
+    fleet, since = session.listing("Node", label_selector="nvidia.com/gpu.present=true")
+    read = {n["metadata"]["name"]: Node(n) for n in fleet}
+    pool = Pool.of(POOL)
+    plan = {**expected(read[target], {n: node.fingerprint(pool) for n, node in read.items() if n != target}),
+            "since": since, "versions": {target: read[target].resource_version}}
+    fleet_reads = []
+    original = checks._gpu_nodes
+    monkeypatch.setattr(checks, "_gpu_nodes", lambda s, names=None: fleet_reads.append(names) or original(s, names))
+    mark = "gpushare.io/watch-test"
+    try:
+        # what a run does after its read: it writes to its target; someone else changes a bystander
+        session.patch("Node", bystander, {"metadata": {"labels": {POOL["label_key"]: POOL["label_value"]}}})
+        session.patch("Node", target, {"metadata": {"annotations": {mark: "written"}}})
+        namespace = clean_cluster.operator_namespace
+        assert timeslicing_disabled(session, namespace, plan, "cluster-policy") == [
+            f"{bystander} (not targeted): labels {POOL['label_key']} (none) -> {POOL['label_value']}"]
+        assert None not in fleet_reads, "the fleet was read again"
+        # the read's version beyond the API server's watch history: the fleet is read, with the same verdict
+        fleet_reads.clear()
+        assert timeslicing_disabled(session, namespace, {**plan, "since": "1"}, "cluster-policy") == [
+            f"{bystander} (not targeted): labels {POOL['label_key']} (none) -> {POOL['label_value']}"]
+        assert None in fleet_reads
+    finally:
+        session.patch("Node", bystander, {"metadata": {"labels": {POOL["label_key"]: None}}})
+        session.patch("Node", target, {"metadata": {"annotations": {mark: None}}})

@@ -14,6 +14,7 @@ import yaml
 from gpushare.k8s.patch import PatchConflict, json_patch, merge_patch
 from gpushare.model.node import Mark, Node, unpacked
 from gpushare.timeslicing.enable import EnablePlan, plan
+from gpushare.timeslicing import records
 from gpushare.timeslicing.records import FieldChange, Record
 from gpushare.timeslicing.state import ClusterState
 from tests.unit.cluster_objects import (ASSET_TOLERATION, CONFIGMAP, NOW, POOL_TAINT, clusterpolicy, configmap,
@@ -517,6 +518,27 @@ def test_only_readers_that_cannot_see_the_configmap_or_run_an_old_template_resta
     result = enable(cluster, ["gpu-node", "gpu-node-2"])
     assert result.restart_nodes == ["gpu-node-2"]
     assert Record.of(result.changes["record"][0]["body"]).intent.nodes == ["gpu-node-2"]
+
+
+def test_readers_started_within_the_second_of_the_write_restart_unless_a_complete_run_names_them() -> None:
+    cluster = enabled_read(shared=("gpu-node", "gpu-node-2"))
+    written = cluster["configmaps"][0]["metadata"]["managedFields"][0]["time"]
+    same_second = [p for p in cluster["pods"] if p["spec"]["nodeName"] == "gpu-node-2"]
+    for pod in same_second:
+        pod["metadata"]["creationTimestamp"] = written  # re-created at once: before or after the write?
+    assert enable(cluster, ["gpu-node", "gpu-node-2"]).restart_nodes == ["gpu-node-2"]
+
+    uids = [p["metadata"]["uid"] for p in same_second]
+    version = cluster["configmaps"][0]["metadata"]["resourceVersion"]
+    record = cluster["configmaps"][1]
+    record["data"].update(records.readers_patch(CONFIGMAP, {"readers": uids, "configmap_version": version})["data"])
+    result = enable(cluster, ["gpu-node", "gpu-node-2"])
+    assert result.restart_nodes == [] and not result.writes and result.started_after == sorted(uids)
+    # named at another version of the ConfigMap (written again since), or by a run not complete: not known
+    for state, named in (("complete", "1"), ("in-progress", version)):
+        record["data"].update(records.readers_patch(CONFIGMAP, {"readers": uids, "configmap_version": named})["data"])
+        record["metadata"]["annotations"]["gpushare.io/state"] = state
+        assert enable(cluster, ["gpu-node", "gpu-node-2"]).restart_nodes == ["gpu-node-2"]
 
 
 def test_the_operators_own_configmap_gets_the_key_and_keeps_its_default() -> None:

@@ -88,3 +88,17 @@ def test_a_read_keeps_of_a_node_what_the_model_reads() -> None:
     assert set(kept["metadata"]) <= set(FIELDS["metadata"]) and "labels" in kept["metadata"]
     assert set(kept["status"]) == {"capacity", "allocatable"} and set(kept["spec"]) <= set(FIELDS["spec"])
     assert unpacked(packed([kept])) == [kept]
+
+
+def test_the_verify_watches_the_nodes_from_the_read_its_fingerprints_come_from() -> None:
+    cluster = enabled_read()  # prepared: a second trial node is a label change and its pods' restart
+    fleet = {**fleet_read(cluster), "versions": {"nodes": "1234"}}
+    plan = filters.timeslicing_enable_plan(first_read(cluster, ["gpu-node-2"]), INPUTS, ["gpu-node-2"], fleet)
+    expected = plan["expected"]
+    assert plan["writes"] and expected["since"] == "1234" and expected["versions"] == {"gpu-node-2": "305"}
+    assert sorted(unpacked(expected["bystanders"])) == ["gpu-node", "gpu-node-mig"]
+    # a first trial rolls the operator's DaemonSets over every node: its verify lists them all again
+    cluster = read()
+    fleet = {**fleet_read(cluster), "versions": {"nodes": "1234"}}
+    plan = filters.timeslicing_enable_plan(first_read(cluster, ["gpu-node"]), INPUTS, ["gpu-node"], fleet)
+    assert plan["rolls_fleet"] and plan["expected"]["since"] == ""

@@ -7,7 +7,8 @@ import re
 
 import yaml
 
-from gpushare.timeslicing.records import FieldChange, Intent, Record, new_record, record_name, state_patch
+from gpushare.plugins import filters
+from gpushare.timeslicing.records import FieldChange, Intent, Record, new_record, readers_patch, record_name, state_patch
 from tests.unit.cluster_objects import NAMESPACE, NOW, clusterpolicy, configmap, managed_configmap
 
 INTENT = Intent("enable-timeslicing", ["gpu-node", "gpu-node-2"],
@@ -79,3 +80,31 @@ def test_what_an_intent_says_to_the_operator() -> None:
     assert keys.describe() == "ConfigMap time-slicing-config keys shared"
     assert Intent("enable-timeslicing").describe() == "nothing at the cluster level"
     assert Intent.of(yaml.safe_load(yaml.safe_dump(INTENT.as_dict()))) == INTENT
+
+
+def test_the_readers_a_run_restarted_are_known_at_the_configmap_version_they_read() -> None:
+    body = new_record("r", NAMESPACE, INTENT, None, NOW, {})
+    body["data"].update(readers_patch("time-slicing-config", {"readers": ["uid-b", "uid-a"], "configmap_version": "465"})
+                        ["data"])
+    record = Record.of(body)
+    assert record.started_after("time-slicing-config", "465") == ["uid-a", "uid-b"]
+    assert record.started_after("time-slicing-config", "466") == []  # written again since
+    assert record.started_after("other-config", "465") == []
+    assert Record.of(new_record("r", NAMESPACE, INTENT, None, NOW, {})).started_after("time-slicing-config", "465") == []
+    for damaged in ("{not json", '["uid-a"]', '{"configmap": "time-slicing-config", "resourceVersion": "465"}'):
+        body["data"]["readers.json"] = damaged
+        assert Record.of(body).started_after("time-slicing-config", "465") == [], damaged
+
+
+def test_the_run_is_marked_complete_with_the_readers_its_restart_left_running() -> None:
+    finish = [{"action": "merge", "kind": "ConfigMap", "name": "r", "namespace": NAMESPACE,
+               "body": state_patch("complete", NOW), "why": "mark this run complete"}]
+    restarted = {"restarted": {"gpu-node": ["nvidia-device-plugin-daemonset/p"]}, "readers": ["uid-a"],
+                 "configmap_version": "465", "problems": []}
+    [change] = filters.timeslicing_with_readers(finish, restarted, "time-slicing-config")
+    assert change["body"]["metadata"] == finish[0]["body"]["metadata"]
+    body = new_record("r", NAMESPACE, INTENT, None, NOW, {})
+    body["data"].update(change["body"]["data"])
+    assert Record.of(body).started_after("time-slicing-config", "465") == ["uid-a"]
+    # no restart in this run (Ansible's result of a skipped task): the record names none
+    assert filters.timeslicing_with_readers(finish, {"skipped": True, "changed": False}, "time-slicing-config") == finish

@@ -83,12 +83,15 @@ def test_bystanders_are_compared_on_what_sharing_changes() -> None:
               "gpu-node-3": Node(node("gpu-node-3", 2)).fingerprint(pool)}
     rolling = node("gpu-node-mig", 4)
     rolling["status"]["allocatable"]["nvidia.com/gpu"] = "0"
-    now = {"gpu-node-2": Node(node("gpu-node-2", 8, taints=[POOL_TAINT])), "gpu-node-mig": Node(rolling)}
+    now = {"gpu-node-2": Node(node("gpu-node-2", 8, taints=[POOL_TAINT])), "gpu-node-mig": Node(rolling),
+           "gpu-node-3": None, "gpu-node": Node(node("gpu-node", 1, taints=[POOL_TAINT]))}
     assert checks.bystander_problems(now, before, pool, compare_allocatable=False) == [
         "gpu-node-2 (not targeted): taints [] -> ['nvidia.com/gpu=shared:NoSchedule']",
         "gpu-node-3 (not targeted): not a GPU node any more"]
     assert "gpu-node-mig (not targeted): allocatable nvidia.com/gpu 4 -> 0" in checks.bystander_problems(
         now, before, pool, compare_allocatable=True)
+    # what a watch did not show changed is as it was; a node that is no bystander (the target) is not compared
+    assert checks.bystander_problems({"gpu-node": now["gpu-node"]}, before, pool, compare_allocatable=True) == []
 
 
 def test_where_the_evicted_workloads_went() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -133,10 +134,48 @@ class Session:
 
     def list(self, kind: str | Kind, namespace: str | None = None, label_selector: str | None = None,
              field_selector: str | None = None) -> list[dict[str, Any]]:
+        return self.listing(kind, namespace, label_selector, field_selector)[0]
+
+    def listing(self, kind: str | Kind, namespace: str | None = None, label_selector: str | None = None,
+                field_selector: str | None = None) -> tuple[list[dict[str, Any]], str]:
+        """The items and the list's resourceVersion: the snapshot they were read at, from which a
+        watch gives every change since."""
         k = _kind(kind)
         result = self.request("GET", k.path(namespace), query={
-            "labelSelector": label_selector, "fieldSelector": field_selector})
-        return [_with_kind(item, k) for item in (result or {}).get("items") or []]
+            "labelSelector": label_selector, "fieldSelector": field_selector}) or {}
+        version = str((result.get("metadata") or {}).get("resourceVersion") or "")
+        return [_with_kind(item, k) for item in result.get("items") or []], version
+
+    def watch(self, kind: str | Kind, since: str, label_selector: str | None = None,
+              timeout_s: int = 10) -> Iterator[dict[str, Any]]:
+        """The watch events (`{"type", "object"}`) of `kind` after resourceVersion `since`, in the
+        order they happened, for at most `timeout_s` seconds. Not retried: a caller that cannot
+        tell what changed reads everything instead."""
+        k = _kind(kind)
+        query = {"watch": "true", "resourceVersion": since, "labelSelector": label_selector,
+                 "timeoutSeconds": timeout_s}
+        url_path = k.path() + "?" + urlencode({key: v for key, v in query.items() if v not in (None, "")})
+        _, url, headers, _, _ = self.api.param_serialize("GET", url_path, header_params={"Accept": "application/json"},
+                                                         auth_settings=["BearerToken"])
+        try:
+            response = self.api.call_api("GET", url, header_params=headers,
+                                         _request_timeout=(TIMEOUT[0], timeout_s + TIMEOUT[0])).response
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            raise Unreachable(self.server, _reason(err), sent=not _refused(err)) from None
+        except client.ApiException as err:
+            raise _api_error(err.status or 0, err.reason or "", err.body) from None
+        try:
+            if not 200 <= response.status <= 299:
+                raise _api_error(response.status, response.reason or "", response.data)
+            buffer = b""
+            for chunk in response.stream(amt=None, decode_content=True):
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                yield from (json.loads(line) for line in lines if line.strip())
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            raise Unreachable(self.server, _reason(err)) from None
+        finally:
+            response.close()  # a watch left early still streams: its connection is not reused
 
     def pods_on(self, nodes: list[str], namespace: str | None = None) -> list[dict[str, Any]]:
         """The pods of some nodes only (one field-selected list per node: cheap on a large fleet)."""

@@ -8,8 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from gpushare.k8s.session import Session
-from gpushare.model.node import MIG_CONFIG, MIG_STATE, Node, fingerprint_changes, unpacked
+from gpushare.model.node import MIG_CONFIG, MIG_STATE, Node, unpacked
 from gpushare.model.operands import DEVICE_PLUGIN, OperandPod
+from gpushare.timeslicing.checks import bystander_problems, bystanders_now
 
 PAUSED = "paused-for-mig-change"
 MIG_MANAGER = "nvidia-mig-manager"
@@ -72,7 +73,7 @@ def mig_verified(session: Session, namespace: str, expected: dict[str, Any]) -> 
     device plugin is Ready, and every other GPU node is unchanged in what sharing changes."""
     problems = []
     targets, bystanders = sorted(expected["targets"]), unpacked(expected["bystanders"])
-    nodes = _nodes(session, targets + sorted(bystanders))
+    nodes = _nodes(session, targets)
     plugins = {OperandPod(p).node for p in session.pods_on(targets, namespace)
                if OperandPod(p).daemonset == DEVICE_PLUGIN and OperandPod(p).ready}
     for name in targets:
@@ -91,12 +92,10 @@ def mig_verified(session: Session, namespace: str, expected: dict[str, Any]) -> 
                                 + (" (the MIG manager has not restored it)" if now == PAUSED else ""))
         if name not in plugins:
             problems.append(f"{name}: no Ready {DEVICE_PLUGIN} pod")
-    for name, before in sorted(bystanders.items()):
-        node = nodes.get(name)
-        changes = fingerprint_changes(before, node.fingerprint()) if node else ["the node is gone"]
-        if changes:
-            problems.append(f"{name} (not targeted): {'; '.join(changes)}")
-    return problems
+    if problems or not bystanders:  # every other GPU node is compared once the targets are done
+        return problems
+    return bystander_problems(bystanders_now(session, expected, nodes, bystanders), bystanders, None,
+                              compare_allocatable=True)
 
 
 CHECKS = {"mig_settled": mig_settled, "mig_applied": mig_applied, "mig_verified": mig_verified}

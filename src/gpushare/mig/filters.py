@@ -8,14 +8,14 @@ from typing import Any
 from gpushare.clock import stamp, utc_now
 from gpushare.mig import plan, report
 from gpushare.mig.settings import MigSettings
-from gpushare.plugins.filters import plain
+from gpushare.plugins.filters import plain, read_resources
 from gpushare.timeslicing.state import ClusterState
 
 
 def mig_plan(read: dict[str, Any], runbook: str, inputs: dict[str, Any], targets: list[str]) -> dict[str, Any]:
     """The plan of enable-mig or rollback-mig from one gpushare_read of the cluster."""
     read, inputs, targets = plain(read), plain(inputs), plain(targets)
-    resources = {**(read.get("resources") or {}), "not_served": read.get("not_served") or []}
+    resources = read_resources(read)
     return plan.plan(ClusterState.of(resources), resources.get("pods_on_targets") or [],
                      MigSettings.of(str(runbook), inputs), list(targets), read.get("caller") or {},
                      utc_now()).as_dict()

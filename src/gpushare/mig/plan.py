@@ -16,7 +16,7 @@ from gpushare.mig.fit import WHOLE, Fit, fit, smallest_fit
 from gpushare.mig.hardware import GpuModel, Profile, model
 from gpushare.mig.settings import ENABLE, MARK, NOTHING, ROLLBACK, RUNBOOKS, Mark, MigSettings
 from gpushare.mig_parted_config import MigConfigError, MigConfigSpec, parse_configs
-from gpushare.model.node import CORDONED_BY, GPU, MIG_CONFIG, MIG_STATE, Node, packed
+from gpushare.model.node import CORDONED_BY, GPU, MIG_CONFIG, MIG_STATE, Node
 from gpushare.model.pods import Pod
 from gpushare.timeslicing.records import Intent, new_record, record_name, state_patch
 from gpushare.timeslicing.rollback import _workload
@@ -291,7 +291,7 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: MigSettings,
                              "product": product_label(p.product, p.after, strategy),
                              "deploy": {k: v for k, v in state.nodes[p.name].deploy_labels.items() if v != PAUSED}}
                     for p in plans},
-        "bystanders": packed({n.name: n.fingerprint() for n in state.gpu_nodes if n.name not in result.nodes}),
+        **state.bystanders(result.nodes),
     }
     result.before = {p.name: facts(state.nodes[p.name]) for p in plans}
     result.lines = _lines(state, settings, strategy, plans, result)

@@ -125,6 +125,10 @@ class Node:
         return self.raw["metadata"]["name"]
 
     @property
+    def resource_version(self) -> str:
+        return str(self.raw["metadata"].get("resourceVersion") or "")
+
+    @property
     def labels(self) -> dict[str, str]:
         return dict(self.raw["metadata"].get("labels") or {})
 

@@ -5,6 +5,7 @@ config ConfigMap as it is now."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,11 +68,13 @@ class OperandPod:
     def created(self) -> dt.datetime | None:
         return parse_time(self.raw["metadata"].get("creationTimestamp"))
 
-    def sees(self, configmap: dict[str, Any] | None) -> bool:
+    def sees(self, configmap: dict[str, Any] | None, started_after: Collection[str] = ()) -> bool:
         """The pod mounted the ConfigMap after its last write (a running pod sees a change only once
-        the kubelet refreshes the volume, which a runbook cannot observe)."""
+        the kubelet refreshes the volume, which a runbook cannot observe): it was created in a later
+        second, or it is one of `started_after`, the pods a restart saw start after that very write
+        (timestamps are whole seconds: the write's own second cannot tell)."""
         written = last_write(configmap) if configmap else None
-        return written is None or (self.created is not None and self.created > written)
+        return written is None or (self.created is not None and self.created > written) or self.uid in started_after
 
     def problem(self) -> str:
         """Why the pod is not Ready, in the words kubectl would show."""

@@ -99,14 +99,16 @@ def _shaped(alias: str, spec: dict[str, Any], found: Any) -> Any:
 
 class ReadAction(KubeAction):
     """`objects: {alias: {kind, name?, namespace?, label_selector?, field_selector?, trim?, pack?}}` ->
-    `resources: {alias: object | None | [objects]}`, `not_served: [aliases]`, `caller` {command, user,
-    operator (with whoami)}. Not `invocation`: Ansible drops that key from registered results.
+    `resources: {alias: object | None | [objects]}`, `versions: {alias: resourceVersion}` of the reads
+    that are one list (a watch from it gives every change since), `not_served: [aliases]`, `caller`
+    {command, user, operator (with whoami)}. Not `invocation`: Ansible drops that key from registered results.
     `trim: true` (Nodes only) keeps of each node what gpushare.model.node.Node reads; `pack: true`
     returns the objects as one JSON text (gpushare.model.node.packed), for a filter to unpack."""
 
     def act(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
         session = self.session(task_vars)
         resources: dict[str, Any] = {}
+        versions: dict[str, str] = {}  # alias -> resourceVersion of a read that is one list
         not_served = []
         for alias, spec in (args.get("objects") or {}).items():
             try:
@@ -120,8 +122,8 @@ class ReadAction(KubeAction):
                     resources[alias] = [item for namespace in spec["namespaces"] for item in
                                         session.list(spec["kind"], namespace, spec.get("label_selector"))]
                 else:
-                    resources[alias] = session.list(spec["kind"], spec.get("namespace"), spec.get("label_selector"),
-                                                    spec.get("field_selector"))
+                    resources[alias], versions[alias] = session.listing(
+                        spec["kind"], spec.get("namespace"), spec.get("label_selector"), spec.get("field_selector"))
             except KindNotServed:
                 resources[alias] = None
                 not_served.append(alias)
@@ -138,8 +140,8 @@ class ReadAction(KubeAction):
                 who["operator"] = f"{who['user']} as {session.whoami()}"
             except ApiError:
                 who["operator"] = who["user"]
-        return {"changed": False, "resources": resources, "not_served": not_served, "caller": who,
-                "server": session.server}
+        return {"changed": False, "resources": resources, "versions": versions, "not_served": not_served,
+                "caller": who, "server": session.server}
 
 
 class ApplyAction(KubeAction):
@@ -189,7 +191,9 @@ class WaitAction(KubeAction):
 
 class RestartAction(KubeAction):
     """Restart the config readers (device plugin, GFD) of `nodes`: those on an old template, started
-    before `configmap` was last written, or all of them with `force`; then wait for them."""
+    before `configmap` was last written (but for the pod uids `started_after` names), or all of them
+    with `force`; then wait for them. Returns the readers running at the end (`readers`, each started
+    after the ConfigMap's write at `configmap_version`)."""
 
     UNANSWERED = "Some of the pods may have been deleted (their DaemonSets re-create them); a re-run restarts the rest."
 
@@ -199,7 +203,8 @@ class RestartAction(KubeAction):
         session = self.session(task_vars)
         outcome = restart_readers(session, args["namespace"], list(args.get("nodes") or []),
                                   args.get("configmap") or "", bool(args.get("force")),
-                                  bool(self._task.check_mode), float(args.get("timeout", 120)))
+                                  bool(self._task.check_mode), float(args.get("timeout", 120)),
+                                  started_after=frozenset(args.get("started_after") or ()))
         result: dict[str, Any] = {"changed": bool(outcome.restarted), **outcome.as_dict()}
         if outcome.problems:
             result.update(failed=True, msg=(

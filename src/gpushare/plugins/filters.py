@@ -10,7 +10,7 @@ from gpushare.clock import utc_now
 from gpushare.k8s import lock
 from gpushare.model.node import unpacked
 from gpushare.table import render_table
-from gpushare.timeslicing import checks, enable, report, rollback
+from gpushare.timeslicing import checks, enable, records, report, rollback
 from gpushare.timeslicing.settings import Settings
 from gpushare.timeslicing.state import ClusterState
 
@@ -42,8 +42,10 @@ def _template(value: Any) -> bool:
     return type(value) not in UNTAGGED and is_trusted_as_template(value)
 
 
-def _resources(read: dict[str, Any]) -> dict[str, Any]:
-    return {**(read.get("resources") or {}), "not_served": read.get("not_served") or []}
+def read_resources(read: dict[str, Any]) -> dict[str, Any]:
+    """What a gpushare_read of a phase found, as ClusterState.of takes it."""
+    return {**(read.get("resources") or {}), "not_served": read.get("not_served") or [],
+            "nodes_version": (read.get("versions") or {}).get("nodes", "")}
 
 
 def timeslicing_enable_plan(read: dict[str, Any], inputs: dict[str, Any], targets: list[str],
@@ -53,10 +55,12 @@ def timeslicing_enable_plan(read: dict[str, Any], inputs: dict[str, Any], target
     `configured_nodes`, gives a plan that says `needs_fleet` unless it is decided without the other
     nodes; `fleet` (a read of every node) then makes the plan again."""
     read, inputs, targets = plain(read), plain(inputs), plain(targets)
-    resources = _resources(read)
+    resources = read_resources(read)
     partial = "configured_nodes" in resources and not fleet
     if fleet:
-        resources["nodes"] = (plain(fleet).get("resources") or {}).get("nodes")
+        fleet = plain(fleet)
+        resources["nodes"] = (fleet.get("resources") or {}).get("nodes")
+        resources["nodes_version"] = (fleet.get("versions") or {}).get("nodes", "")
     elif partial:
         found = {n["metadata"]["name"]: n for n in [*(unpacked(resources["configured_nodes"]) or []),
                                                      *(resources.get("nodes") or [])]}
@@ -66,10 +70,20 @@ def timeslicing_enable_plan(read: dict[str, Any], inputs: dict[str, Any], target
     return {**result.as_dict(), "needs_fleet": partial and not enable.decided_without_fleet(result, settings)}
 
 
+def timeslicing_with_readers(changes: list[dict[str, Any]], restarted: dict[str, Any], configmap: str) -> list[dict[str, Any]]:
+    """The run record's changes, naming the readers the run's restart left running (when it ran)."""
+    changes, restarted = plain(changes), plain(restarted)
+    if not changes or "readers" not in (restarted or {}):
+        return changes
+    first = changes[0]
+    body = {**first["body"], **records.readers_patch(str(configmap), restarted)}
+    return [{**first, "body": body}, *changes[1:]]
+
+
 def timeslicing_rollback_plan(read: dict[str, Any], inputs: dict[str, Any], targets: list[str]) -> dict[str, Any]:
     """The rollback runbook's plan (gpushare.timeslicing.rollback) from one gpushare_read of the cluster."""
     read, inputs, targets = plain(read), plain(inputs), plain(targets)
-    resources = _resources(read)
+    resources = read_resources(read)
     state = ClusterState.of(resources)
     settings = rollback.RollbackSettings.of(inputs)
     return rollback.plan(state, resources.get("pods_on_targets") or [], settings, list(targets),
@@ -128,6 +142,7 @@ def text_table(rows: list[list[Any]], headers: list[str]) -> str:
 
 FILTERS = {
     "timeslicing_enable_plan": timeslicing_enable_plan,
+    "timeslicing_with_readers": timeslicing_with_readers,
     "timeslicing_rollback_plan": timeslicing_rollback_plan,
     "timeslicing_rollback_report": timeslicing_rollback_report,
     "timeslicing_rollback_progress": timeslicing_rollback_progress,

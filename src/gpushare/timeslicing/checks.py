@@ -8,6 +8,7 @@ from typing import Any
 
 from gpushare.clock import utc_now
 from gpushare.k8s.session import Session
+from gpushare.k8s.watch import changed_since
 from gpushare.model.node import CONFIG_LABEL, GPU, SHARED, Node, Pool, fingerprint_changes, unpacked
 from gpushare.model.operands import CONFIG_READERS, DEVICE_PLUGIN, Operand, OperandPod
 from gpushare.model.pods import UNSCHEDULABLE, Pod
@@ -50,11 +51,15 @@ def _reader_problems(session: Session, namespace: str, nodes: list[str]) -> list
     return problems
 
 
-def bystander_problems(nodes: dict[str, Node], bystanders: dict[str, Any], pool: Pool,
+def bystander_problems(nodes: dict[str, Node | None], bystanders: dict[str, Any], pool: Pool | None,
                        compare_allocatable: bool, compare_schedulable: bool = True) -> list[str]:
+    """The bystanders (name -> fingerprint before the run) among `nodes` (name -> the node now, None
+    when it is no GPU node any more) that sharing changed; a bystander `nodes` leaves out is unchanged."""
     problems = []
-    for name, before in sorted(bystanders.items()):
-        node = nodes.get(name)
+    for name, node in sorted(nodes.items()):
+        before = bystanders.get(name)
+        if before is None:  # a target, or a node that joined since
+            continue
         if node is None:
             problems.append(f"{name} (not targeted): not a GPU node any more")
             continue
@@ -95,15 +100,32 @@ def timeslicing_enabled(session: Session, namespace: str, expected: dict[str, An
                                "present"))
         problems += [f"{name}: {what} is {got!r}, expected {wanted!r}" for what, got, wanted in checks if got != wanted]
     problems += _reader_problems(session, namespace, sorted(expected["targets"]))
-    return problems or _bystanders_unchanged(session, expected, pool)
+    return problems or _bystanders_unchanged(session, expected, pool, nodes)
 
 
-def _bystanders_unchanged(session: Session, expected: dict[str, Any], pool: Pool) -> list[str]:
+def _bystanders_unchanged(session: Session, expected: dict[str, Any], pool: Pool, nodes: dict[str, Node]) -> list[str]:
+    """`nodes`: the targets as just read (with many targets, every GPU node)."""
     bystanders = unpacked(expected["bystanders"])
     if not bystanders:
         return []
-    return bystander_problems(_gpu_nodes(session), bystanders, pool, expected["compare_allocatable"],
-                              expected["compare_schedulable"])
+    now = ({name: nodes.get(name) for name in bystanders} if len(expected["targets"]) > NAMED_READS_MAX
+           else bystanders_now(session, expected, nodes, bystanders))
+    return bystander_problems(now, bystanders, pool, expected["compare_allocatable"], expected["compare_schedulable"])
+
+
+def bystanders_now(session: Session, expected: dict[str, Any], targets: dict[str, Node],
+                   bystanders: dict[str, Any]) -> dict[str, Node | None]:
+    """The bystanders that may have changed since the plan's read (`expected["since"]`), as they are
+    now: those a watch from that read shows changed, up to the `targets` as just read (each written
+    since), when the API server can say; else every bystander, read again."""
+    before = expected.get("versions") or {}
+    seen_at = {name: node.resource_version for name, node in targets.items()
+               if before.get(name) not in (None, node.resource_version)}
+    changed = changed_since(session, "Node", str(expected.get("since") or ""), GPU_PRESENT, seen_at)
+    if changed is not None:
+        return {name: Node(raw) if raw else None for name, raw in changed.items()}
+    fleet = _gpu_nodes(session)
+    return {name: fleet.get(name) for name in bystanders}
 
 
 def operator_rendered(session: Session, namespace: str, configmap: str, mounted: bool) -> list[str]:
@@ -195,7 +217,7 @@ def timeslicing_disabled(session: Session, namespace: str, expected: dict[str, A
             if resolve(policy, path, None) != value:
                 problems.append(f"ClusterPolicy {path.removeprefix('/spec/')} is {resolve(policy, path, None)!r}, "
                                 f"expected {value!r}")
-    return problems or _bystanders_unchanged(session, expected, pool)
+    return problems or _bystanders_unchanged(session, expected, pool, nodes)
 
 
 def scheduler_tried(session: Session, evicted: list[dict[str, str]]) -> list[str]:

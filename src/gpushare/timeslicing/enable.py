@@ -9,7 +9,7 @@ from typing import Any
 
 from gpushare import device_plugin_config as dpc
 from gpushare.k8s.patch import escape, pointer, resolve
-from gpushare.model.node import CONFIG_LABEL, MARK, Mark, Node, packed
+from gpushare.model.node import CONFIG_LABEL, MARK, Mark, Node
 from gpushare.model.operands import CONFIG_READERS, DRIVER
 from gpushare.model.taints import tolerated
 from gpushare.timeslicing.records import FieldChange, Intent, Record, new_record, record_name, state_patch, stamp
@@ -32,6 +32,7 @@ class EnablePlan:
     lines: list[str] = field(default_factory=list)
     changes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     restart_nodes: list[str] = field(default_factory=list)
+    started_after: list[str] = field(default_factory=list)  # reader pods that read the ConfigMap as it is
     rolls_fleet: bool = False
     record: str = ""
     backup_file: str = ""  # where the ClusterPolicy goes on the control machine before it changes
@@ -43,7 +44,8 @@ class EnablePlan:
 
     def as_dict(self) -> dict[str, Any]:
         return {"refusals": self.refusals, "interrupted": self.interrupted, "notes": self.notes, "lines": self.lines,
-                "changes": self.changes, "restart_nodes": self.restart_nodes, "rolls_fleet": self.rolls_fleet,
+                "changes": self.changes, "restart_nodes": self.restart_nodes, "started_after": self.started_after,
+                "rolls_fleet": self.rolls_fleet,
                 "record": self.record, "backup_file": self.backup_file, "expected": self.expected,
                 "writes": self.writes}
 
@@ -291,15 +293,17 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
             changing_nodes.append(name)
         node_changes += changes
     # Pods read the ConfigMap as mounted: a node may use a key its pods can see.
+    started_after = state.started_after(settings.configmap)
     if configmap_changes or rolls_fleet:
         restart = [n for n in affected if n in set(targets) or settings.scope == "cluster"]
     else:
-        restart = [n for n in affected if any(not pod.sees(cm) or not state.operands[pod.daemonset].current(pod)
+        restart = [n for n in affected if any(not pod.sees(cm, started_after) or not state.operands[pod.daemonset].current(pod)
                                               for pod in state.pods if pod.node == n and pod.daemonset in readers
                                               and pod.daemonset in state.operands)]
     if rolls_fleet and settings.scope == "cluster":
         restart = []  # the operator's roll restarts every node's readers from the new template
     result.restart_nodes = sorted(restart)
+    result.started_after = sorted(started_after) if not configmap_changes else []
     result.rolls_fleet = rolls_fleet or operand_roll
     result.record = record
     stamp_now = now.strftime("%Y%m%dT%H%M%SZ")
@@ -397,7 +401,7 @@ def _expected(state: ClusterState, settings: Settings, affected: list[str], targ
         "targets": {n: {"gpus": state.nodes[n].gpus, "pool": n in set(targets)} for n in affected},
         "replicas": sharing.replicas, "rename": sharing.rename_by_default,
         "pool": settings.pool.as_dict(), "scope": settings.scope, "key": settings.key,
-        "bystanders": packed({n.name: n.fingerprint(settings.pool) for n in state.gpu_nodes if n.name not in set(affected)}),
+        **state.bystanders(affected, settings.pool, rolls_fleet),
         "compare_allocatable": not rolls_fleet, "compare_schedulable": not upgrades,
     }
 

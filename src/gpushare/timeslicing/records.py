@@ -22,6 +22,9 @@ STATE = "gpushare.io/state"
 STARTED = "gpushare.io/started-at"
 FINISHED = "gpushare.io/finished-at"
 BACKUP_FILE = "gpushare.io/backup-file"  # the ClusterPolicy backup file on the control machine that ran it
+# The config readers a run restarted, each started after the config ConfigMap's write at a version:
+# {"configmap", "resourceVersion", "pods": [uid]}.
+READERS = "readers.json"
 STATES = ("in-progress", "complete", "rolled-back")
 PREFIX = "gpushare-run-"
 # libyaml's parser where PyYAML has it (eight times faster): every run reads every record, and each
@@ -93,6 +96,7 @@ class Record:
     backup_text: str = ""  # the ClusterPolicy backup as written, parsed only when asked for
     intent_valid: bool = True
     backup_file: str = ""
+    readers: dict[str, Any] = field(default_factory=dict)
 
     @staticmethod
     def is_record(configmap: dict[str, Any]) -> bool:
@@ -110,7 +114,12 @@ class Record:
             intent, intent_valid = Intent(runbook), False
         return cls(metadata["name"], runbook, annotations.get(STATE, "in-progress"), annotations.get(STARTED, ""),
                    annotations.get(FINISHED, ""), intent, str(data.get("clusterpolicy.yaml") or ""), intent_valid,
-                   annotations.get(BACKUP_FILE, ""))
+                   annotations.get(BACKUP_FILE, ""), _readers(data.get(READERS)))
+
+    def started_after(self, configmap: str, version: str) -> list[str]:
+        """The readers this run restarted after the write of `configmap` at `version`, if it did."""
+        same = self.readers.get("configmap") == configmap and self.readers.get("resourceVersion") == version
+        return list(self.readers.get("pods") or []) if same and version else []
 
     @functools.cached_property
     def _backup(self) -> tuple[bool, dict[str, Any] | None]:
@@ -145,6 +154,26 @@ class Record:
             if self.backup_file:
                 backup += f" and file {self.backup_file} on the machine that ran it"
         return f"record {self.name}, started {self.started}, it was changing {self.intent.describe()}; {backup}."
+
+
+def _readers(text: Any) -> dict[str, Any]:
+    """The readers a record names; nothing when it names none or cannot be read (a pod it does not
+    name is judged by its creation time)."""
+    try:
+        readers = json.loads(text) if text else {}
+    except (ValueError, TypeError):
+        return {}
+    if not isinstance(readers, dict) or not isinstance(readers.get("pods"), list):
+        return {}
+    return {"configmap": str(readers.get("configmap") or ""), "resourceVersion": str(readers.get("resourceVersion") or ""),
+            "pods": [str(uid) for uid in readers["pods"]]}
+
+
+def readers_patch(configmap: str, restarted: dict[str, Any]) -> dict[str, Any]:
+    """The record's data naming the readers a restart left running (`restarted`: its result)."""
+    readers = {"configmap": configmap, "resourceVersion": restarted.get("configmap_version") or "",
+               "pods": sorted(restarted.get("readers") or [])}
+    return {"data": {READERS: json.dumps(readers, sort_keys=True)}}
 
 
 def record_name(runbook: str, moment: dt.datetime) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from gpushare.k8s.patch import json_patch, resolve
-from gpushare.model.node import CONFIG_LABEL, CORDONED_BY, MARK, Node, Pool, packed
+from gpushare.model.node import CONFIG_LABEL, CORDONED_BY, MARK, Node, Pool
 from gpushare.model.pods import UNSCHEDULABLE, Pod
 from gpushare.timeslicing.enable import (CONFIG, CONFIG_NAME, RUNBOOK as ENABLE, TOLERATIONS, driver_upgrades,
                                          field_ops, operator_roll)
@@ -282,7 +282,7 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
     result.expected = {
         "targets": {n: {"gpus": state.nodes[n].gpus or 0} for n in rolled},
         "pool": settings.pool.as_dict(), "keys": sorted(keys),
-        "bystanders": packed({n.name: n.fingerprint(settings.pool) for n in state.gpu_nodes if n.name not in rolled}),
+        **state.bystanders(rolled, settings.pool, result.rolls_fleet),
         "compare_allocatable": not result.rolls_fleet, "compare_schedulable": not driver_upgrades(state, restore_ops),
         "clusterpolicy": {c.path: c.after for c in restore_ops},
     }

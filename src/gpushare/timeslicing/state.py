@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpushare.k8s import lock
-from gpushare.model.node import Node, unpacked
+from gpushare.model.node import Node, Pool, packed, unpacked
 from gpushare.model.operands import CONFIG_READERS, DEVICE_PLUGIN, Operand, OperandPod
 from gpushare.timeslicing.records import Record
 
@@ -26,11 +26,12 @@ class ClusterState:
     lease: dict[str, Any] | None
     records: list[Record] = field(default_factory=list)
     plugin_namespaces: list[str] = field(default_factory=list)  # where a device-plugin DaemonSet runs
+    nodes_version: str = ""  # the resourceVersion `nodes` were listed at ("": read otherwise)
 
     @classmethod
     def of(cls, read: dict[str, Any]) -> ClusterState:
         """From a `gpushare_read` result with keys namespace, clusterpolicy, nodes (packed or not),
-        configmaps, daemonsets, pods, lease (missing kinds come as None)."""
+        configmaps, daemonsets, pods, lease (missing kinds come as None), and nodes_version."""
         configmaps = {c["metadata"]["name"]: c for c in read.get("configmaps") or []}
         return cls(
             namespace_exists=bool(read.get("namespace")),
@@ -43,6 +44,7 @@ class ClusterState:
             lease=read.get("lease"),
             records=sorted((Record.of(c) for c in configmaps.values() if Record.is_record(c)), key=lambda r: r.name),
             plugin_namespaces=sorted({d["metadata"]["namespace"] for d in read.get("plugin_anywhere") or []}),
+            nodes_version=str(read.get("nodes_version") or ""),
         )
 
     @property
@@ -75,6 +77,16 @@ class ClusterState:
     def gpu_nodes(self) -> list[Node]:
         return sorted((n for n in self.nodes.values() if n.gpu_present), key=lambda n: n.name)
 
+    def bystanders(self, targets: list[str], pool: Pool | None = None, rolls_fleet: bool = False) -> dict[str, Any]:
+        """What a verify compares the GPU nodes but `targets` with (packed: their fingerprints), and
+        where a watch of what changed since starts: the resourceVersion of this read and the targets'
+        resourceVersions in it. Not for a run the operator's roll follows: every node changes then,
+        and one list of them is less than the watch's events."""
+        chosen = set(targets)
+        return {"bystanders": packed({n.name: n.fingerprint(pool) for n in self.gpu_nodes if n.name not in chosen}),
+                "since": "" if rolls_fleet else self.nodes_version,
+                "versions": {name: self.nodes[name].resource_version for name in sorted(chosen) if name in self.nodes}}
+
     def config_readers(self) -> list[Operand]:
         """The operand DaemonSets that read the device-plugin config, as the operator rendered them."""
         return [self.operands[name] for name in CONFIG_READERS if name in self.operands]
@@ -92,6 +104,12 @@ class ClusterState:
     def managed_keys(self, name: str) -> list[str]:
         annotations = ((self.configmaps.get(name) or {}).get("metadata") or {}).get("annotations") or {}
         return [k for k in (annotations.get("gpushare.io/managed-keys") or "").split(",") if k]
+
+    def started_after(self, name: str) -> frozenset[str]:
+        """The config-reader pods that complete runs restarted after ConfigMap `name` was last
+        written (they named it at its current resourceVersion)."""
+        version = ((self.configmaps.get(name) or {}).get("metadata") or {}).get("resourceVersion", "")
+        return frozenset(uid for r in self.records if r.state == "complete" for uid in r.started_after(name, version))
 
     def interrupted(self, runbook: str | None = None) -> list[Record]:
         return [r for r in self.records if r.state == "in-progress" and (runbook is None or r.runbook == runbook)]
