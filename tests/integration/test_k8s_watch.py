@@ -21,7 +21,7 @@ def version(obj: dict) -> str:
 
 
 def test_a_watch_from_a_list_gives_what_changed_since(session: Session, scratch_node: str) -> None:  # noqa: F811
-    selector = f"{LABEL}"
+    selector = LABEL
     session.patch("Node", scratch_node, {"metadata": {"labels": {LABEL: "before"}}})
     try:
         items, since = session.listing("Node", label_selector=selector)

@@ -7,7 +7,7 @@ import pytest
 
 from gpushare.clock import parse_time
 from gpushare.model.operands import Operand, OperandPod, last_write, pods_by_node
-from gpushare.timeslicing.restart import stale_pods
+from gpushare.timeslicing.restart import stale_pods, trusted_readers
 from tests.unit.cluster_objects import configmap, daemonset, operand_pod, workload_pod
 
 PLUGIN = "nvidia-device-plugin-daemonset"
@@ -117,3 +117,16 @@ def test_stale_readers_of_some_nodes() -> None:
         ("gpu-node", PLUGIN), ("gpu-node", "gpu-feature-discovery")]
     assert [p.node for p in stale_pods(operands, pods, ["gpu-node-2"], cm, force=True)] == ["gpu-node-2"] * 2
     assert stale_pods(operands, pods, ["cpu-node"], cm, force=True) == []
+
+
+def test_readers_a_run_named_are_trusted_only_at_the_configmap_version_they_read() -> None:
+    cm = configmap("time-slicing-config", {"shared": "x"}, written="2026-12-01T09:00:00Z")  # resourceVersion 465
+    operands = {PLUGIN: Operand(daemonset(PLUGIN))}
+    same_second = OperandPod(operand_pod(PLUGIN, "gpu-node", created="2026-12-01T09:00:00Z"))
+    known = {"resourceVersion": "465", "pods": [same_second.uid]}
+    assert trusted_readers(known, cm) == [same_second.uid]
+    assert stale_pods(operands, [same_second], ["gpu-node"], cm, False, trusted_readers(known, cm)) == []
+    for other in ({"resourceVersion": "464", "pods": [same_second.uid]}, {}, None):  # written again since, or none
+        assert trusted_readers(other, cm) == []
+        assert stale_pods(operands, [same_second], ["gpu-node"], cm, False, trusted_readers(other, cm)) == [same_second]
+    assert trusted_readers(known, None) == []

@@ -533,7 +533,8 @@ def test_readers_started_within_the_second_of_the_write_restart_unless_a_complet
     record = cluster["configmaps"][1]
     record["data"].update(records.readers_patch(CONFIGMAP, {"readers": uids, "configmap_version": version})["data"])
     result = enable(cluster, ["gpu-node", "gpu-node-2"])
-    assert result.restart_nodes == [] and not result.writes and result.started_after == sorted(uids)
+    assert result.restart_nodes == [] and not result.writes
+    assert result.known_readers == {"resourceVersion": version, "pods": sorted(uids)}
     # named at another version of the ConfigMap (written again since), or by a run not complete: not known
     for state, named in (("complete", "1"), ("in-progress", version)):
         record["data"].update(records.readers_patch(CONFIGMAP, {"readers": uids, "configmap_version": named})["data"])

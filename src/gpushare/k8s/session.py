@@ -105,21 +105,30 @@ class Session:
 
     def _request_once(self, method: str, path: str, body: Any, query: dict[str, Any] | None,
                       content_type: str, parse: bool = True) -> Any:
+        response = self._open(method, path, body, query, content_type, TIMEOUT)
+        try:
+            data = response.data
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            raise Unreachable(self.server, _reason(err), sent=not _refused(err)) from None
+        return json.loads(data) if data and parse else None
+
+    def _open(self, method: str, path: str, body: Any, query: dict[str, Any] | None, content_type: str,
+              timeout: tuple[float, float]) -> urllib3.BaseHTTPResponse:
+        """The response of a 2xx answer, its body not read yet (an ApiError otherwise)."""
         query = {k: v for k, v in (query or {}).items() if v not in (None, "")}
         url_path = path + ("?" + urlencode(query) if query else "")
         headers = {"Accept": "application/json", "Content-Type": content_type}
         _, url, headers, body, _ = self.api.param_serialize(
             method, url_path, header_params=headers, body=body, auth_settings=["BearerToken"])
         try:
-            response = self.api.call_api(method, url, header_params=headers, body=body, _request_timeout=TIMEOUT)
-            data = response.read()
+            response = self.api.call_api(method, url, header_params=headers, body=body, _request_timeout=timeout).response
+            if not 200 <= response.status <= 299:
+                raise _api_error(response.status, response.reason or "", response.data)
         except (urllib3.exceptions.HTTPError, OSError) as err:
             raise Unreachable(self.server, _reason(err), sent=not _refused(err)) from None
         except client.ApiException as err:  # raised by the transport for some statuses
             raise _api_error(err.status or 0, err.reason or "", err.body) from None
-        if not 200 <= response.status <= 299:
-            raise _api_error(response.status, response.reason or "", data)
-        return json.loads(data) if data and parse else None
+        return response
 
     # ---- verbs -----------------------------------------------------------------------------
     def get(self, kind: str | Kind, name: str, namespace: str | None = None) -> dict[str, Any] | None:
@@ -151,22 +160,11 @@ class Session:
         """The watch events (`{"type", "object"}`) of `kind` after resourceVersion `since`, in the
         order they happened, for at most `timeout_s` seconds. Not retried: a caller that cannot
         tell what changed reads everything instead."""
-        k = _kind(kind)
         query = {"watch": "true", "resourceVersion": since, "labelSelector": label_selector,
                  "timeoutSeconds": timeout_s}
-        url_path = k.path() + "?" + urlencode({key: v for key, v in query.items() if v not in (None, "")})
-        _, url, headers, _, _ = self.api.param_serialize("GET", url_path, header_params={"Accept": "application/json"},
-                                                         auth_settings=["BearerToken"])
+        response = self._open("GET", _kind(kind).path(), None, query, "application/json",
+                              (TIMEOUT[0], timeout_s + TIMEOUT[0]))
         try:
-            response = self.api.call_api("GET", url, header_params=headers,
-                                         _request_timeout=(TIMEOUT[0], timeout_s + TIMEOUT[0])).response
-        except (urllib3.exceptions.HTTPError, OSError) as err:
-            raise Unreachable(self.server, _reason(err), sent=not _refused(err)) from None
-        except client.ApiException as err:
-            raise _api_error(err.status or 0, err.reason or "", err.body) from None
-        try:
-            if not 200 <= response.status <= 299:
-                raise _api_error(response.status, response.reason or "", response.data)
             buffer = b""
             for chunk in response.stream(amt=None, decode_content=True):
                 buffer += chunk

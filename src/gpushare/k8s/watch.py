@@ -1,6 +1,11 @@
 """What changed since a list was read. A watch from the list's resourceVersion replays every change
 after it, in the order of the writes, so a check that compares a fleet with how it was reads only
-the objects that changed since, not the fleet again (on 500 nodes: a few, instead of megabytes)."""
+the objects that changed since, not the fleet again (on 500 nodes: a few, instead of megabytes).
+
+As the API server serves it (k8s.io/apiserver pkg/storage/cacher, v0.35): an object that stops
+matching the label selector comes as DELETED with the event's resourceVersion (cache_watcher.go,
+convertToWatchEvent), and a version older than the watch cache's history is refused with 410 "too
+old resource version" (watch_cache.go)."""
 
 from __future__ import annotations
 

@@ -191,7 +191,7 @@ class WaitAction(KubeAction):
 
 class RestartAction(KubeAction):
     """Restart the config readers (device plugin, GFD) of `nodes`: those on an old template, started
-    before `configmap` was last written (but for the pod uids `started_after` names), or all of them
+    before `configmap` was last written (but for the pods `known_readers` names at its version), or all of them
     with `force`; then wait for them. Returns the readers running at the end (`readers`, each started
     after the ConfigMap's write at `configmap_version`)."""
 
@@ -204,7 +204,7 @@ class RestartAction(KubeAction):
         outcome = restart_readers(session, args["namespace"], list(args.get("nodes") or []),
                                   args.get("configmap") or "", bool(args.get("force")),
                                   bool(self._task.check_mode), float(args.get("timeout", 120)),
-                                  started_after=frozenset(args.get("started_after") or ()))
+                                  known_readers=args.get("known_readers") or {})
         result: dict[str, Any] = {"changed": bool(outcome.restarted), **outcome.as_dict()}
         if outcome.problems:
             result.update(failed=True, msg=(

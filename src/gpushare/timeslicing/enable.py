@@ -32,7 +32,8 @@ class EnablePlan:
     lines: list[str] = field(default_factory=list)
     changes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     restart_nodes: list[str] = field(default_factory=list)
-    started_after: list[str] = field(default_factory=list)  # reader pods that read the ConfigMap as it is
+    # {"resourceVersion", "pods"}: reader pods known to have read the ConfigMap at that version
+    known_readers: dict[str, Any] = field(default_factory=dict)
     rolls_fleet: bool = False
     record: str = ""
     backup_file: str = ""  # where the ClusterPolicy goes on the control machine before it changes
@@ -44,7 +45,7 @@ class EnablePlan:
 
     def as_dict(self) -> dict[str, Any]:
         return {"refusals": self.refusals, "interrupted": self.interrupted, "notes": self.notes, "lines": self.lines,
-                "changes": self.changes, "restart_nodes": self.restart_nodes, "started_after": self.started_after,
+                "changes": self.changes, "restart_nodes": self.restart_nodes, "known_readers": self.known_readers,
                 "rolls_fleet": self.rolls_fleet,
                 "record": self.record, "backup_file": self.backup_file, "expected": self.expected,
                 "writes": self.writes}
@@ -303,7 +304,8 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
     if rolls_fleet and settings.scope == "cluster":
         restart = []  # the operator's roll restarts every node's readers from the new template
     result.restart_nodes = sorted(restart)
-    result.started_after = sorted(started_after) if not configmap_changes else []
+    result.known_readers = {"resourceVersion": ((cm or {}).get("metadata") or {}).get("resourceVersion", ""),
+                            "pods": sorted(started_after)}
     result.rolls_fleet = rolls_fleet or operand_roll
     result.record = record
     stamp_now = now.strftime("%Y%m%dT%H%M%SZ")

@@ -43,6 +43,14 @@ def stale_pods(operands: dict[str, Operand], pods: list[OperandPod], nodes: list
     return stale
 
 
+def trusted_readers(known_readers: dict[str, Any] | None, configmap: dict[str, Any] | None) -> list[str]:
+    """The pods of `known_readers` ({"resourceVersion", "pods"}) while the ConfigMap is still at that
+    version; none once it was written again."""
+    version = ((configmap or {}).get("metadata") or {}).get("resourceVersion", "")
+    known = known_readers or {}
+    return list(known.get("pods") or []) if version and known.get("resourceVersion") == version else []
+
+
 def _readers(session: Session, namespace: str) -> dict[str, Operand]:
     return {d["metadata"]["name"]: Operand(d) for d in session.list("DaemonSet", namespace)
             if d["metadata"]["name"] in CONFIG_READERS}
@@ -50,16 +58,18 @@ def _readers(session: Session, namespace: str) -> dict[str, Operand]:
 
 def restart_readers(session: Session, namespace: str, nodes: list[str], configmap_name: str, force: bool,
                     check_mode: bool, timeout_s: float, interval_s: float = 1.0,
-                    started_after: Collection[str] = ()) -> RestartResult:
+                    known_readers: dict[str, Any] | None = None) -> RestartResult:
     """Delete the stale readers of `nodes`, then wait until every reader their DaemonSets run there
     (those deleted, and those a roll of the operator's is replacing) runs the current template, Ready.
     Each of them then reads the ConfigMap as it is: it was not stale, or the listing made after the
-    ConfigMap's write did not hold it yet, so it was created after that write."""
+    ConfigMap's write did not hold it yet, so it was created after that write. `known_readers`
+    ({"resourceVersion", "pods"}, a complete run's): pods that read the ConfigMap at that version,
+    trusted while it is still the ConfigMap's."""
     operands = _readers(session, namespace)
     listed = [OperandPod(p) for p in session.pods_on(nodes, namespace)]
     configmap = session.get("ConfigMap", configmap_name, namespace) if configmap_name else None
     result = RestartResult(configmap_version=((configmap or {}).get("metadata") or {}).get("resourceVersion", ""))
-    stale = stale_pods(operands, listed, nodes, configmap, force, started_after)
+    stale = stale_pods(operands, listed, nodes, configmap, force, trusted_readers(known_readers, configmap))
     for pod in stale:
         session.delete("Pod", pod.name, namespace, preconditions={"uid": pod.uid}, dry_run=check_mode)
         result.restarted.setdefault(pod.node, []).append(f"{pod.daemonset}/{pod.name}")
