@@ -25,6 +25,12 @@ $(STAMP): requirements-dev.txt pyproject.toml
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	$(BIN)/pip install --quiet --no-deps -e .
 	$(BIN)/python scripts/check-collections.py requirements.yml
+	@# The checkout is also the collection gpushare.gpu_sharing: linked into the venv's site-packages,
+	@# which ansible-core scans for ansible_collections/, as `pip install -e .` does for the package.
+	@# The venv's ansible-playbook, ansible-doc, ansible-lint and ansible-runner then find it from any
+	@# directory, with no ansible.cfg, and the full names in the playbooks resolve to this checkout.
+	site=$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') && \
+	  mkdir -p $$site/ansible_collections/gpushare && ln -sfn $(CURDIR) $$site/ansible_collections/gpushare/gpu_sharing
 	touch $@
 
 # Byte-compile the project's own modules: every runbook run imports them in fresh processes, and

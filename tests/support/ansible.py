@@ -99,12 +99,10 @@ def run_playbook(
         **cluster.env(),
         "KUBECONFIG": str(cluster.runbook_kubeconfig),
         "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-        "ANSIBLE_ROLES_PATH": str(REPO / "roles"),
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "ANSIBLE_NOCOLOR": "1",
         # What an operator sees (ansible-runner wraps this callback to record its events).
-        "ANSIBLE_STDOUT_CALLBACK": "gpushare",
-        "ANSIBLE_CALLBACK_PLUGINS": str(REPO / "plugins" / "callback"),
+        "ANSIBLE_STDOUT_CALLBACK": "gpushare.gpu_sharing.gpushare",
     }
     mark = cluster.audit_mark()
     runner = ansible_runner.run(
@@ -112,7 +110,9 @@ def run_playbook(
         playbook=str(REPO / "playbooks" / playbook),
         inventory=str(cluster.inventory),
         limit=inventory_limit(cluster, limit),
-        extravars={"gpushare_kubeconfig": str(cluster.runbook_kubeconfig), **(extravars or {})},
+        # the run's files in its own folder, never the user's ~/.local/share/gpushare
+        extravars={"gpushare_kubeconfig": str(cluster.runbook_kubeconfig), "gpushare_output_dir": str(workdir / "output"),
+                   **(extravars or {})},
         cmdline=cmdline or None,
         envvars=envvars,
         quiet=True,

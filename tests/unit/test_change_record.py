@@ -213,7 +213,7 @@ def test_summary_next_step(check_status: str, found: str | None, check_mode: boo
         assert said[-2] == "Change record: /r/verify-sharing-x.md (check mode: not written)"
 
 
-F = load_filters("roles/change_record/filter_plugins/change_record.py")
+F = load_filters("plugins/filter/change_record.py")
 
 
 def test_the_role_registers_them() -> None:

@@ -14,7 +14,6 @@ import pytest
 import yaml
 
 from gpushare.plugins.output import failure_text, message_lines
-from tests.support.cluster import REPO
 
 
 @pytest.mark.parametrize(("msg", "lines"), [
@@ -66,9 +65,10 @@ def test_a_failure_without_a_message() -> None:
 
 def run_with_the_callback(tmp_path: Path, *args: str, hosts: str = "localhost",
                           inventory: str = "localhost,") -> subprocess.CompletedProcess:
-    """A local playbook (one debug, one change, one skip) run with the repository's stdout callback."""
-    (tmp_path / "ansible.cfg").write_text(f"[defaults]\nstdout_callback = gpushare\ncallback_plugins = "
-                                          f"{REPO / 'plugins' / 'callback'}\ninterpreter_python = {sys.executable}\n")
+    """A local playbook (one debug, one change, one skip) run with the collection's stdout callback, by its
+    full name (the collection is found in the venv, `make setup`)."""
+    (tmp_path / "ansible.cfg").write_text(f"[defaults]\nstdout_callback = gpushare.gpu_sharing.gpushare\n"
+                                          f"interpreter_python = {sys.executable}\n")
     (tmp_path / "play.yml").write_text(yaml.safe_dump([{"hosts": hosts, "gather_facts": False, "tasks": [
         {"name": "Show the plan", "ansible.builtin.debug": {"msg": ["Plan: line one", "line two"]}},
         {"name": "Write something", "ansible.builtin.command": "true", "changed_when": True},

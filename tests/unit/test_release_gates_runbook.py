@@ -113,7 +113,7 @@ def test_outcome(metrics: str, auto: Any, hold: bool, action: str, failure: str)
     assert runbook.outcome(runbook.not_evaluated(plan()), True, True, ["x"]) == {"action": "none", "failure": ""}
 
 
-F = load_filters("roles/release_gates/filter_plugins/release_gates.py")
+F = load_filters("plugins/filter/release_gates.py")
 
 
 def test_the_role_registers_them(tmp_path: Path) -> None:

@@ -349,7 +349,7 @@ def test_pod_reasons_come_from_the_kubelet_then_the_scheduler() -> None:
 
 # --- the role's filters ----------------------------------------------------------------------------------
 
-F = load_filters("roles/share_check/filter_plugins/share_check.py")
+F = load_filters("plugins/filter/share_check.py")
 
 
 def test_the_role_registers_the_plan_and_the_judges() -> None:

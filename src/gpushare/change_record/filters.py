@@ -1,4 +1,4 @@
-"""The change_record role's filters (registered by roles/change_record/filter_plugins/change_record.py)."""
+"""The change_record role's filters (registered by plugins/filter/change_record.py)."""
 
 from __future__ import annotations
 

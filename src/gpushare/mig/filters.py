@@ -1,4 +1,4 @@
-"""The `mig` role's filters (roles/mig/filter_plugins/mig.py registers them): each turns what a
+"""The `mig` role's filters (plugins/filter/mig.py registers them): each turns what a
 phase read into the plan or the report, in Python."""
 
 from __future__ import annotations

@@ -1,2 +1,3 @@
-"""The code behind the roles' Ansible plugins. The files in roles/*/action_plugins and
-roles/*/filter_plugins only register what is here, so it is importable and unit-testable."""
+"""The code behind the collection's Ansible plugins (plugins/ at the repository root: action, filter,
+callback, vars). The plugin files there carry each plugin's documentation and register what is here,
+so that it is importable and unit-testable."""

@@ -11,8 +11,12 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+import yaml
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
 
 from gpushare.k8s.changes import Change, ChangeFailed, apply_changes, diffs
@@ -21,6 +25,30 @@ from gpushare.k8s.session import ApiError, KindNotServed, Session, Unreachable
 from gpushare.model.node import packed, trimmed
 from gpushare.plugins.checks import CHECKS
 from gpushare.polling import pauses
+
+
+# What an argument spec keeps of a documented option (ansible-core's ArgumentSpecValidator reads these).
+SPEC_KEYS = ("type", "required", "default", "choices", "elements", "aliases")
+# Keys of an object spec of gpushare_read's `objects`.
+READ_KEYS = frozenset({"kind", "name", "namespace", "label_selector", "field_selector", "field_selectors", "namespaces",
+                       "trim", "pack"})
+
+
+def argument_spec(documentation: str) -> dict[str, Any]:
+    """The argument spec of an action from its module-style DOCUMENTATION (plugins/modules/<action>.py),
+    so that what ansible-doc shows is what the action accepts."""
+    options = yaml.safe_load(documentation).get("options") or {}
+    return {name: {k: v for k, v in option.items() if k in SPEC_KEYS} for name, option in options.items()}
+
+
+def validated(action: ActionBase, spec: dict[str, Any]) -> dict[str, Any]:
+    """The task's arguments checked against `spec`, with the documented defaults and types, as plain data;
+    an unknown or mistyped argument fails the task naming it, before anything is read or written."""
+    checked = ArgumentSpecValidator(spec).validate(json.loads(json.dumps(dict(action._task.args))))  # noqa: SLF001
+    if checked.error_messages:
+        problems = [f"unknown argument {e}" if isinstance(e, UnsupportedError) else f"{e}." for e in checked.errors.errors]
+        raise AnsibleActionFail(f"{action._task.action}: {' '.join(problems)}")  # noqa: SLF001
+    return checked.validated_parameters
 
 
 def invocation() -> dict[str, str]:
@@ -32,11 +60,13 @@ def invocation() -> dict[str, str]:
 
 
 class KubeAction(ActionBase):
-    """Common plumbing: the session from the play's gpushare_kubeconfig, and API errors turned into
-    one clear failure message."""
+    """Common plumbing: the arguments validated against the action's documentation, the session from
+    the play's gpushare_kubeconfig, and API errors turned into one clear failure message."""
 
     _supports_check_mode = True
     TRANSFERS_FILES = False
+    # The action's argument spec: each plugin file (plugins/action/) sets it from its documentation.
+    ARGUMENT_SPEC: ClassVar[dict[str, Any]] = {}
     # Said when the API server stops answering: what a writing step may have done by then (whether the
     # run changed nothing is the output callback's to say).
     UNANSWERED = ""
@@ -54,8 +84,9 @@ class KubeAction(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
+        args = validated(self, self.ARGUMENT_SPEC)
         try:
-            result.update(self.act(json.loads(json.dumps(self._task.args)), task_vars))
+            result.update(self.act(args, task_vars))
         except Unreachable as err:
             result.update(failed=True, msg=(
                 f"{err.message}. Check that gpushare_kubeconfig (now "
@@ -110,7 +141,11 @@ class ReadAction(KubeAction):
         resources: dict[str, Any] = {}
         versions: dict[str, str] = {}  # alias -> resourceVersion of a read that is one list
         not_served = []
-        for alias, spec in (args.get("objects") or {}).items():
+        for alias, spec in args["objects"].items():
+            unknown = sorted(set(spec) - READ_KEYS) if isinstance(spec, dict) else ["(not a mapping)"]
+            if unknown or "kind" not in spec:
+                raise ValueError(f"objects.{alias}: {'unknown key ' + ', '.join(unknown) if unknown else 'no kind'}; "
+                                 f"an object spec has {', '.join(sorted(READ_KEYS))} (kind required)")
             try:
                 if spec.get("name"):
                     resources[alias] = session.get(spec["kind"], spec["name"], spec.get("namespace"))
@@ -132,10 +167,10 @@ class ReadAction(KubeAction):
                     raise
                 # the answer an administrator gets in a namespace that does not exist
                 resources[alias] = None if spec.get("name") else []
-        for alias, spec in (args.get("objects") or {}).items():
+        for alias, spec in args["objects"].items():
             resources[alias] = _shaped(alias, spec, resources[alias])
         who = invocation()
-        if args.get("whoami"):
+        if args["whoami"]:
             try:
                 who["operator"] = f"{who['user']} as {session.whoami()}"
             except ApiError:
@@ -148,7 +183,7 @@ class ApplyAction(KubeAction):
     """`changes: [change, ...]` (see gpushare.k8s.changes.Change) applied in order."""
 
     def act(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
-        changes = [Change.from_dict(c) for c in args.get("changes") or []]
+        changes = [Change.from_dict(c) for c in args["changes"]]
         if not changes:
             return {"changed": False, "outcomes": []}
         session = self.session(task_vars)
@@ -174,18 +209,18 @@ class WaitAction(KubeAction):
         name = args["check"]
         if name not in CHECKS:
             raise ValueError(f"unknown check {name!r}: one of {', '.join(sorted(CHECKS))}")
-        timeout, interval = float(args.get("timeout", 120)), float(args.get("interval", 2))
+        timeout, interval = args["timeout"], args["interval"]
         session = self.session(task_vars)
         started, pause = time.monotonic(), pauses(interval)
         while True:
-            problems = CHECKS[name](session, **(args.get("args") or {}))
+            problems = CHECKS[name](session, **args["args"])
             waited = time.monotonic() - started
             if not problems or waited >= timeout:
                 break
             time.sleep(min(next(pause), max(timeout - waited, 0.1)))
         result: dict[str, Any] = {"changed": False, "problems": problems, "waited": round(waited, 1)}
-        if problems and not args.get("report_only"):
-            result.update(failed=True, msg=f"After {timeout:.0f} s: {'; '.join(problems)}. {args.get('advice', '')}".strip())
+        if problems and not args["report_only"]:
+            result.update(failed=True, msg=f"After {timeout:.0f} s: {'; '.join(problems)}. {args['advice']}".strip())
         return result
 
 
@@ -201,15 +236,13 @@ class RestartAction(KubeAction):
         from gpushare.timeslicing.restart import restart_readers  # noqa: PLC0415
 
         session = self.session(task_vars)
-        outcome = restart_readers(session, args["namespace"], list(args.get("nodes") or []),
-                                  args.get("configmap") or "", bool(args.get("force")),
-                                  bool(self._task.check_mode), float(args.get("timeout", 120)),
-                                  known_readers=args.get("known_readers") or {})
+        outcome = restart_readers(session, args["namespace"], args["nodes"], args["configmap"], args["force"],
+                                  bool(self._task.check_mode), args["timeout"], known_readers=args["known_readers"])
         result: dict[str, Any] = {"changed": bool(outcome.restarted), **outcome.as_dict()}
         if outcome.problems:
             result.update(failed=True, msg=(
-                f"The restarted pods are not Ready after {args.get('timeout', 120)} s: {'; '.join(outcome.problems)}. "
-                f"{args.get('advice', '')}").strip())
+                f"The restarted pods are not Ready after {args['timeout']:.0f} s: {'; '.join(outcome.problems)}. "
+                f"{args['advice']}").strip())
         return result
 
 
@@ -218,10 +251,12 @@ class BackupAction(ActionBase):
 
     _supports_check_mode = True
     TRANSFERS_FILES = False
+    ARGUMENT_SPEC: ClassVar[dict[str, Any]] = {}
 
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
-        dest = Path(str(self._task.args["dest"])).expanduser()
+        args = validated(self, self.ARGUMENT_SPEC)
+        dest = Path(args["dest"])  # type path: ~ expanded
         if dest.exists():
             return {**result, "failed": True, "msg": f"{dest} already exists and is never overwritten; re-run in a "
                                                      "second. Nothing was changed."}
@@ -229,7 +264,7 @@ class BackupAction(ActionBase):
             dest.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             descriptor = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(descriptor, "w") as handle:
-                handle.write(str(self._task.args["content"]))
+                handle.write(args["content"])
         return {**result, "changed": True, "dest": str(dest)}
 
 
@@ -242,11 +277,8 @@ class DrainAction(KubeAction):
     def act(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
         from gpushare.timeslicing.drain import drain  # noqa: PLC0415
 
-        grace = args.get("grace_period")
-        resources = tuple(args.get("resources") or ()) or None
-        outcome = drain(self.session(task_vars), list(args.get("nodes") or []), float(args.get("timeout", 300)),
-                        float(args.get("retry_delay", 5)), int(grace) if grace not in (None, "") else None,
-                        bool(self._task.check_mode), resources)
+        outcome = drain(self.session(task_vars), args["nodes"], args["timeout"], args["retry_delay"],
+                        args["grace_period"], bool(self._task.check_mode), tuple(args["resources"]) or None)
         result: dict[str, Any] = {"changed": bool(outcome.evicted), **outcome.as_dict()}
         if outcome.problem:
             result.update(failed=True, msg=outcome.problem)

@@ -9,7 +9,7 @@ from ansible.template import is_trusted_as_template
 from gpushare.clock import utc_now
 from gpushare.k8s import lock
 from gpushare.model.node import unpacked
-from gpushare.table import render_table
+from gpushare.output_dir import output_path
 from gpushare.timeslicing import checks, enable, records, report, rollback
 from gpushare.timeslicing.settings import Settings
 from gpushare.timeslicing.state import ClusterState
@@ -123,11 +123,6 @@ def gpushare_lock_release(taken: dict[str, Any], name: str, namespace: str) -> l
     return [lock.release(name, namespace, version)] if version and taken.get("changed") else []
 
 
-def timeslicing_node_table(read: dict[str, Any], names: list[str], pool: dict[str, Any]) -> str:
-    read, names, pool = plain(read), plain(names), plain(pool)
-    return report.node_table((read.get("resources") or {}).get("nodes") or [], names, pool)
-
-
 def timeslicing_enable_report(read: dict[str, Any], plan: dict[str, Any], check_mode: bool,
                               hosts: list[str]) -> list[str]:
     read, plan, hosts = plain(read), plain(plan), plain(hosts)
@@ -136,8 +131,9 @@ def timeslicing_enable_report(read: dict[str, Any], plan: dict[str, Any], check_
                                 hosts)
 
 
-def text_table(rows: list[list[Any]], headers: list[str]) -> str:
-    return render_table(headers, rows)
+def gpushare_output_path(given: str | None, subdir: str) -> str:
+    """`subdir` of gpushare_output_dir (`given`; its default when empty), as an absolute path."""
+    return output_path(plain(given) or None, str(subdir))
 
 
 FILTERS = {
@@ -149,7 +145,6 @@ FILTERS = {
     "gpushare_problem_nodes": gpushare_problem_nodes,
     "gpushare_lock": gpushare_lock,
     "gpushare_lock_release": gpushare_lock_release,
-    "timeslicing_node_table": timeslicing_node_table,
+    "gpushare_output_path": gpushare_output_path,
     "timeslicing_enable_report": timeslicing_enable_report,
-    "text_table": text_table,
 }

@@ -51,7 +51,6 @@ def _groups(root: Group) -> list[Group]:
 class VarsModule(BaseVarsPlugin):  # the name Ansible reads the plugin type from
     """Adds no variables; reports an unmatched `-l` once, when the inventory's `all` group is read."""
 
-    REQUIRES_ENABLED = False
     _reported = False
 
     def get_vars(self, loader, path, entities, cache=True):  # noqa: ANN001, ANN201 - Ansible's signature

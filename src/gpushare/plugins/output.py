@@ -5,6 +5,8 @@ usual output instead."""
 from __future__ import annotations
 
 import gc
+import pkgutil
+from importlib import import_module
 from typing import Any
 
 from ansible.plugins.callback.default import CallbackModule as DefaultCallback
@@ -14,15 +16,22 @@ NOTHING = "Nothing was changed."
 REFUSED_RC = 1
 
 
-def preload_plugins() -> None:
-    """Load the play's filter plugins (its roles' included) here, in Ansible's main process: every
-    task runs in a worker forked from it, which then inherits them instead of importing them again
-    (the kubernetes client with them) for each task that templates a filter. A play without the
-    project's roles loads nothing of it."""
+def preload_plugins(play: Any) -> None:
+    """Load the play's filter plugins (Ansible's own and those of the collections its roles come from)
+    and those collections' action plugins here, in Ansible's main process: every task runs in a worker
+    forked from it, which then inherits them instead of importing them again (the kubernetes client
+    with them) for each task that templates a filter or runs an action. A play without the project's
+    roles loads nothing of it."""
     from ansible.plugins.loader import filter_loader  # noqa: PLC0415
 
     for _ in filter_loader.all():
         pass
+    # The loaders find a collection's plugins under these module names and reuse them once imported.
+    for collection in sorted({role._role_collection for role in play.get_roles() if role._role_collection}):  # noqa: SLF001
+        for kind in ("filter", "action"):
+            package = import_module(f"ansible_collections.{collection}.plugins.{kind}")
+            for module in pkgutil.iter_modules(package.__path__, prefix=f"{package.__name__}."):
+                import_module(module.name)
 
 
 def freeze_for_workers() -> None:
@@ -104,7 +113,7 @@ class QuietCallback(DefaultCallback):
 
     def v2_playbook_on_play_start(self, play: Any) -> None:
         self._play = play
-        preload_plugins()
+        preload_plugins(play)
         if not self._quiet:
             super().v2_playbook_on_play_start(play)
 
@@ -136,7 +145,7 @@ class QuietCallback(DefaultCallback):
         elif result.is_changed():
             self._changed = True
             if not quiet:
-                self._display.display(f"changed: {result.task.get_name()}", color="yellow")
+                self._display.display(f"changed: {result.task.get_name(include_role_fqcn=False)}", color="yellow")
 
     def v2_runner_item_on_ok(self, result: Any) -> None:
         if not self._quiet:

@@ -1,4 +1,4 @@
-"""The release_gates role's filters (registered by roles/release_gates/filter_plugins/release_gates.py)."""
+"""The release_gates role's filters (registered by plugins/filter/release_gates.py)."""
 
 from __future__ import annotations
 

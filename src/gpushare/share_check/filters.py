@@ -1,4 +1,4 @@
-"""The share_check role's filters (registered by roles/share_check/filter_plugins/share_check.py)."""
+"""The share_check role's filters (registered by plugins/filter/share_check.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Filters of the baseline role: the seed's readings as report rows, the inputs' checks, and the
-Markdown report - all from gpushare.baseline."""
+"""The baseline filters (gpushare.gpu_sharing.<name>), each documented in <name>.yml beside this file: the seed's
+readings as report rows, the inputs' checks and the Markdown report, all from gpushare.baseline."""
 
 from __future__ import annotations
 

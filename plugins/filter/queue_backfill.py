@@ -1,4 +1,5 @@
-"""Filters of the queue_backfill role: the project's queue-backfill functions (gpushare.kueue.runbook)."""
+"""The queue_backfill filters (gpushare.gpu_sharing.<name>), each documented in <name>.yml beside this file: the
+queue-backfill functions of gpushare.kueue.runbook."""
 
 from __future__ import annotations
 

@@ -1,3 +1,0 @@
-"""gpushare_apply: see gpushare.plugins.actions.ApplyAction."""
-
-from gpushare.plugins.actions import ApplyAction as ActionModule  # noqa: F401
