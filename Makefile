@@ -15,6 +15,7 @@ export GPUSHARE_STATE_DIR ?= $(CURDIR)/.gpushare
 help:
 	@echo "make demo      set up, start the embedded cluster, show its baseline, enable time-slicing on gpu-node, print the result"
 	@echo "make test      set up and run every test (unit, integration, Gherkin features, lint, the external target)"
+	@echo "make lint      yamllint, ruff, ansible-lint and ansible-test sanity on the collection"
 	@echo "make test-external   the acceptance features against a separately started cluster (part of make test)"
 	@echo "make bench     measure the figures in BENCHMARKS.md"
 	@echo "make sim-up / sim-down   start / stop the embedded cluster"
@@ -69,9 +70,12 @@ unit: $(STAMP)
 	pytest tests/unit -q
 
 # ansible-lint's syntax check reads the inventory; the embedded one needs a running cluster.
+# scripts/sanity.sh: ansible-test sanity on the collection as it ships.
 lint: $(STAMP)
 	yamllint -s .
+	ruff check .
 	ANSIBLE_INVENTORY=$(CURDIR)/inventories/example-staging ansible-lint
+	scripts/sanity.sh
 
 # Two workers, each with its own embedded cluster (.gpushare-test-gw0/-gw1), a feature file at a
 # time, and alongside them the external target on a third cluster (its run also writes the

@@ -1,8 +1,6 @@
 """The runbooks' stdout callback, selected by its full name: ANSIBLE_STDOUT_CALLBACK=gpushare.gpu_sharing.gpushare
 (or ansible.cfg: stdout_callback = gpushare.gpu_sharing.gpushare); the code: gpushare.plugins.output."""
 
-from gpushare.plugins.output import QuietCallback as CallbackModule  # noqa: F401
-
 DOCUMENTATION = """
   name: gpushare
   type: stdout
@@ -22,3 +20,5 @@ DOCUMENTATION = """
     - default_callback
     - result_format_callback
 """
+
+from gpushare.plugins.output import QuietCallback as CallbackModule  # noqa: E402, F401 - below the documentation, as ansible-test asks

@@ -10,7 +10,7 @@ description:
   - In check mode every write is a server-side dry run (validated by the API server, never stored); with C(--diff) each
     object is shown before and after.
   - A failed change fails the task naming what this step had already written (RV(written)).
-author: gpushare platform team
+author: gpushare platform team (!UNKNOWN)
 options:
   changes:
     description:
@@ -29,6 +29,7 @@ attributes:
     support: full
     description: Each changed object before and after.
   platform:
+    support: full
     platforms: all
     description: Runs on the controller.
 seealso:

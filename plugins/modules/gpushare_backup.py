@@ -9,7 +9,7 @@ description:
     its directory with mode 0700 and the file with mode 0600.
   - An existing O(dest) fails the task; nothing is ever overwritten.
   - The runbooks write ClusterPolicy backups and change records with it, under C(gpushare_output_dir).
-author: gpushare platform team
+author: gpushare platform team (!UNKNOWN)
 options:
   content:
     description: What to write.
@@ -27,6 +27,7 @@ attributes:
     support: none
     description: No diff.
   platform:
+    support: full
     platforms: all
     description: Runs on the controller.
 """

@@ -9,7 +9,7 @@ description:
     (default the shared replicas, C(nvidia.com/gpu.shared)), retrying a refusing budget every O(retry_delay) seconds.
   - Fails naming what blocks - a refusing budget, or a workload that comes straight back.
   - The nodes must be cordoned first (the runbooks do it in the step before).
-author: gpushare platform team
+author: gpushare platform team (!UNKNOWN)
 options:
   nodes:
     description: The Kubernetes node names.
@@ -40,6 +40,7 @@ attributes:
     support: none
     description: No diff.
   platform:
+    support: full
     platforms: all
     description: Runs on the controller.
 """

@@ -11,7 +11,7 @@ description:
     RV(not_served); a namespace the identity may not read because it does not exist reads as empty.
   - Runs in the controller's task worker (no module is sent to the host), so a read costs milliseconds, not the second
     a Python process importing the Kubernetes client would.
-author: gpushare platform team
+author: gpushare platform team (!UNKNOWN)
 options:
   objects:
     description:
@@ -37,6 +37,7 @@ attributes:
     support: none
     description: Writes nothing.
   platform:
+    support: full
     platforms: all
     description: Runs on the controller; the host is only the node's name.
 notes:

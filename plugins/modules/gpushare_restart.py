@@ -9,7 +9,7 @@ description:
     it is (on an old template, or started before O(configmap) was last written), or all of them with O(force); their
     DaemonSets re-create them. Then waits until the new pods are Ready.
   - Pods on other nodes are never touched.
-author: gpushare platform team
+author: gpushare platform team (!UNKNOWN)
 options:
   namespace:
     description: The GPU Operator's namespace.
@@ -50,6 +50,7 @@ attributes:
     support: none
     description: No diff.
   platform:
+    support: full
     platforms: all
     description: Runs on the controller.
 """

@@ -9,7 +9,7 @@ description:
     problems it still sees; an empty list means done.
   - Polls come 0.1 s apart for the first second, then the pause doubles up to O(interval).
   - After O(timeout) seconds the task fails naming what is still wrong, followed by O(advice).
-author: gpushare platform team
+author: gpushare platform team (!UNKNOWN)
 options:
   check:
     description: The check's name; an unknown name fails the task with the list of known ones.
@@ -43,6 +43,7 @@ attributes:
     support: none
     description: Writes nothing.
   platform:
+    support: full
     platforms: all
     description: Runs on the controller.
 """

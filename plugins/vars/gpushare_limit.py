@@ -2,8 +2,6 @@
 enabled: ANSIBLE_VARS_ENABLED=host_group_vars,gpushare.gpu_sharing.gpushare_limit (or ansible.cfg:
 vars_plugins_enabled); the code: gpushare.plugins.limit."""
 
-from gpushare.plugins.limit import VarsModule  # noqa: F401
-
 DOCUMENTATION = """
   name: gpushare_limit
   short_description: an unmatched -l names the inventory's GPU nodes
@@ -19,3 +17,5 @@ DOCUMENTATION = """
       default: inventory
       choices: [inventory]
 """
+
+from gpushare.plugins.limit import VarsModule  # noqa: E402, F401 - below the documentation, as ansible-test asks

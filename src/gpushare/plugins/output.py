@@ -183,20 +183,6 @@ class QuietCallback(DefaultCallback):
             return  # the rescue says what happened
         self._display.display("\n".join(failure_text(result.result, self._changed)), color="red", stderr=False)
 
-    def v2_runner_item_on_ok(self, result: Any) -> None:
-        if not self._quiet:
-            super().v2_runner_item_on_ok(result)
-        elif result.result.get("changed"):
-            self._changed = True
-
-    def v2_runner_item_on_skipped(self, result: Any) -> None:
-        if not self._quiet:
-            super().v2_runner_item_on_skipped(result)
-
-    def v2_runner_item_on_failed(self, result: Any) -> None:
-        if not self._quiet:
-            super().v2_runner_item_on_failed(result)
-
     def v2_runner_retry(self, result: Any) -> None:
         if not self._quiet:
             super().v2_runner_retry(result)
