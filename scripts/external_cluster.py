@@ -42,7 +42,7 @@ def up() -> None:
 
     ready = STATE / "external-gpu-operator.ready"
     with (STATE / "external-gpu-operator.log").open("ab") as log:
-        operator = subprocess.Popen(  # noqa: S603 - our own CLI
+        operator = subprocess.Popen(
             [sys.executable, "-m", "gpushare", "sim", "gpu-operator", f"--kubeconfig={STATE / 'kubeconfig'}",
              f"--operator-namespace={NAMESPACE}", f"--ready-file={ready}",
              f"--configmap-refresh-seconds={controlplane.EMBEDDED_CONFIGMAP_REFRESH_S}",

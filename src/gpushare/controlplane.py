@@ -175,7 +175,7 @@ class Launcher:
     """Brings the components up one by one; on any failure stops what it started."""
 
     def __init__(self, state: StateDir, fleet: Fleet, operator_namespace: str, apiserver_port: int | None,
-                 components: tuple[str, ...] = COMPONENTS, fleet_source: str = "default"):
+                 components: tuple[str, ...] = COMPONENTS, fleet_source: str = "default") -> None:
         self.state = state
         self.fleet = fleet
         self.components = components

@@ -20,7 +20,7 @@ def version(obj: dict) -> str:
     return obj["metadata"]["resourceVersion"]
 
 
-def test_a_watch_from_a_list_gives_what_changed_since(session: Session, scratch_node: str) -> None:  # noqa: F811
+def test_a_watch_from_a_list_gives_what_changed_since(session: Session, scratch_node: str) -> None:
     selector = LABEL
     session.patch("Node", scratch_node, {"metadata": {"labels": {LABEL: "before"}}})
     try:

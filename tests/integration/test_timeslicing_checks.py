@@ -75,7 +75,7 @@ def test_the_fleet_is_compared_once_the_targets_are_done(clean_cluster: Cluster,
 
 
 def test_an_uncordoned_node_is_waited_for_until_the_controller_removes_its_cordon_taint(
-        cluster: Cluster, session: Session, scratch_node: str) -> None:  # noqa: F811 - fixture
+        cluster: Cluster, session: Session, scratch_node: str) -> None:
     if not cluster.embedded:
         pytest.skip("pauses the embedded cluster's kube-controller-manager")
 

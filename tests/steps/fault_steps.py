@@ -67,7 +67,7 @@ def start_runbook(kube: Cluster, workdir: Path, runbook_inventory: Path, runbook
     env = {**os.environ, **kube.env(), "KUBECONFIG": str(kube.runbook_kubeconfig), "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
            "ANSIBLE_NOCOLOR": "1", "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     with log.open("w") as out:
-        process = subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,  # noqa: S603
+        process = subprocess.Popen(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
                                    start_new_session=True)
     return Background(process, log, shlex.join(argv[1:]))
 

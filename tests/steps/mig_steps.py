@@ -193,7 +193,7 @@ def reboot_needed(kube: Cluster, node_annotations: list[tuple[str, str]], mig_st
                 state = (event["object"].metadata.labels or {}).get(MIG_STATE)
                 if not seen.states or seen.states[-1] != state:
                     seen.states.append(state)
-        except Exception:  # noqa: BLE001 - a watch cut short by the end of the scenario
+        except Exception:
             if not seen.stopped.is_set():
                 raise
 
@@ -284,7 +284,7 @@ def _table_row(stdout: str, first: str) -> list[str] | None:
 @then(parsers.parse('the report shows "{node}" going from "{before}" to "{after}"'))
 def report_shows(runbook_run: RunbookRun, node: str, before: str, after: str) -> None:
     out = runbook_run.run.stdout
-    report = out[out.index(f"Done (") if "Done (" in out else 0:]
+    report = out[out.index("Done (") if "Done (" in out else 0:]
     assert _table_row(report, node), f"no table of {node} in the report:\n{report[-2000:]}"
     assert _table_row(report, "nvidia.com/mig.config") == ["nvidia.com/mig.config", before, after], report[-2000:]
 

@@ -230,7 +230,7 @@ def kueue_stopped(queue_scenario: QueueScenario) -> Iterator[None]:
 
 
 def _http_ok(url: str) -> bool:
-    import urllib.request  # noqa: PLC0415
+    import urllib.request
 
     try:
         with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - loopback URL

@@ -48,7 +48,7 @@ def _records(kube: Cluster) -> list[str]:
 
 
 def _shared_pods_on(kube: Cluster, node: str) -> list[str]:
-    from gpushare.model.pods import Pod  # noqa: PLC0415
+    from gpushare.model.pods import Pod
 
     pods = kube.api.sanitize_for_serialization(
         kube.core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items)

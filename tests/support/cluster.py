@@ -177,10 +177,10 @@ def _node_patch(node: Any) -> dict[str, Any] | None:
 def reset_embedded(cluster: Cluster) -> None:
     """Put the embedded cluster back to its freshly started state between scenarios: the chart's
     ClusterPolicy, no scenario objects, every operand rolled out and every GPU node whole."""
-    from gpushare.cluster_bootstrap import settled_problems  # noqa: PLC0415
-    from gpushare.simulator import clusterpolicy as cp  # noqa: PLC0415
-    from gpushare.simulator.operands import HASH_ANNOTATION, expected_hashes  # noqa: PLC0415
-    from gpushare.simulator.rest import Rest  # noqa: PLC0415
+    from gpushare.cluster_bootstrap import settled_problems
+    from gpushare.simulator import clusterpolicy as cp
+    from gpushare.simulator.operands import HASH_ANNOTATION, expected_hashes
+    from gpushare.simulator.rest import Rest
 
     core, ns = cluster.core, cluster.operator_namespace
     delete_test_namespaces(cluster, TEST_NAMESPACE_LABEL)

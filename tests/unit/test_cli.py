@@ -42,15 +42,15 @@ def test_a_missing_subcommand_lists_the_subcommands(capsys: pytest.CaptureFixtur
 
 def parsers(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ("gate",)) -> Iterator[argparse.ArgumentParser]:
     yield parser
-    for action in parser._actions:  # noqa: SLF001
-        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
             for name, child in action.choices.items():
                 if name not in skip:
                     yield from parsers(child, skip)
 
 
 def test_every_option_of_gpushare_sim_and_queue_has_help() -> None:
-    missing = [f"{p.prog} {'/'.join(a.option_strings)}" for p in parsers(build_parser()) for a in p._actions  # noqa: SLF001
+    missing = [f"{p.prog} {'/'.join(a.option_strings)}" for p in parsers(build_parser()) for a in p._actions
                if a.option_strings and not a.help]
     assert missing == []
 

@@ -86,7 +86,7 @@ def test_json_patch_operations(operations: list[dict[str, Any]], expected: dict[
 def test_json_patch_leaves_the_document_alone() -> None:
     saved = copy.deepcopy(NODE)
     json_patch(NODE, [{"op": "remove", "path": "/spec/taints/0"}, {"op": "add", "path": "/spec/x", "value": [1]}])
-    assert NODE == saved
+    assert saved == NODE
 
 
 def test_a_failed_test_names_the_path_what_was_expected_and_what_is_there() -> None:

@@ -540,8 +540,8 @@ def test_the_plan_is_made_at_its_moment() -> None:
 def test_the_enable_refuses_to_overwrite_labels_a_rollback_could_not_put_back() -> None:
     """The node mark keeps no backup of a label: a node's own config label or another value of the
     pool label is refused before any write, so the rollback never loses one."""
-    from gpushare.timeslicing.enable import plan as enable_plan  # noqa: PLC0415
-    from tests.unit.cluster_objects import settings  # noqa: PLC0415
+    from gpushare.timeslicing.enable import plan as enable_plan
+    from tests.unit.cluster_objects import settings
 
     own = configmap("operator-config", {"all-off": "version: v1\n", "a100-split": "version: v1\n"})
     labelled = node("gpu-node", 1, labels={"nvidia.com/device-plugin.config": "a100-split", "gpu-mode": "dedicated"})

@@ -35,8 +35,8 @@ STR, INT, FLOAT, BOOL, NULL, MERGE, BINARY, TIMESTAMP = (
 RESOLVABLE = {"", STR, BOOL, INT, FLOAT, NULL, TIMESTAMP}
 # resolve.go's resolveMap: these plain scalars mean a fixed value whatever their tag says.
 RESOLVE_MAP: dict[str, tuple[str, Any]] = {
-    **{word: (BOOL, True) for word in "y Y yes Yes YES true True TRUE on On ON".split()},
-    **{word: (BOOL, False) for word in "n N no No NO false False FALSE off Off OFF".split()},
+    **{word: (BOOL, True) for word in ["y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"]},
+    **{word: (BOOL, False) for word in ["n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"]},
     **{word: (NULL, None) for word in ("", "~", "null", "Null", "NULL")},
     **{word: (FLOAT, math.nan) for word in (".nan", ".NaN", ".NAN")},
     **{word: (FLOAT, math.inf) for word in (".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF")},

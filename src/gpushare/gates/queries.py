@@ -55,8 +55,8 @@ DEFAULT_QUERIES: dict[str, str] = {
         '* (max_over_time(DCGM_FI_DEV_XID_ERRORS{Hostname=~"$nodes"}[$window]) > bool 0))'
     ),
     # Context reported with the throughput gate; they do not decide anything.
-    "gpu_util_pct": f'avg(avg_over_time(DCGM_FI_DEV_GPU_UTIL{{Hostname=~"$nodes"}}[$window]))',
-    "fb_used_mib": f'max(max_over_time(DCGM_FI_DEV_FB_USED{{Hostname=~"$nodes"}}[$window]))',
+    "gpu_util_pct": 'avg(avg_over_time(DCGM_FI_DEV_GPU_UTIL{Hostname=~"$nodes"}[$window]))',
+    "fb_used_mib": 'max(max_over_time(DCGM_FI_DEV_FB_USED{Hostname=~"$nodes"}[$window]))',
 }
 
 PLACEHOLDERS = ("window", "nodes", "on_nodes")

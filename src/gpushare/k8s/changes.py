@@ -70,7 +70,7 @@ class Outcome:
 
 
 class ChangeFailed(Exception):
-    def __init__(self, change: Change, done: list[Outcome], reason: str):
+    def __init__(self, change: Change, done: list[Outcome], reason: str) -> None:
         written = [o.change.title for o in done if o.changed]
         super().__init__(f"{change.action} of {change.title} failed: {reason}")
         self.change, self.done, self.reason, self.written = change, done, reason, written

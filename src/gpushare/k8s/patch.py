@@ -10,7 +10,7 @@ from typing import Any
 class PatchConflict(ValueError):
     """A JSON-patch `test` failed: the value is no longer what the patch expects."""
 
-    def __init__(self, path: str, expected: Any, found: Any):
+    def __init__(self, path: str, expected: Any, found: Any) -> None:
         super().__init__(f"{path} is {found!r}, expected {expected!r}")
         self.path, self.expected, self.found = path, expected, found
 

@@ -37,7 +37,7 @@ PATCH_TYPES = {
 class ApiError(Exception):
     """The API server refused a request; `status` is the HTTP status, `message` its explanation."""
 
-    def __init__(self, status: int, reason: str, message: str, details: dict[str, Any] | None = None):
+    def __init__(self, status: int, reason: str, message: str, details: dict[str, Any] | None = None) -> None:
         super().__init__(f"{status} {reason}: {message}" if status else message)
         self.status = status
         self.reason = reason
@@ -49,7 +49,7 @@ class Unreachable(ApiError):
     """No answer from the API server at all; `sent` is False when the connection was refused (the
     request never reached it)."""
 
-    def __init__(self, server: str, detail: str, sent: bool = True):
+    def __init__(self, server: str, detail: str, sent: bool = True) -> None:
         super().__init__(0, "Unreachable", f"the Kubernetes API at {server} did not answer ({detail})")
         self.server = server
         self.sent = sent
@@ -69,7 +69,7 @@ class KindNotServed(ApiError):
 
 
 class Session:
-    def __init__(self, kubeconfig: str | Path | None = None, context: str | None = None):
+    def __init__(self, kubeconfig: str | Path | None = None, context: str | None = None) -> None:
         configuration = client.Configuration()
         config.load_kube_config(
             config_file=str(Path(kubeconfig).expanduser()) if kubeconfig else None,

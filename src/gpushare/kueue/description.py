@@ -30,7 +30,7 @@ INT32_MAX = 2**31 - 1
 class DescriptionError(ValueError):
     """The description cannot be rendered; `problems` holds one actionable line per mistake."""
 
-    def __init__(self, problems: list[str]):
+    def __init__(self, problems: list[str]) -> None:
         super().__init__("\n".join(problems))
         self.problems = problems
 

@@ -19,7 +19,6 @@ from gpushare.mig_parted_config import MigConfigError, MigConfigSpec, parse_conf
 from gpushare.model.node import CORDONED_BY, GPU, MIG_CONFIG, MIG_STATE, Node
 from gpushare.model.pods import Pod
 from gpushare.timeslicing.records import Intent, new_record, record_name, state_patch
-from gpushare.timeslicing.rollback import _workload
 from gpushare.timeslicing.state import ClusterState, operator_problems
 
 STRATEGIES = ("single", "mixed")

@@ -25,7 +25,7 @@ def name_key(obj: Obj) -> str:
 
 class Informer:
     def __init__(self, rest: Rest, path: str, key: Callable[[Obj], str],
-                 on_change: Callable[[str, Obj | None, Obj | None], None]):
+                 on_change: Callable[[str, Obj | None, Obj | None], None]) -> None:
         """`on_change(key, old, new)`: new is None on deletion, old None on creation."""
         self.rest = rest
         self.path = path

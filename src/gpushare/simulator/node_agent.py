@@ -68,7 +68,7 @@ def mig_strategy_of(pod: Obj, main: str) -> str:
 
 
 class NodeAgent:
-    def __init__(self, sim: Simulator):
+    def __init__(self, sim: Simulator) -> None:
         self.sim = sim
         self.managed: dict[str, ManagedPod[Any]] = {}  # by pod uid
         self.mig_runs: dict[str, mig_manager.MigRun] = {}

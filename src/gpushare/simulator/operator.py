@@ -79,7 +79,7 @@ def _owned_by_daemonset(pod: Obj) -> bool:
 
 
 class Operator:
-    def __init__(self, sim: Simulator):
+    def __init__(self, sim: Simulator) -> None:
         self.sim = sim
         self.eviction_started: dict[str, float] = {}
 

@@ -17,7 +17,7 @@ Obj = dict[str, Any]
 
 
 class Rest:
-    def __init__(self, api: client.ApiClient):
+    def __init__(self, api: client.ApiClient) -> None:
         self.api = api
 
     def _call(self, method: str, path: str, query: dict[str, Any] | None = None, body: Any = None,

@@ -46,7 +46,7 @@ def _rv(obj: Obj) -> int:
 
 
 class Simulator:
-    def __init__(self, rest: Rest, namespace: str, options: Options):
+    def __init__(self, rest: Rest, namespace: str, options: Options) -> None:
         self.rest = rest
         self.namespace = namespace
         self.options = options
@@ -232,7 +232,7 @@ class Simulator:
                     self.queue.add_after(key, 0.2)  # conflict or overload: retry on fresh data
                 elif err.status != 404:
                     log.warning("%s: API error %s %s: %s", key, err.status, err.reason, err.body)
-            except Exception:  # noqa: BLE001 - one bad object must not stop the simulator
+            except Exception:
                 log.exception("%s: reconcile failed", key)
                 self.queue.add_after(key, 1.0)
             finally:

@@ -12,7 +12,7 @@ from gpushare.k8s.patch import escape, pointer, resolve
 from gpushare.model.node import CONFIG_LABEL, MARK, Mark, Node
 from gpushare.model.operands import CONFIG_READERS, DRIVER
 from gpushare.model.taints import tolerated
-from gpushare.timeslicing.records import FieldChange, Intent, Record, new_record, record_name, state_patch, stamp
+from gpushare.timeslicing.records import FieldChange, Intent, new_record, record_name, state_patch
 from gpushare.timeslicing.settings import DEFAULT_CONFIG, DEFAULT_KEY, NOTHING, Settings
 from gpushare.timeslicing.state import ClusterState, operator_problems
 
@@ -226,7 +226,7 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
     if taint is not None and not tolerated(state.operand_tolerations, taint):
         operands = sorted(state.operands)
         cost = (f"re-renders every operand DaemonSet ({spread(state, operands)})"
-                + (f"; the driver DaemonSet's template changes, and with driver.upgradePolicy.autoUpgrade=true the "
+                + ("; the driver DaemonSet's template changes, and with driver.upgradePolicy.autoUpgrade=true the "
                    "upgrade controller then cordons each GPU node in turn, evicts its GPU pods and reloads the driver"
                    if state.driver_auto_upgrade and DRIVER in operands else ""))
         if settings.confirm_operand_roll:
