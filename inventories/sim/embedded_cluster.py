@@ -36,7 +36,7 @@ def main() -> int:
     # The names only, as a server-side Table without the objects (what `kubectl get` asks for): on a
     # 500-node fleet the full list is megabytes, this a few hundred bytes a node.
     url = f"{server}/api/v1/nodes?labelSelector=nvidia.com%2Fgpu.present%3Dtrue&includeObject=None"
-    request = urllib.request.Request(url, headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
+    request = urllib.request.Request(url, headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})  # noqa: S310
     try:
         with urllib.request.urlopen(request, context=context, timeout=10) as response:  # noqa: S310 - our own server
             table = json.load(response)

@@ -13,6 +13,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
@@ -188,7 +189,7 @@ class Launcher:
     def progress(self, message: str) -> None:
         print(f"  {message}", file=sys.stderr, flush=True)
 
-    def run(self, name: str, argv: list[str], probe, timeout_s: float = 60.0) -> None:
+    def run(self, name: str, argv: list[str], probe: Callable[[], bool], timeout_s: float = 60.0) -> None:
         component = Component(name, tuple(argv), self.state.log(name), self.state.pid_file(name))
         began = time.monotonic()
         start(component)
@@ -281,7 +282,7 @@ class Launcher:
                 f"--authorization-kubeconfig={kubeconfig}", "--bind-address=127.0.0.1",
                 f"--secure-port={port}", "--leader-elect=false", *extra,
             ], lambda port=port: _https_ok(f"https://127.0.0.1:{port}/healthz", _insecure_context()))
-        from gpushare import cluster_bootstrap  # needs the API server; kept out of import time
+        from gpushare import cluster_bootstrap  # noqa: PLC0415 - needs the API server; kept out of import time
 
         cluster_bootstrap.register_nodes(state.kubeconfig, self.fleet)
         self.run("kwok", [

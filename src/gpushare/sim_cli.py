@@ -196,7 +196,7 @@ def cmd_status(args: argparse.Namespace) -> int:
               f"`gpushare sim down` then `gpushare sim up`" if dead else
               f"\nthe embedded cluster in {state.root} is not running; start it with `gpushare sim up`")
         return 1
-    from gpushare.fleet_report import fleet_rows
+    from gpushare.fleet_report import fleet_rows  # noqa: PLC0415 - only this command needs it
 
     print()
     print(render_table(*fleet_rows(state.kubeconfig)))
@@ -204,7 +204,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_gpu_operator(args: argparse.Namespace) -> int:
-    from gpushare.simulator.simulator import Options, run_simulator
+    from gpushare.simulator.simulator import Options, run_simulator  # noqa: PLC0415 - only this command needs it
 
     if args.configmap_refresh_seconds <= 0 or args.mig_reboot_seconds < 0:
         print("error: --configmap-refresh-seconds must be > 0 and --mig-reboot-seconds >= 0", file=sys.stderr)

@@ -58,7 +58,8 @@ class PlaybookRun:
 def _hosts_by_node(inventory: Path, env: tuple[tuple[str, str], ...]) -> dict[str, str]:
     """Kubernetes node name -> inventory host, where they differ (host var `gpushare_node_name`)."""
     listed = subprocess.run([str(Path(sys.executable).parent / "ansible-inventory"), "-i", str(inventory), "--list"],
-                            env={**os.environ, **dict(env), "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")}, capture_output=True, text=True, check=True, timeout=120)
+                            env={**os.environ, **dict(env), "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")}, capture_output=True, text=True,
+                            check=True, timeout=120)
     hostvars = json.loads(listed.stdout).get("_meta", {}).get("hostvars", {})
     return {v["gpushare_node_name"]: host for host, v in hostvars.items()
             if v.get("gpushare_node_name") not in (None, host)}

@@ -59,7 +59,7 @@ def _shortest_digits(value: float, bits: int) -> tuple[str, int]:
             if struct.unpack("<f", struct.pack("<f", float(candidate)))[0] == value
         )
     _, digits, exponent = Decimal(text).normalize().as_tuple()
-    assert isinstance(exponent, int)
+    assert isinstance(exponent, int)  # noqa: S101 - narrows the type: a finite Decimal's exponent
     return "".join(map(str, digits)), len(digits) + exponent
 
 

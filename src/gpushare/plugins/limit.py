@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ansible import constants as C
+from ansible import constants as C  # noqa: N812 - Ansible's own name for it
 from ansible import context
 from ansible.inventory.group import Group
 from ansible.inventory.manager import split_host_pattern

@@ -145,7 +145,7 @@ class Simulator:
 
     def _pod_changed(self, key: str, old: Obj | None, new: Obj | None) -> None:
         pod = new or old
-        assert pod is not None
+        assert pod is not None  # noqa: S101 - narrows the type: the informer passes one of them
         node = pod["spec"].get("nodeName")
         uid = pod["metadata"]["uid"]
         with self._index_lock:

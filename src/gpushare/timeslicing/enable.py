@@ -164,7 +164,7 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
         blocked = [n for n in gpu_nodes if n.config_label not in ("", settings.key) or n.mig_enabled or n.gpus is None]
         if blocked:
             _refuse(result, "timeslicing_scope=cluster changes the default config of every GPU node, but "
-                    + ", ".join(f"{n.name} ({'MIG enabled' if n.mig_enabled else 'no GPU count yet' if n.gpus is None else f'its own label {CONFIG_LABEL}={n.config_label}'})"
+                    + ", ".join(f"{n.name} ({'MIG enabled' if n.mig_enabled else 'no GPU count yet' if n.gpus is None else f'its own label {CONFIG_LABEL}={n.config_label}'})"  # noqa: E501
                                 for n in blocked)
                     + ". Remove that label / disable MIG there, or use timeslicing_scope=node.")
         affected = sorted(set(targets) | {n.name for n in gpu_nodes})
