@@ -21,6 +21,8 @@ options:
     type: list
     elements: dict
     default: []
+extends_documentation_fragment:
+  - gpushare.gpu_sharing.actions
 attributes:
   check_mode:
     support: full
@@ -28,10 +30,6 @@ attributes:
   diff_mode:
     support: full
     description: Each changed object before and after.
-  platform:
-    support: full
-    platforms: all
-    description: Runs on the controller.
 seealso:
   - module: gpushare.gpu_sharing.gpushare_read
 """

@@ -19,17 +19,12 @@ options:
     description: The file to create (C(~) is expanded).
     type: path
     required: true
+extends_documentation_fragment:
+  - gpushare.gpu_sharing.actions.no_diff
 attributes:
   check_mode:
     support: full
     description: Writes nothing; reports the file it would write as changed.
-  diff_mode:
-    support: none
-    description: No diff.
-  platform:
-    support: full
-    platforms: all
-    description: Runs on the controller.
 """
 
 EXAMPLES = r"""

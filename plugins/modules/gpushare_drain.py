@@ -32,17 +32,12 @@ options:
   grace_period:
     description: The pods' termination grace period, in seconds; unset means each pod's own.
     type: int
+extends_documentation_fragment:
+  - gpushare.gpu_sharing.actions.no_diff
 attributes:
   check_mode:
     support: full
     description: Evicts nothing (a dry-run eviction); names the pods it would evict.
-  diff_mode:
-    support: none
-    description: No diff.
-  platform:
-    support: full
-    platforms: all
-    description: Runs on the controller.
 """
 
 EXAMPLES = r"""

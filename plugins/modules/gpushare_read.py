@@ -29,17 +29,12 @@ options:
     description: Also ask the API server who the credentials are (a SelfSubjectReview), for the run record's operator.
     type: bool
     default: false
+extends_documentation_fragment:
+  - gpushare.gpu_sharing.actions.no_diff
 attributes:
   check_mode:
     support: full
     description: Only reads; runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Writes nothing.
-  platform:
-    support: full
-    platforms: all
-    description: Runs on the controller; the host is only the node's name.
 notes:
   - Not C(kubernetes.core.k8s_info) because each of its tasks starts a Python process that imports the Kubernetes client.
 seealso:

@@ -38,21 +38,13 @@ options:
     description: Seconds to wait for the new pods to be Ready.
     type: float
     default: 120
-  advice:
-    description: What to do next, appended to the failure message.
-    type: str
-    default: ""
+extends_documentation_fragment:
+  - gpushare.gpu_sharing.actions.no_diff
+  - gpushare.gpu_sharing.actions.advice
 attributes:
   check_mode:
     support: full
     description: Deletes nothing; names the pods it would restart.
-  diff_mode:
-    support: none
-    description: No diff.
-  platform:
-    support: full
-    platforms: all
-    description: Runs on the controller.
 """
 
 EXAMPLES = r"""

@@ -31,21 +31,13 @@ options:
     description: Return the problems left at the timeout without failing.
     type: bool
     default: false
-  advice:
-    description: What to do next, appended to the failure message.
-    type: str
-    default: ""
+extends_documentation_fragment:
+  - gpushare.gpu_sharing.actions.no_diff
+  - gpushare.gpu_sharing.actions.advice
 attributes:
   check_mode:
     support: full
     description: Only reads; in check mode the runbooks wait only where a dry run changes nothing to wait for.
-  diff_mode:
-    support: none
-    description: Writes nothing.
-  platform:
-    support: full
-    platforms: all
-    description: Runs on the controller.
 """
 
 EXAMPLES = r"""

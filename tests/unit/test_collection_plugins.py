@@ -67,7 +67,13 @@ def task(action: str, **args: Any) -> Any:
 
 @pytest.mark.parametrize("name", ACTIONS)
 def test_an_action_takes_exactly_the_options_its_documentation_lists(name: str) -> None:
-    documented = yaml.safe_load(load_plugin(f"plugins/modules/{name}.py").DOCUMENTATION)["options"]
+    documentation = yaml.safe_load(load_plugin(f"plugins/modules/{name}.py").DOCUMENTATION)
+    fragments = load_plugin("plugins/doc_fragments/actions.py").ModuleDocFragment
+    documented = dict(documentation["options"])
+    for fragment in documentation.get("extends_documentation_fragment") or []:
+        _namespace, _collection, file, *variant = fragment.split(".")
+        assert file == "actions", fragment
+        documented.update(yaml.safe_load(getattr(fragments, (variant or ["documentation"])[0].upper()))["options"] or {})
     spec = action_module(name).ARGUMENT_SPEC
     assert sorted(spec) == sorted(documented)
     for option, entry in spec.items():

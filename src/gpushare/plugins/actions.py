@@ -10,6 +10,7 @@ import os
 import shlex
 import sys
 import time
+from importlib import import_module
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -35,10 +36,20 @@ READ_KEYS = frozenset({"kind", "name", "namespace", "label_selector", "field_sel
 
 
 def argument_spec(documentation: str) -> dict[str, Any]:
-    """The argument spec of an action from its module-style DOCUMENTATION (plugins/modules/<action>.py),
-    so that what ansible-doc shows is what the action accepts."""
-    options = yaml.safe_load(documentation).get("options") or {}
+    """The argument spec of an action from its module-style DOCUMENTATION (plugins/modules/<action>.py)
+    and the doc fragments it extends, so that what ansible-doc shows is what the action accepts."""
+    doc = yaml.safe_load(documentation)
+    options: dict[str, Any] = {}
+    for text in [*map(_fragment, doc.get("extends_documentation_fragment") or []), documentation]:
+        options.update(yaml.safe_load(text).get("options") or {})
     return {name: {k: v for k, v in option.items() if k in SPEC_KEYS} for name, option in options.items()}
+
+
+def _fragment(name: str) -> str:
+    """A collection's doc fragment by its full name (`namespace.collection.file[.variant]`)."""
+    namespace, collection, file, *variant = name.split(".")
+    fragments = import_module(f"ansible_collections.{namespace}.{collection}.plugins.doc_fragments.{file}").ModuleDocFragment
+    return getattr(fragments, variant[0].upper() if variant else "DOCUMENTATION")
 
 
 def validated(action: ActionBase, spec: dict[str, Any]) -> dict[str, Any]:
