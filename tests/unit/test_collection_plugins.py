@@ -100,7 +100,7 @@ def test_validated_arguments_have_the_documented_defaults_and_types() -> None:
     args = validated(task("gpushare_wait", check="nodes_ready", timeout="30"), action_module("gpushare_wait").ARGUMENT_SPEC)
     assert args == {"check": "nodes_ready", "timeout": 30.0, "interval": 2.0, "args": {}, "report_only": False,
                     "advice": ""}
-    drain = validated(task("gpushare_drain", nodes=["gpu-node"]), action_module("gpushare_drain").ARGUMENT_SPEC)
+    drain = validated(task("gpushare_drain", nodes=["gpu-node"], resources=None), action_module("gpushare_drain").ARGUMENT_SPEC)
     assert drain["grace_period"] is None and drain["resources"] == [] and drain["timeout"] == 300.0
 
 

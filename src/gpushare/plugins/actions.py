@@ -53,9 +53,11 @@ def _fragment(name: str) -> str:
 
 
 def validated(action: ActionBase, spec: dict[str, Any]) -> dict[str, Any]:
-    """The task's arguments checked against `spec`, with the documented defaults and types, as plain data;
-    an unknown or mistyped argument fails the task naming it, before anything is read or written."""
-    checked = ArgumentSpecValidator(spec).validate(json.loads(json.dumps(dict(action._task.args))))  # noqa: SLF001
+    """The task's arguments checked against `spec`, with the documented defaults and types (an argument
+    templated to null is left out, so it gets its default), as plain data; an unknown or mistyped
+    argument fails the task naming it, before anything is read or written."""
+    given = {k: v for k, v in json.loads(json.dumps(dict(action._task.args))).items() if v is not None}  # noqa: SLF001
+    checked = ArgumentSpecValidator(spec).validate(given)
     if checked.error_messages:
         problems = [f"unknown argument {e}" if isinstance(e, UnsupportedError) else f"{e}." for e in checked.errors.errors]
         raise AnsibleActionFail(f"{action._task.action}: {' '.join(problems)}")  # noqa: SLF001
