@@ -48,9 +48,11 @@ DEFAULT_QUERIES: dict[str, Query] = {
     "fb_used_1h": Query(3600, f"max {_BY} (max_over_time(DCGM_FI_DEV_FB_USED[1h]))", "1 h FB used peak, MiB"),
     # The card's memory is used + free + reserved. FB_RESERVED is in the exporter's default counters
     # only since 4.3.1-4.4.0 (etc/dcp-metrics-included.csv): read apart, so that a card without it
-    # is still sized by used + free.
-    "fb_used_free": Query(None, f"max {_BY} (last_over_time(DCGM_FI_DEV_FB_USED[$window]) "
-                                "+ last_over_time(DCGM_FI_DEV_FB_FREE[$window]))", "FB used + free, MiB"),
+    # is still sized by used + free. Each is the GPU's highest series before the sum: with
+    # KUBERNETES_VIRTUAL_GPUS the exporter adds per-pod FB_USED series (process values, their own
+    # labels) beside the card's own.
+    "fb_used_free": Query(None, f"max {_BY} (last_over_time(DCGM_FI_DEV_FB_USED[$window])) "
+                                f"+ max {_BY} (last_over_time(DCGM_FI_DEV_FB_FREE[$window]))", "FB used + free, MiB"),
     "fb_reserved": Query(None, f"max {_BY} (last_over_time(DCGM_FI_DEV_FB_RESERVED[$window]))", "FB reserved, MiB"),
     # DCGM_FI_DEV_XID_ERRORS holds the last Xid code: the highest code seen in the window.
     "xid": Query(None, f"max {_BY} (max_over_time(DCGM_FI_DEV_XID_ERRORS[$window]))", "last Xid code"),

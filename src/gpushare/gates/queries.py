@@ -33,15 +33,15 @@ _CARD = "UUID, GPU_I_ID"  # a whole GPU, or one MIG instance of it
 
 
 def _last(field: str) -> str:
-    return _dcgm(f"last_over_time(DCGM_FI_DEV_FB_{field}{{<node>}}[$window])")
+    """The card's last DCGM_FI_DEV_FB_<field> in the window, one series per card (the exporter also
+    writes per-pod copies and, for FB_USED, per-pod process values: the card's own is the highest)."""
+    return f"max by ({_CARD}) ({_dcgm(f'last_over_time(DCGM_FI_DEV_FB_{field}{{<node>}}[$window])')})"
 
 
 # The card's memory: used + free + reserved where the exporter exports FB_RESERVED (in its default
 # counters since 4.3.1-4.4.0, etc/dcp-metrics-included.csv), else used + free.
-_CARD_MEMORY = (
-    f"max by ({_CARD}) (({_last('USED')} + {_last('FREE')} + {_last('RESERVED')}) "
-    f"or ({_last('USED')} + {_last('FREE')}))"
-)
+_USED_FREE = f"({_last('USED')} + {_last('FREE')})"
+_CARD_MEMORY = f"(({_USED_FREE} + {_last('RESERVED')}) or {_USED_FREE})"
 # The pods the exporter maps to each card's shares: with KUBERNETES_VIRTUAL_GPUS=true it copies a
 # card's series to every pod sharing it, with the replica in `vgpu` (internal/pkg/transformation/
 # kubernetes.go, toDeviceToSharingPods); behind the operator's ServiceMonitor the pod arrives as
@@ -100,10 +100,7 @@ DEFAULT_QUERIES: dict[str, str] = {
         f"/ on ({_CARD}) {_CARD_MEMORY})"
     ),
     # Cards whose memory is counted without FB_RESERVED (the exporter does not export it).
-    "fb_no_reserved": (
-        f"count(max by ({_CARD}) ({_last('USED')}) unless on ({_CARD}) max by ({_CARD}) ({_last('RESERVED')})) "
-        "or vector(0)"
-    ),
+    "fb_no_reserved": f"count({_last('USED')} unless {_last('RESERVED')}) or vector(0)",
     # The nodes with DCGM series in the window, one series each: a --node without any holds.
     "dcgm_nodes": f"group by (Hostname, hostname) ({_dcgm('last_over_time(DCGM_FI_DEV_FB_USED{<node>}[$window])')})",
     # Context reported with the throughput gate; they do not decide anything.
