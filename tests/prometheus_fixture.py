@@ -180,11 +180,11 @@ def _xid(gpu: int, t: int, trial_code: int) -> float:
 
 def _add_pod(
     om: _Families, host: str, pod: str, times: list[int], *, rate: float, mode_at: Callable[[int], str],
-    queue_wait_s: float, failure: tuple[int, str] | None, latency_from: int | None,
+    queue_wait_s: float, failure: tuple[int, str] | None, latency_from: int | None, namespace: str = NAMESPACE,
 ) -> None:
     """One pod's series: `rate` requests/s, each minute's latency in mode_at(t)'s bucket (exported
     from latency_from on; None: never), a failure (time, reason) that restarts its container."""
-    pod_labels = {"namespace": NAMESPACE, "pod": pod}
+    pod_labels = {"namespace": namespace, "pod": pod}
     om.add("kube_pod_info", "gauge", "kube_pod_info", {**pod_labels, "node": host}, [(t, 1.0) for t in times])
     container = {**pod_labels, "container": "worker"}
     restarts = [(t, 1.0 if failure and t >= failure[0] else 0.0) for t in times]
@@ -223,13 +223,13 @@ def _add_pod(
     om.add(family, "histogram", f"{family}_count", pod_labels, [(t, v) for t, v in requests if t >= latency_from])
 
 
-def build_tsdb(directory: Path) -> Path:
-    """Blocks for every case under directory/tsdb, built once per directory."""
+def build_tsdb(directory: Path, text: Callable[[], str] = openmetrics) -> Path:
+    """Blocks of `text()` (default: every gate case) under directory/tsdb, built once per directory."""
     tsdb = directory / "tsdb"
     if tsdb.is_dir():
         return tsdb
-    source = directory / "gates.om"
-    source.write_text(openmetrics(), encoding="utf-8")
+    source = directory / "input.om"
+    source.write_text(text(), encoding="utf-8")
     partial = directory / "tsdb.partial"
     shutil.rmtree(partial, ignore_errors=True)
     subprocess.run([PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", "--quiet", str(source), str(partial)],
@@ -247,13 +247,17 @@ def free_port() -> int:
 @contextmanager
 def serve_gate_cases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The gate-case TSDB (built once per session) behind a fresh server; skips without Prometheus."""
-    missing = [path for path in (PROMETHEUS, PROMTOOL) if not Path(path).is_file()]
-    if missing:
-        pytest.skip(f"{', '.join(missing)} not installed: run scripts/install-prometheus.sh (or make setup)")
+    skip_without_prometheus()
     directory = tmp_path_factory.getbasetemp() / "gates-prometheus"
     directory.mkdir(exist_ok=True)
     with prometheus_server(build_tsdb(directory), tmp_path_factory.mktemp("prometheus")) as url:
         yield url
+
+
+def skip_without_prometheus() -> None:
+    missing = [path for path in (PROMETHEUS, PROMTOOL) if not Path(path).is_file()]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed: run scripts/install-prometheus.sh (or make setup)")
 
 
 @contextmanager
