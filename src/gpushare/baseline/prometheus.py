@@ -106,13 +106,14 @@ def collect(plan: Plan, queries: dict[str, str], workload_labels: list[str],
                 if math.isfinite(value):
                     stamp = int(t)
                     target[stamp] = combine(target[stamp], value) if stamp in target else value
-    # One value per series (instant queries): the highest across the series of one GPU.
+    # One value per GPU: the highest of its series and points (None: no series, not zero).
     for key, attribute in (("fb_used_free", "fb_used_free_mib"), ("fb_reserved", "fb_reserved_mib"), ("xid", "xid")):
         for labels, points in answers[key]:
-            if math.isfinite(points[0][1]):
-                series, value = gpu(labels), int(points[0][1]) if key == "xid" else points[0][1]
+            values = [int(v) if key == "xid" else v for _, v in points if math.isfinite(v)]
+            if values:
+                series = gpu(labels)
                 known = getattr(series, attribute)
-                setattr(series, attribute, value if known is None else max(known, value))
+                setattr(series, attribute, max(values + ([] if known is None else [known])))
     for labels, _ in answers["workloads"]:
         workload = _workload(labels, workload_labels)
         series = gpu(labels)

@@ -46,14 +46,15 @@ DEFAULT_QUERIES: dict[str, Query] = {
     # The seed's max_over_time(DCGM_FI_DEV_FB_USED[24h]) is the daily peak of these hourly peaks;
     # hourly, so that memory's coverage is judged like utilisation's.
     "fb_used_1h": Query(3600, f"max {_BY} (max_over_time(DCGM_FI_DEV_FB_USED[1h]))", "1 h FB used peak, MiB"),
-    # The card's memory is used + free + reserved. FB_RESERVED is in the exporter's default counters
-    # only since 4.3.1-4.4.0 (etc/dcp-metrics-included.csv): read apart, so that a card without it
-    # is still sized by used + free. Each is the GPU's highest series before the sum: with
+    # The card's memory is used + free + reserved, once a day. FB_RESERVED is in the exporter's
+    # default counters only since 4.3.1-4.4.0 (etc/dcp-metrics-included.csv): read apart, so that a
+    # card without it is still sized by used + free (an `or` of both sums costs more than every
+    # other query together). Each is the GPU's highest series before the sum: with
     # KUBERNETES_VIRTUAL_GPUS the exporter adds per-pod FB_USED series (process values, their own
     # labels) beside the card's own.
-    "fb_used_free": Query(None, f"max {_BY} (last_over_time(DCGM_FI_DEV_FB_USED[$window])) "
-                                f"+ max {_BY} (last_over_time(DCGM_FI_DEV_FB_FREE[$window]))", "FB used + free, MiB"),
-    "fb_reserved": Query(None, f"max {_BY} (last_over_time(DCGM_FI_DEV_FB_RESERVED[$window]))", "FB reserved, MiB"),
+    "fb_used_free": Query(86400, f"max {_BY} (DCGM_FI_DEV_FB_USED) + max {_BY} (DCGM_FI_DEV_FB_FREE)",
+                          "FB used + free, MiB"),
+    "fb_reserved": Query(86400, f"max {_BY} (DCGM_FI_DEV_FB_RESERVED)", "FB reserved, MiB"),
     # DCGM_FI_DEV_XID_ERRORS holds the last Xid code: the highest code seen in the window.
     "xid": Query(None, f"max {_BY} (max_over_time(DCGM_FI_DEV_XID_ERRORS[$window]))", "last Xid code"),
     # The pods the exporter mapped to each GPU during the window (Kubernetes mapping; behind the

@@ -68,7 +68,7 @@ def p99_gate(trial: Side, thresholds: Thresholds) -> GateResult:
     # A window without data neither breaks a run of breaches nor extends it.
     breaches = [value > slo for value in present]
     run = longest_run(breaches)
-    observed |= {"max": max(present), "consecutive_above": run, "windows_with_data": len(present)}
+    observed |= {"max": max(present), "consecutive_above": run}
     if run >= needed:
         reason = f"above the {_num(slo)} ms SLO for {run} consecutive windows{_skipped(windows)}"
         return GateResult(name, "rollback", observed, threshold, reason)
