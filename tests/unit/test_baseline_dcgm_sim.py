@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from gpushare.cli import main
 from gpushare.dcgm_sim.exposition import Exporter, SimGpu, collectors, exposition, openmetrics
 from gpushare.dcgm_sim.hardware import NodeHardware, fleet_gpus, node_hardware
 from gpushare.dcgm_sim.profiles import FLEET_PROFILES, Profile, reading
@@ -109,3 +110,10 @@ def test_openmetrics_groups_families_with_timestamps() -> None:
     assert len(families) == len(set(families)) == 8
     util = [l for l in lines if l.startswith("DCGM_FI_DEV_GPU_UTIL{")]
     assert len(util) == 4 and util[0].endswith(f" {EPOCH}") and util[1].endswith(f" {EPOCH + 60}")
+
+
+def test_a_counters_file_that_is_not_one_is_refused_before_serving(tmp_path, capsys) -> None:
+    counters = tmp_path / "counters.csv"
+    counters.write_text("GPU_UTIL gauge\n")
+    assert main(["sim", "dcgm-exporter", "--collectors", str(counters), "--kubeconfig", str(tmp_path / "none")]) == 2
+    assert "error: --collectors " in capsys.readouterr().err
