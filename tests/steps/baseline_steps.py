@@ -142,7 +142,7 @@ def report_lists_every_gpu(kube: Cluster, reports: Path) -> None:
 
 @then("every GPU of the report has its plot, drawn from the same numbers as the JSON")
 def every_gpu_has_a_plot(reports: Path) -> None:
-    from PIL import Image  # noqa: PLC0415 - matplotlib's dependency
+    from PIL import Image
 
     markdown, document = _report(reports)
     for gpu in document["gpus"]:

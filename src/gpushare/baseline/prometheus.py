@@ -38,7 +38,7 @@ class Client:
         else:
             first = end - (math.ceil(window_s / step_s) - 1) * step_s
             path, form = "query_range", {"query": promql, "start": str(first), "end": str(end), "step": str(step_s)}
-        request = Request(f"{self.url}/api/v1/{path}", data=urlencode(form).encode())
+        request = Request(f"{self.url}/api/v1/{path}", data=urlencode(form).encode())  # noqa: S310 - the operator's Prometheus
         try:
             with urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310 - the operator's URL
                 body = json.load(response)

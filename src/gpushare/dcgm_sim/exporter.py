@@ -42,7 +42,7 @@ def serve(kubeconfig: Path | None, context: str | None, port: int, ready_file: P
     epoch = int(time.time())
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - the http.server API
+        def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
                 body, kind = exposition(fleet.gpus(), int(time.time()), epoch, exporter), "text/plain; version=0.0.4"

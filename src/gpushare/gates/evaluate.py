@@ -14,9 +14,14 @@ from statistics import fmean, pstdev
 from gpushare.gates.model import SEVERITY, GateResult, Observations, Report, Side, Thresholds
 
 
+_PER_NODE = (" (the exporter does not map shared pods to cards, so pods on one node count together; "
+             "KUBERNETES_VIRTUAL_GPUS=true on dcgm-exporter maps them per card)")
+
+
 def evaluate(observations: Observations, thresholds: Thresholds) -> Report:
     baseline, trial = observations.baseline, observations.trial
-    measured = {key for key in ("correlated_failures", "fb_peak_pct") if getattr(trial, key) is not None or key in trial.gaps}
+    measured = {key for key in ("correlated_failures", "fb_peak_pct")
+                if getattr(trial, key) is not None or key in trial.gaps}
     gates = [
         *([nodes_gate(observations)] if observations.nodes else []),
         throughput_gate(baseline, trial, thresholds),
@@ -98,20 +103,13 @@ def count_gate(name: str, label: str, baseline: Side, trial: Side, allowed: floa
 
 
 def correlated_gate(trial: Side, thresholds: Thresholds) -> GateResult:
-    name, allowed, now, scope = "correlated_failures", thresholds.max_correlated_failures, trial.correlated_failures, \
-        trial.correlated_scope
-    where = {"card": "cards with failures in 2+ of their sharing pods",
-             "node": "nodes with failures in 2+ pods (per node: the exporter maps no shares to cards)"}
-    threshold = f"<= {allowed} {where.get(scope or '', 'cards with failures in 2+ shared pods')}"
-    observed: dict[str, object] = {"trial": now, "scope": scope or "metrics file"}
+    name, allowed, now = "correlated_failures", thresholds.max_correlated_failures, trial.correlated_failures
+    per_node = trial.correlated_scope == "node"
+    unit, why = ("node", _PER_NODE) if per_node else ("card", "")
+    threshold = f"<= {allowed} {unit}s with failures in 2+ {'pods' if per_node else 'shared pods'}"
+    observed: dict[str, object] = {"trial": now, "scope": trial.correlated_scope or "metrics file"}
     if now is None:
         return GateResult(name, "hold", observed, threshold, _no_data(None, trial, name))
-    if scope == "node":
-        unit = "node"
-        why = (" (the exporter does not map shared pods to cards, so pods on one node count together; "
-               "KUBERNETES_VIRTUAL_GPUS=true on dcgm-exporter maps them per card)")
-    else:
-        unit, why = "card", ""
     if now > allowed:
         return GateResult(name, "rollback", observed, threshold, f"failures correlated on the same {unit}: {_num(now)}{why}")
     return GateResult(name, "continue", observed, threshold, f"no failures correlated on one {unit}{why}")
@@ -122,7 +120,8 @@ def memory_gate(trial: Side, thresholds: Thresholds) -> GateResult:
     the shares' memory together leaves no room and OOM kills start."""
     name, peak = "memory_headroom", trial.fb_peak_pct
     ceiling = 100 * (1 - thresholds.fb_margin)
-    threshold = f"every card's FB peak <= {ceiling:.3g}% of its memory (fb_margin {thresholds.fb_margin:g}, as the baseline's)"
+    threshold = (f"every card's FB peak <= {ceiling:.3g}% of its memory "
+                 f"(fb_margin {thresholds.fb_margin:g}, as the baseline's)")
     observed: dict[str, object] = {"trial_peak_pct": peak, "ceiling_pct": round(ceiling, 6)}
     note = ""
     if trial.fb_no_reserved:
@@ -187,7 +186,8 @@ def queue_gate(baseline: Side, trial: Side, thresholds: Thresholds) -> GateResul
     and the wait saved must outweigh the latency added. With no queue on either side (both means
     at most no_queue_s) there is nothing to shorten: the P99 gate alone guards latency."""
     name, slo, drop = "queue_time_s", thresholds.p99_slo_ms, thresholds.queue_time_min_drop
-    max_used, max_spread, none_s = thresholds.jitter_max_headroom_used, thresholds.jitter_max_spread, thresholds.no_queue_s
+    max_used, max_spread = thresholds.jitter_max_headroom_used, thresholds.jitter_max_spread
+    none_s = thresholds.no_queue_s
     threshold = (
         f"no queue (both means <= {_num(none_s)} s), or: mean falling{f' by >= {drop:.0%}' if drop else ''}; "
         f"P99 windows within the SLO: mean rise <= {_pct(max_used)} and sd <= {_pct(max_spread)} of the "
@@ -282,7 +282,8 @@ def _present(windows: tuple[float | None, ...]) -> list[float]:
 
 def _short_coverage(windows: tuple[float | None, ...], thresholds: Thresholds) -> str | None:
     """Why too few windows have data for min_window_coverage, or None when enough do."""
-    present, share, least = len(_present(windows)), len(_present(windows)) / len(windows), thresholds.min_window_coverage
+    present, least = len(_present(windows)), thresholds.min_window_coverage
+    share = present / len(windows)
     if share < least and not _close(share, least):
         return f"has data in only {present} of {len(windows)} windows ({_pct(share)}, min_window_coverage {_pct(least)})"
     return None

@@ -81,7 +81,7 @@ class PrometheusClient:
             raise Unreachable()
         form = urlencode({"query": query, "time": f"{at:.3f}"}).encode()
         try:
-            with urlopen(Request(f"{self.url}/api/v1/query", data=form), timeout=self.timeout_s) as response:
+            with urlopen(Request(f"{self.url}/api/v1/query", data=form), timeout=self.timeout_s) as response:  # noqa: S310 - the operator's Prometheus
                 body = json.load(response)
         except HTTPError as err:
             raise QueryError(f"Prometheus answered HTTP {err.code}: {_error_text(err)}") from None
@@ -117,7 +117,8 @@ def collect(plan: QueryPlan, thresholds: Thresholds, client: PrometheusClient | 
     )
     if plan.nodes:
         trial = replace(trial, dcgm_nodes=reader.nodes_seen(plan.trial_end, plan.window_s, trial.gaps))
-        baseline = replace(baseline, dcgm_nodes=reader.nodes_seen(plan.trial_start, plan.baseline_window_s, baseline.gaps))
+        baseline = replace(
+            baseline, dcgm_nodes=reader.nodes_seen(plan.trial_start, plan.baseline_window_s, baseline.gaps))
     baseline = _scale_counts(baseline, plan.window_s / plan.baseline_window_s)
     start, end = plan.trial_start, plan.trial_end
     source: dict[str, object] = {
@@ -136,7 +137,8 @@ class _Reader:
 
     def side(self, at: float, window_s: int, window_ends: list[float], latency_s: int, trial: bool = False) -> Side:
         gaps: dict[str, str] = {}
-        scalars = ["throughput_per_gpu", *COUNT_KEYS, *CONTEXT_KEYS] + (["fb_peak_pct", "fb_no_reserved"] if trial else [])
+        scalars = ["throughput_per_gpu", *COUNT_KEYS, *CONTEXT_KEYS]
+        scalars += ["fb_peak_pct", "fb_no_reserved"] if trial else []
         values = {key: self._scalar(key, at, window_s, gaps) for key in scalars}
         windows = {key: self._windows(key, window_ends, latency_s, gaps) for key in WINDOW_KEYS}
         if trial:
@@ -210,7 +212,8 @@ def _read(body: object) -> tuple[str, list[Series]]:
     except PrometheusError as err:
         raise QueryError(f"Prometheus reported an error: {err}") from None
     except MalformedAnswer as err:
-        raise QueryError(f"the answer is not a Prometheus query result ({err}); check that the URL is Prometheus") from None
+        raise QueryError(
+            f"the answer is not a Prometheus query result ({err}); check that the URL is Prometheus") from None
 
 
 def _single_value(body: object) -> float | None:
