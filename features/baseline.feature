@@ -38,6 +38,23 @@ Feature: Baseline before sharing: a week of DCGM data turned into a verdict per 
     Then the run succeeds
     And the report lists only the GPUs of "gpu-node-2"
 
+  Scenario: An exporter whose counters file leaves out FB_RESERVED gives the same verdicts
+    Given Prometheus holds a week of the fleet's DCGM data from an exporter that writes its node as "hostname" without "DCGM_FI_DEV_FB_RESERVED"
+    When the operator runs the baseline on "gpu-node-2"
+    Then the run succeeds
+    And the report lists only the GPUs of "gpu-node-2"
+    And every GPU's memory is read as used + free because "the exporter does not export DCGM_FI_DEV_FB_RESERVED"
+    And the verdicts are
+      | node       | gpu | verdict           | replicas | reason                                   |
+      | gpu-node-2 | 0   | not-candidate     | 1        | memory peak leaves no headroom           |
+      | gpu-node-2 | 1   | not-candidate     | 1        | latency-critical (core online inference) |
+      | gpu-node-2 | 2   | not-candidate     | 1        | memory peak leaves no headroom           |
+      | gpu-node-2 | 3   | not-candidate     | 1        | busy daily 01:00-05:00 UTC               |
+      | gpu-node-2 | 4   | not-candidate     | 1        | no workload ran on it in the window      |
+      | gpu-node-2 | 5   | candidate         | 3        | stable compute gap                       |
+      | gpu-node-2 | 6   | not-candidate     | 1        | GPU Xid error 79                         |
+      | gpu-node-2 | 7   | insufficient-data | -        | days of data (since                      |
+
   Scenario: A Prometheus that does not answer stops the run, and no report is written
     When the operator runs the baseline against a Prometheus that does not answer
     Then the run is refused with "Prometheus cannot give the baseline"

@@ -4,7 +4,9 @@ Feature: Release gates decide whether a GPU-sharing trial continues, holds or ro
   queue time stay within the operator's SLOs; data that cannot decide holds, never continues.
   Queue time must fall without the wait merely turning into run-time jitter: latency may rise
   within the SLO, but not use up most of the room left to it, swing towards it, or cost more
-  than the wait saved.
+  than the wait saved; with nothing waiting at all there is nothing to shorten. Failures count
+  together on the card the pods share where the exporter maps shares to cards, else on the node;
+  a card's memory must keep the headroom the baseline sized the shares for.
 
   @prometheus
   Scenario Outline: <situation>
@@ -15,22 +17,30 @@ Feature: Release gates decide whether a GPU-sharing trial continues, holds or ro
     And the <gate> gate says <status> because "<reason>"
 
     Examples:
-      | situation                                 | node             | prometheus | verdict  | exit | gate                | status   | reason                                          |
-      | more work per card within every SLO       | gpu-continue     | up         | continue | 0    | throughput_per_gpu  | continue | gain meets the 10% margin                       |
-      | sharing gives no more work per card       | gpu-no-gain      | up         | rollback | 3    | throughput_per_gpu  | rollback | no gain: 10 vs whole-card 10 per GPU            |
-      | a gain below the margin is not enough yet | gpu-small-gain   | up         | hold     | 4    | throughput_per_gpu  | hold     | gain below the 10% margin yet                   |
-      | P99 above the SLO for 3 windows in a row  | gpu-p99-breach   | up         | rollback | 3    | p99_ms              | rollback | above the 500 ms SLO for 3 consecutive          |
-      | P99 above the SLO for only 2 windows      | gpu-p99-blip     | up         | hold     | 4    | p99_ms              | hold     | at most 2 in a row (rollback at 3)              |
-      | a shared pod is OOM-killed                | gpu-oom          | up         | rollback | 3    | oom_kills           | rollback | OOM kills above baseline                        |
-      | a shared pod restarts                     | gpu-restart      | up         | rollback | 3    | restarts            | rollback | restarts above baseline                         |
-      | two pods sharing a card fail together     | gpu-correlated   | up         | rollback | 3    | correlated_failures | rollback | failures correlated on the same card            |
-      | a GPU raises a new Xid error              | gpu-xid          | up         | rollback | 3    | xid_errors          | rollback | 1 new Xid error(s) during the trial             |
-      | queue time does not fall                  | gpu-queue-flat   | up         | rollback | 3    | queue_time_s        | rollback | queue time not falling: 30 s -> 35 s            |
-      | P99 rises but stays well inside the SLO   | gpu-latency-rise | up         | continue | 0    | queue_time_s        | continue | 399 -> 449.5 ms uses 50% of the 101 ms headroom |
-      | P99 swings towards the SLO                | gpu-jitter       | up         | rollback | 3    | queue_time_s        | rollback | P99 swings 399-499.5 ms across windows          |
-      | P99 settles just under the SLO            | gpu-near-slo     | up         | rollback | 3    | queue_time_s        | rollback | 399 -> 499.5 ms, 99.5% of the 101 ms headroom   |
-      | the workload exports no latency histogram | gpu-no-latency   | up         | hold     | 4    | p99_ms              | hold     | queries.p99_ms returned no series               |
-      | Prometheus does not answer                | gpu-continue     | down       | hold     | 4    | throughput_per_gpu  | hold     | did not answer                                  |
+      | situation                                 | node                     | prometheus | verdict  | exit | gate                | status   | reason                                           |
+      | more work per card within every SLO       | gpu-continue             | up         | continue | 0    | throughput_per_gpu  | continue | gain meets the 10% margin                        |
+      | sharing gives no more work per card       | gpu-no-gain              | up         | rollback | 3    | throughput_per_gpu  | rollback | no gain: 10 vs whole-card 10 per GPU             |
+      | a gain below the margin is not enough yet | gpu-small-gain           | up         | hold     | 4    | throughput_per_gpu  | hold     | gain below the 10% margin yet                    |
+      | P99 above the SLO for 3 windows in a row  | gpu-p99-breach           | up         | rollback | 3    | p99_ms              | rollback | above the 500 ms SLO for 3 consecutive           |
+      | P99 above the SLO for only 2 windows      | gpu-p99-blip             | up         | hold     | 4    | p99_ms              | hold     | at most 2 in a row (rollback at 3)               |
+      | a shared pod is OOM-killed                | gpu-oom                  | up         | rollback | 3    | oom_kills           | rollback | OOM kills above baseline                         |
+      | a shared pod restarts                     | gpu-restart              | up         | rollback | 3    | restarts            | rollback | restarts above baseline                          |
+      | two pods sharing a card fail together     | gpu-correlated           | up         | rollback | 3    | correlated_failures | rollback | failures correlated on the same card             |
+      | two pods fail, each on its own card       | gpu-correlated-two-cards | up         | rollback | 3    | correlated_failures | continue | no failures correlated on one card               |
+      | pods fail where no share maps to a card   | gpu-correlated-unmapped  | up         | rollback | 3    | correlated_failures | rollback | failures correlated on the same node             |
+      | a card's memory fills up in the trial     | gpu-memory-full          | up         | rollback | 3    | memory_headroom     | rollback | above the 80% ceiling                            |
+      | a GPU raises a new Xid error              | gpu-xid                  | up         | rollback | 3    | xid_errors          | rollback | 1 new Xid error(s) during the trial              |
+      | queue time does not fall                  | gpu-queue-flat           | up         | rollback | 3    | queue_time_s        | rollback | queue time not falling: 30 s -> 35 s             |
+      | P99 rises but stays well inside the SLO   | gpu-latency-rise         | up         | continue | 0    | queue_time_s        | continue | 399 -> 449.5 ms uses 50% of the 101 ms headroom  |
+      | P99 swings towards the SLO                | gpu-jitter               | up         | rollback | 3    | queue_time_s        | rollback | P99 swings 399-499.5 ms across windows           |
+      | P99 settles just under the SLO            | gpu-near-slo             | up         | rollback | 3    | queue_time_s        | rollback | 399 -> 499.5 ms, 99.5% of the 101 ms headroom    |
+      | the workload exports no latency histogram | gpu-no-latency           | up         | hold     | 4    | p99_ms              | hold     | queries.p99_ms returned no series                |
+      | P99 is measured in 3 of the 12 windows    | gpu-latency-gaps         | up         | hold     | 4    | p99_ms              | hold     | has data in only 3 of 12 windows                 |
+      | nothing waits, before or during the trial | gpu-no-queue             | up         | continue | 0    | queue_time_s        | continue | no queue to shorten: 0 s -> 0 s                  |
+      | the exporter writes its node as hostname  | gpu-hostname             | up         | continue | 0    | xid_errors          | continue | 0 new Xid errors                                 |
+      | the exporter collects no Xid errors       | gpu-no-xid               | up         | hold     | 4    | xid_errors          | hold     | does the exporter collect DCGM_FI_DEV_XID_ERRORS |
+      | the node has no DCGM series at all        | gpu-elsewhere            | up         | hold     | 4    | dcgm_nodes          | hold     | no DCGM series for gpu-elsewhere                 |
+      | Prometheus does not answer                | gpu-continue             | down       | hold     | 4    | throughput_per_gpu  | hold     | did not answer                                   |
 
   Scenario Outline: Queue time falls and P99 <situation>
     Given the shipped thresholds with a P99 SLO of 120 ms

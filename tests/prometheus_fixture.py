@@ -1,11 +1,13 @@
 """A real Prometheus over a generated TSDB: one node per gate case, a week of whole-card baseline.
 
 Each case is a node `gpu-<case>` with two GPUs. The baseline week runs two whole-card pods (one
-per GPU, 10 requests/s each); the trial hour runs four time-sliced pods. Series follow the real
-exporters: DCGM per GPU, kube-state-metrics per pod/container, and the workload's own request
-counter, latency histogram and queue-wait summary. Cases differ only in the trial, so each one
-trips exactly the gate it is named for. Queries select a case with `--node gpu-<case>` and
-`--trial-end TRIAL_END`.
+per GPU, 10 requests/s each); the trial hour runs four time-sliced pods, two per GPU. Series follow
+the real exporters: DCGM per GPU (node label `Hostname`, or `hostname` as since dcgm-exporter
+d5e5f51; with KUBERNETES_VIRTUAL_GPUS each GPU's series copied to the pods sharing it, with their
+replica in `vgpu`), kube-state-metrics per pod/container, and the workload's own request counter,
+latency histogram and queue-wait summary. Cases differ only in the trial (and the few named
+otherwise), so each one trips exactly the gate it is named for. Queries select a case with
+`--node gpu-<case>` and `--trial-end TRIAL_END`.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 TRIAL_END = 1704672000  # 2024-01-08T00:00:00Z
 TRIAL_START = TRIAL_END - 3600
 BASELINE_START = TRIAL_START - 7 * 86400
-BASELINE_STEP, TRIAL_STEP = 1800, 60  # a scrape every 30 min over the week, every minute in the trial
+BASELINE_STEP, TRIAL_STEP = 3600, 60  # a sample every hour over the week, every minute in the trial
 NAMESPACE = "ml"
 BUCKETS = ("0.2", "0.3", "0.4", "0.45", "0.5", "0.6", "+Inf")
 # Latency modes: every request of a minute falls in one bucket, so the P99 is known exactly:
@@ -59,10 +61,15 @@ class GateCase:
     trial_rate: float = 6.0  # requests/s per shared pod: 4 pods on 2 GPUs = 12/GPU, +20% over 10
     latency: tuple[str, ...] = ("fast",) * LATENCY_WINDOWS  # one mode per 5-minute window
     latency_metrics: bool = True  # False: the trial pods export no latency histogram
-    queue_wait_s: float = 10.0  # baseline 30 s
+    latency_from: int = 0  # the first 5-minute window with a latency histogram
+    queue_wait_s: float = 10.0
+    baseline_queue_wait_s: float = 30.0
     oom_pods: tuple[int, ...] = ()  # trial pods OOMKilled at minute 30
-    crash_pods: tuple[int, ...] = ()  # trial pods that restart (reason Error) at minute 30
-    xid: int = 0  # Xid code raised on GPU 1 at minute 20
+    crash_pods: tuple[int, ...] = ()  # trial pods that restart (reason Error) at minute 30; 0, 1 on GPU 0
+    xid: int | None = 0  # Xid code raised on GPU 1 at minute 20; None: the exporter collects no Xid
+    host_label: str = "Hostname"
+    shares_mapped: bool = False  # KUBERNETES_VIRTUAL_GPUS=true: per-card attribution
+    trial_fb_used_mib: float = 61000.0  # of 81920 (74.5%)
 
 
 CASES: dict[str, GateCase] = {
@@ -73,14 +80,22 @@ CASES: dict[str, GateCase] = {
     "p99-blip": GateCase(latency=("fast",) * 10 + ("slow",) * 2),
     "oom": GateCase(oom_pods=(1,)),
     "restart": GateCase(crash_pods=(2,)),
-    "correlated": GateCase(crash_pods=(0, 3)),
+    "correlated": GateCase(crash_pods=(0, 1), shares_mapped=True),
+    "correlated-two-cards": GateCase(crash_pods=(0, 2), shares_mapped=True),
+    "correlated-unmapped": GateCase(crash_pods=(0, 2)),
     "xid": GateCase(xid=79),
     "queue-flat": GateCase(queue_wait_s=35.0),
     "latency-rise": GateCase(latency=("rise",) * LATENCY_WINDOWS),
     "jitter": GateCase(latency=("base", "mid") * (LATENCY_WINDOWS // 2)),
     "near-slo": GateCase(latency=("mid",) * LATENCY_WINDOWS),
     "no-latency": GateCase(latency_metrics=False),
+    "no-queue": GateCase(trial_rate=10.0, queue_wait_s=0.0, baseline_queue_wait_s=0.0),  # twice the work per GPU
+    "hostname": GateCase(host_label="hostname"),
+    "no-xid": GateCase(xid=None),
+    "latency-gaps": GateCase(latency_from=9),
+    "memory-full": GateCase(trial_fb_used_mib=78000.0),
 }
+FB_TOTAL_MIB, FB_RESERVED_MIB = 81920.0, 571.0
 
 
 def node(case: str) -> str:
@@ -121,24 +136,35 @@ def _add_case(om: _Families, host: str, case: GateCase) -> None:
     everything = baseline + [TRIAL_START] + trial
     for gpu in (0, 1):
         labels = {"gpu": str(gpu), "UUID": f"GPU-{host}-{gpu}", "device": f"nvidia{gpu}",
-                  "modelName": "NVIDIA A100-SXM4-80GB", "Hostname": host}
+                  "modelName": "NVIDIA A100-SXM4-80GB", case.host_label: host}
         util = [(t, 55.0 if t <= TRIAL_START else 85.0) for t in everything]
-        fb_used = [(t, 30000.0 if t <= TRIAL_START else 61000.0) for t in everything]
-        om.add("DCGM_FI_DEV_GPU_UTIL", "gauge", "DCGM_FI_DEV_GPU_UTIL", labels, util)
-        om.add("DCGM_FI_DEV_FB_USED", "gauge", "DCGM_FI_DEV_FB_USED", labels, fb_used)
-        om.add("DCGM_FI_DEV_XID_ERRORS", "gauge", "DCGM_FI_DEV_XID_ERRORS", labels,
-               [(t, _xid(gpu, t, case.xid)) for t in everything])
+        fb_used = [(t, 30000.0 if t <= TRIAL_START else case.trial_fb_used_mib) for t in everything]
+        families = {
+            "DCGM_FI_DEV_GPU_UTIL": util, "DCGM_FI_DEV_FB_USED": fb_used,
+            "DCGM_FI_DEV_FB_FREE": [(t, FB_TOTAL_MIB - FB_RESERVED_MIB - used) for t, used in fb_used],
+            "DCGM_FI_DEV_FB_RESERVED": [(t, FB_RESERVED_MIB) for t in everything],
+        }
+        if case.xid is not None:
+            families["DCGM_FI_DEV_XID_ERRORS"] = [(t, _xid(gpu, t, case.xid)) for t in everything]
+        for family, points in families.items():
+            om.add(family, "gauge", family, labels, points)
+            if case.shares_mapped:  # the trial's sharing pods, two per GPU
+                for share in (0, 1):
+                    pod = {"container": "worker", "namespace": NAMESPACE, "pod": f"{host}-trial-{2 * gpu + share}",
+                           "vgpu": str(share)}
+                    om.add(family, "gauge", family, labels | pod, [(t, v) for t, v in points if t > TRIAL_START])
     # Whole-card week: one restart (day 2) and one OOM kill (day 4), Xid 13 on GPU 0 (day 3).
     for index in (0, 1):
         failure = (BASELINE_START + (2 + 2 * index) * 86400, "Error" if index == 0 else "OOMKilled")
         _add_pod(om, host, f"{host}-base-{index}", baseline, rate=10.0, mode_at=lambda t: "base",
-                 queue_wait_s=30.0, failure=failure, latency_metrics=True)
+                 queue_wait_s=case.baseline_queue_wait_s, failure=failure, latency_from=BASELINE_START)
     for index in range(4):
         failure = None
         if index in case.oom_pods or index in case.crash_pods:
             failure = (TRIAL_START + 30 * 60, "OOMKilled" if index in case.oom_pods else "Error")
         _add_pod(om, host, f"{host}-trial-{index}", trial, rate=case.trial_rate, mode_at=partial(_trial_mode, case),
-                 queue_wait_s=case.queue_wait_s, failure=failure, latency_metrics=case.latency_metrics)
+                 queue_wait_s=case.queue_wait_s, failure=failure,
+                 latency_from=TRIAL_START + case.latency_from * 300 if case.latency_metrics else None)
 
 
 def _trial_mode(case: GateCase, t: int) -> str:
@@ -154,11 +180,11 @@ def _xid(gpu: int, t: int, trial_code: int) -> float:
 
 def _add_pod(
     om: _Families, host: str, pod: str, times: list[int], *, rate: float, mode_at: Callable[[int], str],
-    queue_wait_s: float, failure: tuple[int, str] | None, latency_metrics: bool,
+    queue_wait_s: float, failure: tuple[int, str] | None, latency_from: int | None, namespace: str = NAMESPACE,
 ) -> None:
-    """One pod's series: `rate` requests/s, each minute's latency in mode_at(t)'s bucket, a failure
-    (time, reason) that restarts its container."""
-    pod_labels = {"namespace": NAMESPACE, "pod": pod}
+    """One pod's series: `rate` requests/s, each minute's latency in mode_at(t)'s bucket (exported
+    from latency_from on; None: never), a failure (time, reason) that restarts its container."""
+    pod_labels = {"namespace": namespace, "pod": pod}
     om.add("kube_pod_info", "gauge", "kube_pod_info", {**pod_labels, "node": host}, [(t, 1.0) for t in times])
     container = {**pod_labels, "container": "worker"}
     restarts = [(t, 1.0 if failure and t >= failure[0] else 0.0) for t in times]
@@ -187,22 +213,23 @@ def _add_pod(
     om.add("workload_queue_wait_seconds", "summary", "workload_queue_wait_seconds_sum", pod_labels,
            [(t, value * queue_wait_s) for t, value in requests])
     om.add("workload_queue_wait_seconds", "summary", "workload_queue_wait_seconds_count", pod_labels, requests)
-    if not latency_metrics:
+    if latency_from is None:
         return
     family = "workload_request_duration_seconds"
     for upper in BUCKETS:
-        om.add(family, "histogram", f"{family}_bucket", {**pod_labels, "le": upper}, buckets[upper])
-    om.add(family, "histogram", f"{family}_sum", pod_labels, [(t, latency_sum) for t, _ in requests])
-    om.add(family, "histogram", f"{family}_count", pod_labels, requests)
+        om.add(family, "histogram", f"{family}_bucket", {**pod_labels, "le": upper},
+               [(t, v) for t, v in buckets[upper] if t >= latency_from])
+    om.add(family, "histogram", f"{family}_sum", pod_labels, [(t, latency_sum) for t, _ in requests if t >= latency_from])
+    om.add(family, "histogram", f"{family}_count", pod_labels, [(t, v) for t, v in requests if t >= latency_from])
 
 
-def build_tsdb(directory: Path) -> Path:
-    """Blocks for every case under directory/tsdb, built once per directory."""
+def build_tsdb(directory: Path, text: Callable[[], str] = openmetrics) -> Path:
+    """Blocks of `text()` (default: every gate case) under directory/tsdb, built once per directory."""
     tsdb = directory / "tsdb"
     if tsdb.is_dir():
         return tsdb
-    source = directory / "gates.om"
-    source.write_text(openmetrics(), encoding="utf-8")
+    source = directory / "input.om"
+    source.write_text(text(), encoding="utf-8")
     partial = directory / "tsdb.partial"
     shutil.rmtree(partial, ignore_errors=True)
     subprocess.run([PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", "--quiet", str(source), str(partial)],
@@ -220,13 +247,17 @@ def free_port() -> int:
 @contextmanager
 def serve_gate_cases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The gate-case TSDB (built once per session) behind a fresh server; skips without Prometheus."""
-    missing = [path for path in (PROMETHEUS, PROMTOOL) if not Path(path).is_file()]
-    if missing:
-        pytest.skip(f"{', '.join(missing)} not installed: run scripts/install-prometheus.sh (or make setup)")
+    skip_without_prometheus()
     directory = tmp_path_factory.getbasetemp() / "gates-prometheus"
     directory.mkdir(exist_ok=True)
     with prometheus_server(build_tsdb(directory), tmp_path_factory.mktemp("prometheus")) as url:
         yield url
+
+
+def skip_without_prometheus() -> None:
+    missing = [path for path in (PROMETHEUS, PROMTOOL) if not Path(path).is_file()]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed: run scripts/install-prometheus.sh (or make setup)")
 
 
 @contextmanager

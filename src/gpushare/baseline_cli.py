@@ -11,7 +11,7 @@ from pathlib import Path
 
 from gpushare.baseline.evaluate import evaluate
 from gpushare.baseline.model import (
-    EXIT_BAD_INPUT, EXIT_NO_DATA, EXIT_OK, BaselineInputError, PrometheusUnavailable, duration,
+    EXIT_ABSENT, EXIT_BAD_INPUT, EXIT_NO_DATA, EXIT_OK, BaselineInputError, PrometheusUnavailable, duration,
 )
 from gpushare.baseline.prometheus import Plan
 from gpushare.baseline.report import to_dict, to_json, to_markdown, to_table
@@ -22,7 +22,9 @@ from gpushare.gates.timespec import format_time, parse_duration, parse_time
 
 _NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 EPILOG = ("exit status: 0 the baseline was computed (whatever the verdicts), 2 bad input, "
-          "4 Prometheus did not answer or holds no DCGM series")
+          "4 Prometheus did not answer, answered what is not a query result, or holds no DCGM series, "
+          "5 the baseline was computed but a node or GPU asked for (--node, --gpus) has no series: "
+          "its row says insufficient-data")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -36,7 +38,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     baseline.add_argument("--workloads", type=Path, metavar="FILE",
                           help="workload facts, YAML or JSON (`-`: standard input); see baseline_workloads")
     baseline.add_argument("--node", action="append", default=[], metavar="NODE",
-                          help="only these nodes (repeatable; default all)")
+                          help="only these nodes (repeatable; default all); one without series is a row of its "
+                               "own, insufficient-data, and the exit status is 5")
+    baseline.add_argument("--gpus", action="append", default=[], metavar="NODE=COUNT",
+                          help="the node holds COUNT GPUs, indices 0..COUNT-1 (repeatable; implies --node NODE): "
+                               "each one without series is a row, insufficient-data, and the exit status is 5")
     baseline.add_argument("--format", choices=("table", "json", "markdown"), default="table",
                           help="table (default), json (the verdicts as data) or markdown (for a report)")
     baseline.add_argument("--plots", type=Path, metavar="DIR", help="write one PNG per GPU into DIR")
@@ -49,6 +55,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
         thresholds = load_thresholds(args.thresholds)
         facts = load_facts(args.workloads)
         plan = _plan(args, thresholds.min_history_s)
+        gpu_counts = _gpu_counts(args.gpus)
         plots = _plots_dir(args.plots) if args.plots else None
     except (BaselineInputError, GateInputError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -56,7 +63,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     print(f"querying {plan.url}: {duration(plan.window_s)} to {format_time(plan.end)}", file=sys.stderr)
     began = time.monotonic()
     try:
-        report = evaluate(plan, thresholds, facts, tuple(args.node))
+        report = evaluate(plan, thresholds, facts, tuple(args.node), gpu_counts=gpu_counts)
         if plots:
             from gpushare.baseline.plots import write_plots  # noqa: PLC0415 - matplotlib only when asked
 
@@ -75,6 +82,11 @@ def cmd_baseline(args: argparse.Namespace) -> int:
         print(to_markdown(document, link_base=str(Path.cwd())), end="")
     else:
         print(to_table(document))
+    absent = [f"{g.series.key.node}" + (f" GPU {g.series.key.gpu}" if g.series.key.gpu else "")
+              for g in report.gpus if g.absent]
+    if absent:
+        print(f"no series in the window for {', '.join(absent)}: reported as insufficient-data", file=sys.stderr)
+        return EXIT_ABSENT
     return EXIT_OK
 
 
@@ -96,6 +108,16 @@ def _plan(args: argparse.Namespace, min_history_s: int) -> Plan:
     # By default the window ends with the last full hour, so that its 1 h averages are clock hours.
     end = int(parse_time(args.end, "--end")) if args.end else int(time.time()) // 3600 * 3600
     return Plan(args.prometheus, end, window_s, args.timeout)
+
+
+def _gpu_counts(values: list[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for value in values:
+        node, _, count = value.partition("=")
+        if not _NODE_NAME.fullmatch(node) or not count.isdigit() or not 0 < int(count) <= 64:
+            raise BaselineInputError(f"--gpus {value}: give NODE=COUNT, a node name and 1 to 64 GPUs (e.g. gpu-a=8)")
+        counts[node] = int(count)
+    return counts
 
 
 def _plots_dir(directory: Path) -> Path:

@@ -19,10 +19,11 @@ from gpushare.gates.timespec import format_duration, format_time, parse_duration
 _NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 DESCRIPTION = """\
 Evaluate the release gates of a time-slicing trial - throughput per physical
-GPU, P99 latency, OOM kills, restarts, correlated failures, Xid errors, queue
-time - against the operator's SLOs. Each gate says continue, hold (not enough
-data) or rollback, with its reason; the most severe is the verdict. Missing
-data never continues."""
+GPU, P99 latency, OOM kills, restarts, correlated failures (per card where the
+exporter maps shares to cards, else per node), memory headroom, Xid errors,
+queue time, and with --node DCGM series for every node - against the
+operator's SLOs. Each gate says continue, hold (not enough data) or rollback,
+with its reason; the most severe is the verdict. Missing data never continues."""
 EPILOG = """\
 examples:
   gpushare gate --metrics examples/gates/metrics-continue.json \\
@@ -30,8 +31,10 @@ examples:
   gpushare gate --prometheus http://prometheus:9090 --window 1h --node gpu-a \\
       --thresholds examples/gates/thresholds.yaml --format json
 
-exit status: 0 continue, 3 rollback, 4 hold (not enough data, or Prometheus
-did not answer), 2 bad input (nothing was evaluated)"""
+exit status: 0 continue, 3 rollback, 4 hold (not enough data: a query without
+series or with a wrong-shaped answer, a --node without DCGM series, latency
+windows without data; or Prometheus did not answer), 2 bad input (nothing was
+evaluated)"""
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -66,7 +69,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     gate.add_argument(
         "--node", action="append", default=[], metavar="NODE",
-        help="with --prometheus: count only the pods and GPUs of this node (repeat for several; default all)",
+        help="with --prometheus: count only the pods and GPUs of this node (repeat for several; default all); "
+        "a node without DCGM series holds",
     )
     gate.add_argument(
         "--timeout", type=float, default=10.0, metavar="SECONDS",

@@ -2,6 +2,10 @@
 
 Each case is one simulated GPU whose week comes from a workload profile (gpushare.dcgm_sim), with
 the DCGM exporter's metric names and labels, backfilled with promtool; the window ends at END.
+Most cases are written as the current exporter writes them (`hostname`); a few as other exporters
+do: `Hostname` (up to 4.5.3-4.8.2), no DCGM_FI_DEV_FB_RESERVED (before 4.3.1-4.4.0, or a custom
+counters file), no DCGM_FI_DEV_XID_ERRORS (a counters file without it), memory read for only the
+last day.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import yaml
 
 from gpushare.cli import main
 from gpushare.dcgm_sim.backfill import backfill
-from gpushare.dcgm_sim.exposition import SimGpu
+from gpushare.dcgm_sim.exposition import FAMILIES, Exporter, SimGpu
 from gpushare.dcgm_sim.profiles import DAY, Profile
 from tests.prometheus_fixture import PROMETHEUS, PROMTOOL, prometheus_server
 
@@ -38,8 +42,15 @@ CASES: dict[str, Profile] = {
     "xid": replace(BATCH, xid_code=79, xid_before_s=2 * DAY),
     "no-facts": replace(BATCH, namespace="unknown-team"),
     "latency": replace(BATCH, namespace="serving"),
-    "hostname": BATCH,  # the exporter's main branch: `hostname`, not `Hostname`
     "servicemonitor": BATCH,  # behind the operator's ServiceMonitor: exported_namespace / exported_pod
+    "memory-one-day": BATCH,  # DCGM_FI_DEV_FB_USED only in the last day
+}
+EVERY_FIELD = frozenset(family.name for family in FAMILIES)
+# Cases written by other exporters than the current one: case -> exporter.
+OTHER_EXPORTERS: dict[str, Exporter] = {
+    "hostname-before-d5e5f51": Exporter("Hostname"),
+    "no-reserved": Exporter("Hostname", EVERY_FIELD - {"DCGM_FI_DEV_FB_RESERVED"}),
+    "no-xid": Exporter(fields=EVERY_FIELD - {"DCGM_FI_DEV_XID_ERRORS"}),
 }
 SPIKE = replace(BATCH, util_pct=10, spike_minute_of_day=12 * 60)  # sampled every minute
 FACTS = [
@@ -72,18 +83,23 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         start = END - 7 * DAY - 3600
         backfill(gpus(), start, END, 300, END, partial, relabel=relabel)
         backfill([SimGpu(node("spike"), 0, H100, TOTAL, SPIKE)], start, END, 60, END, partial)
+        for case, exporter in OTHER_EXPORTERS.items():
+            backfill([SimGpu(node(case), 0, H100, TOTAL, BATCH)], start, END, 300, END, partial, exporter=exporter)
         partial.rename(tsdb)
     with prometheus_server(tsdb, tmp_path_factory.mktemp("prometheus")) as url:
         yield url
 
 
 def relabel(text: str) -> str:
-    """Two cases as other exporters label them, applied to the generated OpenMetrics."""
-    text = text.replace(f'Hostname="{node("hostname")}"', f'hostname="{node("hostname")}"')
-    return re.sub(
-        rf'Hostname="{node("servicemonitor")}",namespace="([^"]+)",pod="([^"]+)",container="([^"]+)"',
-        rf'Hostname="{node("servicemonitor")}",exported_namespace="\1",exported_pod="\2",exported_container="\3",'
+    """Behind the operator's ServiceMonitor, and memory read for one day only, applied to the
+    generated OpenMetrics."""
+    text = re.sub(
+        rf'hostname="{node("servicemonitor")}",container="([^"]+)",namespace="([^"]+)",pod="([^"]+)"',
+        rf'hostname="{node("servicemonitor")}",exported_container="\1",exported_namespace="\2",exported_pod="\3",'
         r'namespace="gpu-operator",pod="nvidia-dcgm-exporter-7xk2p",container="nvidia-dcgm-exporter"', text)
+    one_day = f'DCGM_FI_DEV_FB_USED{{gpu="0",UUID="{SimGpu(node("memory-one-day"), 0, H100, TOTAL, BATCH).uuid}"'
+    return "\n".join(line for line in text.split("\n")
+                     if not line.startswith(one_day) or int(line.rsplit(" ", 1)[1]) > END - DAY)
 
 
 def baseline(capsys, url: str, tmp_path: Path, *args: str, facts: list | None = None) -> tuple[int, dict | None, str]:
@@ -187,8 +203,9 @@ def test_workload_facts_feed_the_verdict(fleet) -> None:
 
 
 def test_labels_as_every_exporter_sets_them(fleet) -> None:
-    lower = gpu_of(fleet, node("hostname"))
-    assert (lower["verdict"], lower["coverage"]["hours"]) == ("candidate", 168)
+    for case in ("steady-idle", "hostname-before-d5e5f51"):
+        gpu = gpu_of(fleet, node(case))
+        assert (gpu["verdict"], gpu["coverage"]["hours"], gpu["xid"]) == ("candidate", 168, 0)
     behind = gpu_of(fleet, node("servicemonitor"))
     assert behind["verdict"] == "candidate"
     assert behind["workloads"][0].startswith("ml-batch/batch-")  # not the exporter's own pod
@@ -202,12 +219,54 @@ def test_mig_instances_are_judged_from_the_profiling_metrics(fleet) -> None:
     assert (second["verdict"], second["recommended_replicas"]) == ("candidate", 3)
 
 
+def test_without_fb_reserved_the_card_is_used_plus_free(fleet) -> None:
+    """An exporter before 4.3.1-4.4.0 (here with `Hostname`) exports no DCGM_FI_DEV_FB_RESERVED: the
+    card is sized by used + free, and the reasons say so."""
+    gpu = gpu_of(fleet, node("no-reserved"))
+    assert (gpu["verdict"], gpu["recommended_replicas"], gpu["fb_reserved_exported"]) == ("candidate", 4, False)
+    assert gpu["fb_total_mib"] == TOTAL - round(TOTAL * 0.007)  # used + free
+    assert any("(used + free: the exporter does not export DCGM_FI_DEV_FB_RESERVED)" in r for r in gpu["reasons"])
+    assert gpu_of(fleet, node("steady-idle"))["fb_reserved_exported"] is True
+
+
+def test_no_xid_series_is_not_no_xid(fleet, prometheus, capsys, tmp_path) -> None:
+    gpu = gpu_of(fleet, node("no-xid"))
+    assert (gpu["verdict"], gpu["xid"]) == ("insufficient-data", None)
+    assert gpu["reasons"] == ["no DCGM_FI_DEV_XID_ERRORS series in the window: Xid errors are unknown, not absent (if "
+                              "the exporter does not collect them, say so with xid_required: false)"]
+    thresholds = tmp_path / "thresholds.yaml"
+    thresholds.write_text(yaml.safe_dump({"xid_required": False}))
+    code, report, _ = baseline(capsys, prometheus, tmp_path, "--node", node("no-xid"), "--thresholds", str(thresholds))
+    assert (code, report["gpus"][0]["verdict"]) == (0, "candidate")
+    assert "Xid errors not judged: the thresholds say the exporter does not collect them (xid_required: false)" in (
+        report["gpus"][0]["reasons"])
+
+
+def test_one_day_of_memory_in_a_week_is_insufficient(fleet) -> None:
+    gpu = gpu_of(fleet, node("memory-one-day"))
+    assert (gpu["verdict"], gpu["recommended_replicas"], gpu["coverage"]["hours"]) == ("insufficient-data", None, 168)
+    assert gpu["reasons"] == ["only 1.0 days of memory data (DCGM_FI_DEV_FB_USED) (since 2024-01-07T01:00:00Z): the "
+                              "seed asks for at least 7d that cover releases, traffic peaks and training checkpoints"]
+
+
 def test_one_node_and_an_unknown_node(prometheus, capsys, tmp_path) -> None:
     code, report, _ = baseline(capsys, prometheus, tmp_path, "--node", node("xid"))
     assert code == 0 and [g["node"] for g in report["gpus"]] == [node("xid")]
-    code, report, err = baseline(capsys, prometheus, tmp_path, "--node", "gpu-elsewhere")
-    assert (code, report) == (4, None)
-    assert "no DCGM series for node(s) gpu-elsewhere" in err and "case-checkpoints" in err
+    code, report, err = baseline(capsys, prometheus, tmp_path, "--node", node("xid"), "--node", "gpu-elsewhere")
+    assert code == 5 and [(g["node"], g["verdict"], g["absent"]) for g in report["gpus"]] == [
+        (node("xid"), "not-candidate", False), ("gpu-elsewhere", "insufficient-data", True)]
+    reason = report["gpus"][1]["reasons"][0]
+    assert reason.startswith("no DCGM series for node gpu-elsewhere in the window (Hostname / hostname label)")
+    assert "case-checkpoints" in reason and report["summary"]["insufficient-data"] == 1
+    assert err.endswith("no series in the window for gpu-elsewhere: reported as insufficient-data\n")
+
+
+def test_a_gpu_the_node_holds_without_series(prometheus, capsys, tmp_path) -> None:
+    code, report, err = baseline(capsys, prometheus, tmp_path, "--gpus", f"{node('steady-idle')}=2")
+    assert code == 5 and [(g["gpu"], g["verdict"]) for g in report["gpus"]] == [
+        ("0", "candidate"), ("1", "insufficient-data")]
+    assert report["gpus"][1]["reasons"][0].startswith(
+        f"no DCGM series for GPU 1 of node {node('steady-idle')} in the window (the node holds 2)")
 
 
 def test_no_series_in_the_window_exits_4(prometheus, capsys, tmp_path) -> None:

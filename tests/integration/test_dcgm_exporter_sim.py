@@ -1,6 +1,7 @@
 """The embedded cluster's simulated DCGM exporter: /metrics with dcgm-exporter's metric names and
-labels for every simulated GPU, MIG instances reported with the profiling metrics only, and the
-demo Prometheus (`gpushare sim prometheus`) scraping it over a backfilled week."""
+labels for every simulated GPU (the node as `hostname`, as the operator's 4.6.0-4.8.3 writes it),
+MIG instances reported with the profiling metrics only, and the demo Prometheus (`gpushare sim
+prometheus`) scraping it over a backfilled week."""
 
 from __future__ import annotations
 
@@ -48,15 +49,15 @@ def test_every_gpu_of_the_fleet_with_the_exporters_labels(cluster: Cluster, expo
     counts = {n.metadata.name: int(n.metadata.labels["nvidia.com/gpu.count"])
               for n in cluster.core.list_node(label_selector="nvidia.com/gpu.present=true").items}
     util = [labels for name, labels, _ in samples if name == "DCGM_FI_DEV_GPU_UTIL"]
-    assert sorted((l["Hostname"], l["gpu"]) for l in util) == sorted(
+    assert sorted((l["hostname"], l["gpu"]) for l in util) == sorted(
         (node, str(i)) for node, count in counts.items() for i in range(count))
     for labels in util:
-        assert list(labels)[:6] == [*EXPORTER_LABELS, "Hostname"], labels
+        assert list(labels)[:6] == [*EXPORTER_LABELS, "hostname"], labels
         assert labels["UUID"].startswith("GPU-") and labels["device"] == f"nvidia{labels['gpu']}"
     assert {name for name, _, _ in samples} == {family.name for family in FAMILIES}
     per_gpu: dict[tuple[str, str], dict[str, float]] = {}
     for name, labels, value in samples:
-        per_gpu.setdefault((labels["Hostname"], labels["gpu"]), {})[name] = value
+        per_gpu.setdefault((labels["hostname"], labels["gpu"]), {})[name] = value
     for (node, _), values in per_gpu.items():
         total = values["DCGM_FI_DEV_FB_USED"] + values["DCGM_FI_DEV_FB_FREE"] + values["DCGM_FI_DEV_FB_RESERVED"]
         memory = next(n for n in cluster.core.list_node().items if n.metadata.name == node).metadata.labels
@@ -72,13 +73,13 @@ def test_mig_instances_report_profiling_metrics_only(clean_cluster: Cluster, exp
 
     def instances() -> list[dict[str, str]]:
         return [l for name, l, _ in scrape(exporter_url)
-                if name == "DCGM_FI_PROF_GR_ENGINE_ACTIVE" and l["Hostname"] == node and "GPU_I_ID" in l]
+                if name == "DCGM_FI_PROF_GR_ENGINE_ACTIVE" and l["hostname"] == node and "GPU_I_ID" in l]
 
     found = wait_for(instances, 30, f"MIG instances of {node} on /metrics")
     assert len(found) == 4 * 7 and {l["GPU_I_PROFILE"] for l in found} == {"1g.5gb"}
     samples = scrape(exporter_url)
-    assert not [l for name, l, _ in samples if name == "DCGM_FI_DEV_GPU_UTIL" and l["Hostname"] == node]
-    fb = [v for name, l, v in samples if l.get("Hostname") == node and name == "DCGM_FI_DEV_FB_FREE"]
+    assert not [l for name, l, _ in samples if name == "DCGM_FI_DEV_GPU_UTIL" and l["hostname"] == node]
+    fb = [v for name, l, v in samples if l.get("hostname") == node and name == "DCGM_FI_DEV_FB_FREE"]
     assert len(fb) == 28 and max(fb) < 4864  # an instance's memory, not the card's
 
 
@@ -97,7 +98,7 @@ def test_demo_prometheus_scrapes_the_exporter_over_a_backfilled_week(cluster: Cl
     # History from before the cluster started, for every GPU of the fleet (the GPU node labels count them).
     gpus = sum(int(n.metadata.labels["nvidia.com/gpu.count"])
                for n in cluster.core.list_node(label_selector="nvidia.com/gpu.present=true").items)
-    week = query("count(count by (Hostname, gpu) (count_over_time(DCGM_FI_DEV_GPU_UTIL[1h] offset 2d)))")
+    week = query("count(count by (hostname, gpu) (count_over_time(DCGM_FI_DEV_GPU_UTIL[1h] offset 2d)))")
     assert week and float(week[0]["value"][1]) == gpus
     again = subprocess.run([sys.executable, "-m", "gpushare", "sim", "prometheus", "--state-dir",
                             str(cluster.state_dir)], capture_output=True, text=True, timeout=60, check=False)

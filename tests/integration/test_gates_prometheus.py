@@ -15,7 +15,9 @@ from tests.prometheus_fixture import CASES, THRESHOLDS, TRIAL_END, node, prometh
 
 pytestmark = pytest.mark.prometheus
 
-GATES = ("throughput_per_gpu", "p99_ms", "oom_kills", "restarts", "correlated_failures", "xid_errors", "queue_time_s")
+GATES = ("throughput_per_gpu", "p99_ms", "oom_kills", "restarts", "correlated_failures", "memory_headroom",
+         "xid_errors", "queue_time_s")
+NODE_GATES = ("dcgm_nodes", *GATES)  # with --node
 # case -> (gates that do not continue, verdict); every other gate must continue.
 EXPECTED: dict[str, tuple[dict[str, str], str]] = {
     "continue": ({}, "continue"),
@@ -26,12 +28,19 @@ EXPECTED: dict[str, tuple[dict[str, str], str]] = {
     "oom": ({"oom_kills": "rollback", "restarts": "rollback"}, "rollback"),
     "restart": ({"restarts": "rollback"}, "rollback"),
     "correlated": ({"restarts": "rollback", "correlated_failures": "rollback"}, "rollback"),
+    "correlated-two-cards": ({"restarts": "rollback"}, "rollback"),
+    "correlated-unmapped": ({"restarts": "rollback", "correlated_failures": "rollback"}, "rollback"),
     "xid": ({"xid_errors": "rollback"}, "rollback"),
     "queue-flat": ({"queue_time_s": "rollback"}, "rollback"),
     "latency-rise": ({}, "continue"),
     "jitter": ({"queue_time_s": "rollback"}, "rollback"),
     "near-slo": ({"queue_time_s": "rollback"}, "rollback"),
     "no-latency": ({"p99_ms": "hold", "queue_time_s": "hold"}, "hold"),
+    "no-queue": ({}, "continue"),
+    "hostname": ({}, "continue"),
+    "no-xid": ({"xid_errors": "hold"}, "hold"),
+    "latency-gaps": ({"p99_ms": "hold"}, "hold"),
+    "memory-full": ({"memory_headroom": "rollback"}, "rollback"),
 }
 EXIT_CODES = {"continue": 0, "rollback": 3, "hold": 4}
 
@@ -70,7 +79,7 @@ def test_every_case_is_tested() -> None:
 def test_gate_case(prometheus, tmp_path, capsys, case) -> None:
     failing, verdict = EXPECTED[case]
     code, report = run_gate(capsys, prometheus, thresholds_file(tmp_path), "--node", node(case))
-    assert statuses(report) == {name: failing.get(name, "continue") for name in GATES}
+    assert statuses(report) == {name: failing.get(name, "continue") for name in NODE_GATES}
     assert (report["verdict"], code) == (verdict, EXIT_CODES[verdict])
 
 
@@ -87,12 +96,81 @@ def test_values_come_from_the_queries(prometheus, tmp_path, capsys) -> None:
         observed = gate(report, name)["observed"]
         assert (observed["baseline"], observed["trial"]) == (pytest.approx(week / 168, rel=0.05), 0.0)
     assert report["source"]["trial"] == "2024-01-07T23:00:00Z/2024-01-08T00:00:00Z"
+    # Every card's peak against its memory (used + free + reserved): 61000 of 81920 MiB.
+    memory = gate(report, "memory_headroom")["observed"]
+    assert (memory["trial_peak_pct"], memory["ceiling_pct"]) == (pytest.approx(100 * 61000 / 81920), 80)
+    assert gate(report, "correlated_failures")["observed"]["scope"] == "node"
+    assert gate(report, "dcgm_nodes")["observed"] == {
+        "asked": [node("continue")], "trial": [node("continue")], "baseline": [node("continue")]}
+
+
+@pytest.mark.parametrize(("case", "scope", "trial", "reason"), [
+    ("correlated", "card", 1.0, "failures correlated on the same card: 1"),
+    ("correlated-two-cards", "card", 0.0, "no failures correlated on one card"),
+    ("correlated-unmapped", "node", 1.0, "failures correlated on the same node: 1 (the exporter does not map shared "
+                                         "pods to cards"),
+])
+def test_correlated_failures_per_card_where_the_exporter_maps_shares(prometheus, tmp_path, capsys, case, scope,
+                                                                    trial, reason) -> None:
+    """Two failed pods: on one card, on two cards of one node (pods mapped per card by the exporter's
+    vgpu series), and on two cards of a node whose exporter maps no shares (judged per node)."""
+    _, report = run_gate(capsys, prometheus, thresholds_file(tmp_path), "--node", node(case))
+    correlated = gate(report, "correlated_failures")
+    assert (correlated["observed"]["scope"], correlated["observed"]["trial"]) == (scope, trial)
+    assert correlated["reason"].startswith(reason)
+
+
+def test_no_queue_on_either_side_continues(prometheus, tmp_path, capsys) -> None:
+    """Twice the work per GPU, P99 well within the SLO, nothing waiting before or during: continue."""
+    code, report = run_gate(capsys, prometheus, thresholds_file(tmp_path), "--node", node("no-queue"))
+    assert (code, report["verdict"]) == (0, "continue")
+    assert gate(report, "throughput_per_gpu")["observed"]["gain"] == pytest.approx(1.0)
+    assert gate(report, "queue_time_s")["reason"] == (
+        "no queue to shorten: 0 s -> 0 s, at most 0.01 s on both sides (latency is the p99_ms gate's)")
+
+
+def test_both_spellings_of_the_node_label(prometheus, tmp_path, capsys) -> None:
+    """`hostname` (dcgm-exporter since d5e5f51) and `Hostname` nodes, evaluated apart and together."""
+    _, report = run_gate(capsys, prometheus, thresholds_file(tmp_path), "--node", node("hostname"))
+    assert gate(report, "throughput_per_gpu")["observed"]["trial"] == pytest.approx(12.0)
+    assert gate(report, "xid_errors")["observed"] == {"baseline": pytest.approx(1 / 168, rel=0.05), "trial": 0.0}
+    code, both = run_gate(capsys, prometheus, thresholds_file(tmp_path), "--node", node("hostname"),
+                          "--node", node("continue"))
+    assert (code, gate(both, "dcgm_nodes")["status"]) == (0, "continue")
+    assert gate(both, "throughput_per_gpu")["observed"]["trial"] == pytest.approx(12.0)  # 48 req/s on 4 GPUs
+
+
+def test_no_xid_series_holds_unless_xid_is_not_collected(prometheus, tmp_path, capsys) -> None:
+    code, report = run_gate(capsys, prometheus, thresholds_file(tmp_path), "--node", node("no-xid"))
+    assert (code, gate(report, "xid_errors")["status"]) == (4, "hold")
+    code, report = run_gate(capsys, prometheus, thresholds_file(tmp_path, xid_required=False), "--node", node("no-xid"))
+    assert (code, report["verdict"]) == (0, "continue")
+    assert gate(report, "xid_errors")["reason"].startswith(
+        "not judged: the thresholds say Xid errors are not collected (xid_required: false)")
+
+
+def test_a_node_without_dcgm_series_holds(prometheus, tmp_path, capsys) -> None:
+    """A --node without series would drop out of every sum: the gates hold (exit 4) and name it."""
+    code, report = run_gate(capsys, prometheus, thresholds_file(tmp_path), "--node", node("continue"),
+                            "--node", "gpu-elsewhere")
+    assert (code, report["verdict"], gate(report, "dcgm_nodes")["status"]) == (4, "hold", "hold")
+    assert gate(report, "dcgm_nodes")["reason"].startswith(
+        "no DCGM series for gpu-elsewhere (in the trial and the baseline) (Hostname / hostname label)")
+
+
+def test_latency_windows_without_data_hold(prometheus, tmp_path, capsys) -> None:
+    _, report = run_gate(capsys, prometheus, thresholds_file(tmp_path), "--node", node("latency-gaps"))
+    p99 = gate(report, "p99_ms")
+    assert p99["observed"]["trial_windows"] == [None] * 9 + [pytest.approx(299.0)] * 3
+    assert p99["reason"] == ("P99 has data in only 3 of 12 windows (25%, min_window_coverage 90%): the trial's "
+                             "latency is not covered")
 
 
 def test_several_nodes_are_evaluated_together(prometheus, tmp_path, capsys) -> None:
     code, report = run_gate(capsys, prometheus, thresholds_file(tmp_path),
                             "--node", node("continue"), "--node", node("xid"))
     assert (code, gate(report, "xid_errors")["observed"]["trial"]) == (3, 1.0)
+    assert gate(report, "dcgm_nodes")["status"] == "continue"
     assert gate(report, "throughput_per_gpu")["observed"]["trial"] == pytest.approx(12.0)  # 48 req/s on 4 GPUs
 
 

@@ -16,6 +16,8 @@ import re
 import socket
 import subprocess
 import sys
+import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,10 @@ import pytest
 from pytest_bdd import given, parsers, then, when
 
 from gpushare.baseline.report import gpu_name
+from gpushare.dcgm_sim.backfill import backfill
+from gpushare.dcgm_sim.exposition import FAMILIES, Exporter
+from gpushare.dcgm_sim.hardware import fleet_gpus, node_hardware
+from tests.prometheus_fixture import prometheus_server, skip_without_prometheus
 from tests.steps.runbook_steps import RunbookRun, run_runbook
 from tests.support.cluster import Cluster
 
@@ -46,6 +52,25 @@ def fleet_prometheus(cluster: Cluster) -> str:
 @given("Prometheus holds a week of the fleet's DCGM data", target_fixture="prometheus_url")
 def prometheus_with_a_week(fleet_prometheus: str) -> str:
     return fleet_prometheus
+
+
+@given(parsers.parse('Prometheus holds a week of the fleet\'s DCGM data from an exporter that writes its node as '
+                     '"{host_label}" without "{field}"'), target_fixture="prometheus_url")
+def prometheus_of_another_exporter(request: pytest.FixtureRequest, kube: Cluster, tmp_path: Path, host_label: str,
+                                   field: str) -> str:
+    """The embedded fleet's week as another exporter writes it (an older release, or a counters file
+    without `field`), backfilled into a Prometheus of the scenario's own."""
+    if not kube.embedded:
+        pytest.skip("the week is generated from the embedded cluster's simulated GPUs")
+    skip_without_prometheus()
+    exporter = Exporter(host_label, frozenset(family.name for family in FAMILIES) - {field})
+    epoch = json.loads((kube.state_dir / "dcgm-exporter.json").read_text())["epoch"]  # as the cluster's exporter
+    now = int(time.time())
+    gpus = fleet_gpus(node_hardware(kube.core.list_node().items))
+    backfill(gpus, now - 7 * 86400 - 3600, now, 300, epoch, tmp_path / "tsdb", exporter=exporter)
+    stack = ExitStack()
+    request.addfinalizer(stack.close)
+    return stack.enter_context(prometheus_server(tmp_path / "tsdb", tmp_path))
 
 
 @pytest.fixture
@@ -164,6 +189,14 @@ def verdicts_are(kube: Cluster, reports: Path, datatable: list[list[str]]) -> No
         replicas = "-" if gpu["recommended_replicas"] is None else str(gpu["recommended_replicas"])
         assert (gpu["verdict"], replicas) == (expected["verdict"], expected["replicas"]), gpu
         assert any(expected["reason"] in reason for reason in gpu["reasons"]), gpu["reasons"]
+
+
+@then(parsers.parse('every GPU\'s memory is read as used + free because "{why}"'))
+def memory_read_as_used_plus_free(reports: Path, why: str) -> None:
+    _, document = _report(reports)
+    assert document["gpus"] and not any(gpu["fb_reserved_exported"] for gpu in document["gpus"])
+    sized = [reason for gpu in document["gpus"] for reason in gpu["reasons"] if reason.startswith("memory peak")]
+    assert sized and all(f"(used + free: {why})" in reason for reason in sized), sized
 
 
 @then(parsers.parse('the report lists only the GPUs of "{node}"'))

@@ -4,11 +4,13 @@ fleet's GPUs and MIG instances, and the OpenMetrics history promtool reads."""
 from __future__ import annotations
 
 import json
-
 import re
 from dataclasses import replace
 
-from gpushare.dcgm_sim.exposition import SimGpu, exposition, openmetrics
+import pytest
+
+from gpushare.cli import main
+from gpushare.dcgm_sim.exposition import Exporter, SimGpu, collectors, exposition, openmetrics
 from gpushare.dcgm_sim.hardware import NodeHardware, fleet_gpus, node_hardware
 from gpushare.dcgm_sim.profiles import FLEET_PROFILES, Profile, reading
 from gpushare.fleet import load_fleet
@@ -32,20 +34,39 @@ def test_profiles_over_time() -> None:
     assert reading(BATCH, 1, 1000, EPOCH, EPOCH) == reading(BATCH, 1, 1000, EPOCH, EPOCH)  # reproducible
 
 
-def test_exposition_has_the_exporters_labels_in_its_order() -> None:
-    text = exposition([SimGpu("node-a", 2, "NVIDIA-H100-80GB-HBM3", 81559, BATCH)], EPOCH, EPOCH)
+@pytest.mark.parametrize("host_label", ["hostname", "Hostname"])
+def test_exposition_has_the_exporters_labels_in_its_order(host_label) -> None:
+    exporter = Exporter() if host_label == "hostname" else Exporter(host_label)
+    text = exposition([SimGpu("node-a", 2, "NVIDIA-H100-80GB-HBM3", 81559, BATCH)], EPOCH, EPOCH, exporter)
     line = next(l for l in text.splitlines() if l.startswith("DCGM_FI_DEV_GPU_UTIL{"))
     assert re.fullmatch(r'DCGM_FI_DEV_GPU_UTIL\{gpu="2",UUID="GPU-[0-9a-f-]{36}",pci_bus_id="00000000:38:00.0",'
-                        r'device="nvidia2",modelName="NVIDIA H100 80GB HBM3",Hostname="node-a",namespace="ml",'
-                        r'pod="batch-[0-9a-f]{5}",container="main"\} \d+', line), line
+                        rf'device="nvidia2",modelName="NVIDIA H100 80GB HBM3",{host_label}="node-a",container="main",'
+                        r'namespace="ml",pod="batch-[0-9a-f]{5}"\} \d+', line), line
     assert "# TYPE DCGM_FI_DEV_FB_RESERVED gauge" in text
+    assert ("hostname=" in text, "Hostname=" in text) == (host_label == "hostname", host_label == "Hostname")
+
+
+def test_the_exporter_writes_only_the_fields_its_counters_file_lists(tmp_path) -> None:
+    counters = tmp_path / "counters.csv"
+    counters.write_text("# Memory usage\nDCGM_FI_DEV_FB_FREE, gauge, Free.\nDCGM_FI_DEV_FB_USED, gauge, Used.\n\n"
+                        "DCGM_FI_DEV_GPU_UTIL,      gauge, Util.\nDCGM_FI_DRIVER_VERSION, label, Driver Version\n")
+    fields = collectors(counters)
+    assert fields == {"DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DRIVER_VERSION"}
+    text = exposition([SimGpu("node-a", 0, "NVIDIA-L4", 23034, BATCH)], EPOCH, EPOCH, Exporter(fields=fields))
+    assert sorted(set(re.findall(r"^(DCGM_\w+)\{", text, re.M))) == [
+        "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_GPU_UTIL"]
+    counters.write_text("DCGM_FI_DEV_FB_FREE gauge\n")
+    with pytest.raises(ValueError, match="counters.csv:1: 'DCGM_FI_DEV_FB_FREE gauge' is not a"):
+        collectors(counters)
+    with pytest.raises(ValueError, match="dcgm-exporter writes Hostname or hostname"):
+        Exporter("HOSTNAME")
 
 
 def test_mig_instances_have_no_dev_utilisation() -> None:
     gpu = SimGpu("node-a", 0, "NVIDIA-A100-SXM4-40GB", 4864, BATCH, "1g.5gb", 3)
     text = exposition([gpu], EPOCH, EPOCH)
     assert "DCGM_FI_DEV_GPU_UTIL{" not in text and "DCGM_FI_DEV_MEM_COPY_UTIL{" not in text
-    assert 'GPU_I_PROFILE="1g.5gb",GPU_I_ID="3",Hostname="node-a"' in text
+    assert 'GPU_I_PROFILE="1g.5gb",GPU_I_ID="3",hostname="node-a"' in text
     free = float(re.search(r"DCGM_FI_DEV_FB_FREE\{[^}]*\} (\S+)", text)[1])
     used = float(re.search(r"DCGM_FI_DEV_FB_USED\{[^}]*\} (\S+)", text)[1])
     reserved = float(re.search(r"DCGM_FI_DEV_FB_RESERVED\{[^}]*\} (\S+)", text)[1])
@@ -89,3 +110,10 @@ def test_openmetrics_groups_families_with_timestamps() -> None:
     assert len(families) == len(set(families)) == 8
     util = [l for l in lines if l.startswith("DCGM_FI_DEV_GPU_UTIL{")]
     assert len(util) == 4 and util[0].endswith(f" {EPOCH}") and util[1].endswith(f" {EPOCH + 60}")
+
+
+def test_a_counters_file_that_is_not_one_is_refused_before_serving(tmp_path, capsys) -> None:
+    counters = tmp_path / "counters.csv"
+    counters.write_text("GPU_UTIL gauge\n")
+    assert main(["sim", "dcgm-exporter", "--collectors", str(counters), "--kubeconfig", str(tmp_path / "none")]) == 2
+    assert "error: --collectors " in capsys.readouterr().err

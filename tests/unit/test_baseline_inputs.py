@@ -29,6 +29,7 @@ def test_thresholds_values_and_overrides() -> None:
     assert (thresholds.min_history_s, thresholds.max_gap_s, thresholds.fb_margin, thresholds.max_replicas) == (
         14 * 86400, 7200, 0.3, 8)
     assert thresholds.queries == {"xid": "max by (UUID) (DCGM_FI_DEV_XID_ERRORS)"}
+    assert (thresholds.xid_required, parse_thresholds({"xid_required": False}).xid_required) == (True, False)
 
 
 @pytest.mark.parametrize(("document", "message"), [
@@ -42,6 +43,10 @@ def test_thresholds_values_and_overrides() -> None:
     ({"queries": {"util": "x"}}, "unknown query key(s) util"),
     ({"queries": {"xid": ""}}, "queries.xid must be a non-empty PromQL string"),
     ({"queries": {"xid": "max_over_time(x[$windw])"}}, "queries.xid uses an unknown placeholder"),
+    ({"xid_required": "yes"}, "thresholds: xid_required is 'yes'; expected true or false"),
+    ({"queries": {"fb_total": "max by (UUID) (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)"}},
+     "thresholds: queries.fb_total is no longer used: the card's memory is read as fb_used_free + fb_reserved now"),
+    ({"queries": {"fb_used_24h": "x"}}, "queries.fb_used_24h is no longer used: the daily peak is read from hourly"),
 ])
 def test_bad_thresholds(document, message) -> None:
     with pytest.raises(BaselineInputError, match=None) as raised:
@@ -104,6 +109,9 @@ def unanswered_url() -> str:
     (["--thresholds", "/nonexistent.yaml"], "cannot read the thresholds file /nonexistent.yaml"),
     (["--workloads", "/nonexistent.yaml"], "cannot read the workloads file /nonexistent.yaml"),
     (["--timeout", "0"], "--timeout 0.0: give a positive number of seconds"),
+    (["--gpus", "gpu-a"], "--gpus gpu-a: give NODE=COUNT, a node name and 1 to 64 GPUs"),
+    (["--gpus", "gpu-a=0"], "--gpus gpu-a=0: give NODE=COUNT"),
+    (["--gpus", "Bad=2"], "--gpus Bad=2: give NODE=COUNT"),
 ])
 def test_bad_input_exits_2_before_any_query(capsys, args, message) -> None:
     argv = ["baseline", "--prometheus", unanswered_url(), *args]

@@ -86,7 +86,8 @@ def test_nvidia_smi_csv() -> None:
 
 def report() -> dict:
     series = GpuSeries(GpuKey("g|1", "0", "GPU-a"), "NVIDIA H100 80GB HBM3", util_1h={t: 5.0 for t in HOURS},
-                       fb_used_24h={END: 8000.0}, fb_total_mib=81559, workloads=[Workload("ml", "p")])
+                       fb_used_1h={t: 8000.0 for t in HOURS}, fb_used_free_mib=80988, fb_reserved_mib=571, xid=0,
+                       workloads=[Workload("ml", "p")])
     facts = [WorkloadFacts(True, True, False, owner="team", namespace="ml")]
     verdict = judge(series, Thresholds(), facts, END, 7 * 86400, True)
     verdict.plot = "/r/baseline-x/g-gpu0.png"
@@ -129,7 +130,7 @@ def test_plot_of_a_series_with_one_point_keeps_the_window(tmp_path) -> None:
     from gpushare.baseline.plots import write_plots
 
     series = GpuSeries(GpuKey("g", "0", "GPU-a", "3"), "NVIDIA A100-SXM4-40GB", "1g.5gb", util_1h={END: 5.0},
-                       fb_used_24h={END: 100.0}, fb_total_mib=4864)
+                       fb_used_1h={END: 100.0}, fb_used_free_mib=4864, xid=0)
     verdict = judge(series, Thresholds(), [], END, 7 * 86400, False)
     write_plots([verdict], Thresholds(), tmp_path / "plots", (END - 7 * 86400, END))
     image = Image.open(verdict.plot)

@@ -6,24 +6,28 @@ from __future__ import annotations
 import pytest
 
 from gpushare.baseline.model import GpuKey, GpuSeries, Thresholds, Workload, WorkloadFacts
-from gpushare.baseline.verdict import judge
+from gpushare.baseline.verdict import absent, daily_peaks, judge
 
 END = 1704672000  # 2024-01-08T00:00:00Z
 WEEK = 7 * 86400
 HOURS = [END - k * 3600 for k in range(167, -1, -1)]
 DAYS = [END - k * 86400 for k in range(6, -1, -1)]
-TOTAL = 81559
+TOTAL, RESERVED = 81559, 571
 FACTS = [WorkloadFacts(retryable=True, checkpointed=True, latency_critical=False, owner="team", namespace="ml")]
 POD = Workload("ml", "job-1")
 
 
-def series(util: float | list[float] = 10.0, fb_peak: float = 8000.0, total: float | None = TOTAL, xid: int = 0,
-           hours: list[int] = HOURS, workloads: list[Workload] | None = None, mem_copy: float = 5.0) -> GpuSeries:
+def series(util: float | list[float] = 10.0, fb_peak: float = 8000.0, total: float | None = TOTAL, xid: int | None = 0,
+           hours: list[int] = HOURS, workloads: list[Workload] | None = None, mem_copy: float = 5.0,
+           reserved: float | None = RESERVED, fb_hours: list[int] | None = None) -> GpuSeries:
+    """One GPU's week: `total` = used + free + reserved (reserved None: not exported); the memory
+    read in `fb_hours` (default: the utilisation's hours)."""
     values = util if isinstance(util, list) else [util] * len(hours)
     return GpuSeries(
         GpuKey("node-a", "0", "GPU-a"), model="NVIDIA H100 80GB HBM3", util_1h=dict(zip(hours, values)),
-        mem_copy_1h={t: mem_copy for t in hours}, fb_used_24h={t: fb_peak for t in DAYS if hours and t >= hours[0]},
-        fb_total_mib=total, xid=xid, workloads=[POD] if workloads is None else workloads,
+        mem_copy_1h={t: mem_copy for t in hours}, fb_used_1h={t: fb_peak for t in (hours if fb_hours is None else fb_hours)},
+        fb_used_free_mib=None if total is None else total - (reserved or 0), fb_reserved_mib=reserved,
+        xid=xid, workloads=[POD] if workloads is None else workloads,
     )
 
 
@@ -173,7 +177,66 @@ def test_no_pod_mapping_anywhere_is_insufficient() -> None:
 def test_unknown_memory_size_is_insufficient() -> None:
     v = verdict_of(series(total=None))
     assert v.verdict == "insufficient-data"
-    assert v.reasons[0].startswith("no DCGM_FI_DEV_FB_FREE / DCGM_FI_DEV_FB_RESERVED series: the card's memory size")
+    assert v.reasons == ["no DCGM_FI_DEV_FB_FREE series in the window: the card's memory size is unknown (it is read "
+                         "as used + free, + reserved where exported)"]
+
+
+def test_without_fb_reserved_the_card_is_sized_by_used_plus_free() -> None:
+    """An exporter before 4.3.1-4.4.0 (or a custom counters file) has no DCGM_FI_DEV_FB_RESERVED:
+    the card is used + free, and the report says so."""
+    v = verdict_of(series(fb_peak=8000.0, total=TOTAL - RESERVED, reserved=None))
+    assert (v.verdict, v.recommended_replicas, v.series.fb_total_mib) == ("candidate", 4, TOTAL - RESERVED)
+    assert ("memory peak 8000 of 80988 MiB (used + free: the exporter does not export DCGM_FI_DEV_FB_RESERVED) (10%) "
+            "leaves room for 8 copies within 80%") in v.reasons
+    full = verdict_of(series(fb_peak=0.9 * TOTAL, total=TOTAL - RESERVED, reserved=None))
+    assert full.reasons[0].startswith("memory peak leaves no headroom: 73403 of 80988 MiB (used + free: the exporter "
+                                      "does not export DCGM_FI_DEV_FB_RESERVED) (91%)")
+
+
+@pytest.mark.parametrize(("required", "verdict", "reason"), [
+    (True, "insufficient-data", "no DCGM_FI_DEV_XID_ERRORS series in the window: Xid errors are unknown, not absent "
+                                "(if the exporter does not collect them, say so with xid_required: false)"),
+    (False, "candidate", "Xid errors not judged: the thresholds say the exporter does not collect them "
+                         "(xid_required: false)"),
+])
+def test_no_xid_series_is_not_no_xid(required, verdict, reason) -> None:
+    v = verdict_of(series(xid=None), Thresholds(xid_required=required))
+    assert v.verdict == verdict
+    assert reason in v.reasons
+
+
+@pytest.mark.parametrize(("fb_hours", "message"), [
+    (HOURS[-24:], "only 1.0 days of memory data (DCGM_FI_DEV_FB_USED) (since 2024-01-07T01:00:00Z): the seed asks for "
+                  "at least 7d"),
+    (HOURS[:-12], "no memory data (DCGM_FI_DEV_FB_USED) for the last 12 h"),
+    (HOURS[:40] + HOURS[60:], "a 20 h gap in the memory data (DCGM_FI_DEV_FB_USED) from"),
+    ([t for i, t in enumerate(HOURS) if i % 6], "memory samples (DCGM_FI_DEV_FB_USED) in only 83.3% of the hours "
+                                                "(min_coverage 90%)"),
+])
+def test_memory_coverage_is_judged_like_utilisation(fb_hours, message) -> None:
+    """A week of utilisation with one day of memory data is not a week of data."""
+    v = verdict_of(series(fb_hours=fb_hours))
+    assert (v.verdict, v.recommended_replicas) == ("insufficient-data", None)
+    assert any(reason.startswith(message) for reason in v.reasons), v.reasons
+
+
+def test_memory_covered_in_other_hours_than_utilisation_says_so() -> None:
+    v = verdict_of(series(fb_hours=HOURS[2:]))
+    assert v.verdict == "candidate"
+    assert "166 of 168 hours of memory data (DCGM_FI_DEV_FB_USED) covered" in v.reasons
+
+
+def test_daily_peaks_from_hourly_peaks() -> None:
+    hourly = {END - 3600 * k: float(k) for k in range(48)}
+    assert daily_peaks(hourly, END) == {END: 23.0, END - 86400: 47.0}
+    assert daily_peaks({}, END) == {}
+
+
+def test_a_gpu_asked_for_without_series_is_a_row_of_its_own() -> None:
+    v = absent(GpuKey("node-b", "3", ""), "no DCGM series for GPU 3 of node node-b", END, WEEK)
+    assert (v.verdict, v.recommended_replicas, v.absent, v.reasons) == (
+        "insufficient-data", None, True, ["no DCGM series for GPU 3 of node node-b"])
+    assert (v.coverage.hours, v.coverage.expected_hours) == (0, 168)
 
 
 def test_no_utilisation_series_is_insufficient() -> None:

@@ -298,3 +298,146 @@ def test_every_gate_reports_values_threshold_and_reason() -> None:
 )
 def test_longest_run(flags, run) -> None:
     assert longest_run(flags) == run
+
+
+# Issue 31: data shaped as real clusters produce it.
+def test_no_queue_before_or_during_is_nothing_to_shorten() -> None:
+    """Twice the work per GPU, P99 85 ms of a 120 ms SLO, no failure, and no queue at all (0 s on
+    both sides, as most services are not queue-bound): the trial continues."""
+    baseline = side(throughput_per_gpu=20.0, p99_ms=(80.0,), queue_time_s=(0.0,))
+    trial = side(throughput_per_gpu=40.0, p99_ms=(85.0,) * 12, queue_time_s=(0.0,) * 12, correlated_failures=0.0)
+    report = evaluate(Observations(baseline, trial, source={}), STORY_THRESHOLDS)
+    queue = report.gates[-1]
+    assert (report.verdict, report.exit_code, queue.status) == ("continue", 0, "continue")
+    assert queue.reason == "no queue to shorten: 0 s -> 0 s, at most 0.01 s on both sides (latency is the p99_ms gate's)"
+
+
+@pytest.mark.parametrize(
+    ("base", "now", "status", "reason"),
+    [
+        pytest.param(0.01, 0.01, "continue", "no queue to shorten", id="both-exactly-at-the-threshold"),
+        pytest.param(0.0, 2.0, "rollback", "queue time not falling: 0 s -> 2 s", id="a-queue-appears"),
+        pytest.param(0.0, 0.011, "rollback", "not falling", id="a-queue-just-above-the-threshold"),
+        pytest.param(2.0, 0.0, "continue", "queue time falling (2 s -> 0 s); mean P99", id="the-queue-goes"),
+        pytest.param(30.0, 30.0, "rollback", "not falling: 30 s -> 30 s", id="a-queue-that-stays"),
+    ],
+)
+def test_no_queue_threshold(base, now, status, reason) -> None:
+    result = gate("queue_time_s", {"queue_time_s": (now,)}, {"queue_time_s": (base,)})
+    assert (result.status, result.reason.startswith(reason) or reason in result.reason) == (status, True), result.reason
+
+
+def test_jitter_still_applies_when_there_is_a_queue() -> None:
+    trial = replace(STORY_TRIAL, p99_ms=(82.0, 119.0, 85.0, 117.0, 83.0, 119.0))
+    result = evaluate(Observations(STORY_BASELINE, trial, source={}), replace(STORY_THRESHOLDS, no_queue_s=1.0))
+    assert (result.gates[-1].status, "P99 swings 82-119 ms" in result.gates[-1].reason) == ("rollback", True)
+
+
+@pytest.mark.parametrize(
+    ("windows", "status", "reason"),
+    [
+        pytest.param((None,) * 9 + (300.0,) * 3, "hold",
+                     "P99 has data in only 3 of 12 windows (25%, min_window_coverage 90%): the trial's latency is not "
+                     "covered", id="three-of-twelve"),
+        pytest.param((None,) + (300.0,) * 9, "continue", "within the SLO in all 9 windows with data (1 of 10 windows "
+                     "without data)", id="exactly-at-the-coverage"),
+        pytest.param((None, None) + (300.0,) * 9, "hold", "9 of 11 windows (81.8%", id="just-below-the-coverage"),
+        pytest.param((600.0, None, 600.0, None, None, 600.0), "rollback", "for 3 consecutive windows (3 of 6 windows "
+                     "without data)", id="breaches-across-gaps-still-roll-back"),
+        pytest.param((None, None, None), "hold", "no trial data", id="no-window-with-data"),
+    ],
+)
+def test_p99_windows_without_data_count_against_coverage(windows, status, reason) -> None:
+    gaps = {"p99_ms": "no series"} if all(value is None for value in windows) else {}
+    result = gate("p99_ms", {"p99_ms": windows if gaps == {} else (), "gaps": gaps})
+    assert result.status == status
+    assert reason in result.reason
+
+
+def test_queue_windows_without_data_count_against_coverage() -> None:
+    result = gate("queue_time_s", {"queue_time_s": (10.0, None, None)})
+    assert result.status == "hold"
+    assert result.reason.startswith("queue time has data in only 1 of 3 windows (33.3%")
+
+
+@pytest.mark.parametrize(("required", "status", "reason"), [
+    (True, "hold", "no trial data: queries.xid_errors returned no series"),
+    (False, "continue", "not judged: the thresholds say Xid errors are not collected (xid_required: false); no trial "
+                        "data: queries.xid_errors returned no series"),
+])
+def test_no_xid_series_is_not_no_xid(required, status, reason) -> None:
+    result = gate("xid_errors", {"xid_errors": None, "gaps": {"xid_errors": "queries.xid_errors returned no series"}},
+                  xid_required=required)
+    assert (result.status, result.reason) == (status, reason)
+
+
+def test_xid_required_false_still_judges_xid_errors_it_gets() -> None:
+    assert gate("xid_errors", {"xid_errors": 1.0}, xid_required=False).status == "rollback"
+
+
+@pytest.mark.parametrize(
+    ("peak", "margin", "status", "reason"),
+    [
+        pytest.param(61.0, 0.2, "continue", "every card's memory peak within 80% (highest 61%)", id="within"),
+        pytest.param(80.0, 0.2, "continue", "within 80%", id="exactly-at-the-ceiling"),
+        pytest.param(80.01, 0.2, "rollback", "a card's memory peaked at 80.01% during the trial, above the 80% "
+                     "ceiling: no room left for model loads and burst batches, roll back before OOM kills start",
+                     id="just-above-the-ceiling"),
+        pytest.param(75.0, 0.3, "rollback", "above the 70% ceiling", id="the-baseline-margin"),
+        pytest.param(None, 0.2, "hold", "no trial data: queries.fb_peak_pct returned no series", id="no-data"),
+    ],
+)
+def test_memory_headroom_gate(peak, margin, status, reason) -> None:
+    gaps = {"fb_peak_pct": "queries.fb_peak_pct returned no series"} if peak is None else {}
+    result = gate("memory_headroom", {"fb_peak_pct": peak, "gaps": gaps}, fb_margin=margin)
+    assert (result.status, result.observed["trial_peak_pct"]) == (status, peak)
+    assert reason in result.reason
+
+
+def test_memory_headroom_says_when_reserved_was_not_exported() -> None:
+    result = gate("memory_headroom", {"fb_peak_pct": 50.0, "fb_no_reserved": 2.0})
+    assert result.reason.endswith("; memory of 2 card(s) counted as used + free: the exporter does not export "
+                                  "DCGM_FI_DEV_FB_RESERVED")
+    assert result.observed["cards_without_reserved"] == 2.0
+
+
+@pytest.mark.parametrize(
+    ("scope", "reason"),
+    [
+        ("card", "failures correlated on the same card: 1"),
+        ("node", "failures correlated on the same node: 1 (the exporter does not map shared pods to cards, so pods "
+                 "on one node count together; KUBERNETES_VIRTUAL_GPUS=true on dcgm-exporter maps them per card)"),
+        (None, "failures correlated on the same card: 1"),
+    ],
+)
+def test_correlated_failures_say_what_they_share(scope, reason) -> None:
+    result = gate("correlated_failures", {"correlated_failures": 1.0, "correlated_scope": scope})
+    assert (result.status, result.reason, result.observed["scope"]) == ("rollback", reason, scope or "metrics file")
+
+
+def nodes_report(trial_nodes, baseline_nodes, gaps=None):
+    observations = Observations(replace(BASELINE, dcgm_nodes=baseline_nodes, gaps=gaps or {}),
+                                replace(TRIAL, dcgm_nodes=trial_nodes, gaps=gaps or {}), source={}, nodes=("a", "b"))
+    return evaluate(observations, THRESHOLDS)
+
+
+def test_every_node_asked_needs_dcgm_series() -> None:
+    report = nodes_report(("a",), ("a", "b"))
+    first = report.gates[0]
+    assert (first.name, first.status, report.verdict, report.exit_code) == ("dcgm_nodes", "hold", "hold", 4)
+    assert first.reason.startswith("no DCGM series for b (in the trial) (Hostname / hostname label)")
+    both = nodes_report((), ()).gates[0].reason
+    assert both.startswith("no DCGM series for a (in the trial and the baseline), b (in the trial and the baseline)")
+    assert nodes_report(("a", "b"), ("a", "b")).gates[0].status == "continue"
+    unread = nodes_report(None, ("a", "b"), {"dcgm_nodes": "queries.dcgm_nodes: Prometheus answered HTTP 400"})
+    assert unread.gates[0].reason == "no trial data: queries.dcgm_nodes: Prometheus answered HTTP 400"
+
+
+def test_gates_that_are_measured_appear_in_order() -> None:
+    trial = replace(TRIAL, correlated_failures=0.0, correlated_scope="card", fb_peak_pct=50.0, dcgm_nodes=("a", "b"))
+    report = evaluate(Observations(replace(BASELINE, dcgm_nodes=("a", "b")), trial, source={}, nodes=("a", "b")),
+                      THRESHOLDS)
+    assert [result.name for result in report.gates] == [
+        "dcgm_nodes", "throughput_per_gpu", "p99_ms", "oom_kills", "restarts", "correlated_failures",
+        "memory_headroom", "xid_errors", "queue_time_s"]
+    assert report.verdict == "continue"

@@ -59,6 +59,17 @@ def test_null_or_empty_records_a_gap(path, value, gap) -> None:
     assert getattr(observations, side).gaps == {key: gap}
 
 
+def test_null_in_a_list_is_a_window_without_data() -> None:
+    observations = parse_metrics(metrics_with("trial.p99_ms", [300, None, 310]), source={})
+    assert (observations.trial.p99_ms, observations.trial.gaps) == ((300.0, None, 310.0), {})
+    nothing = parse_metrics(metrics_with("trial.queue_time_s", [None, None]), source={}).trial
+    assert (nothing.queue_time_s, nothing.gaps) == ((), {"queue_time_s": "null in every window in the metrics file"})
+
+
+def test_trial_memory_peak_is_read() -> None:
+    assert parse_metrics(metrics_with("trial.fb_peak_pct", 81.5), source={}).trial.fb_peak_pct == 81.5
+
+
 @pytest.mark.parametrize(
     ("path", "value", "message"),
     [
@@ -80,6 +91,9 @@ def test_null_or_empty_records_a_gap(path, value, gap) -> None:
         pytest.param("trial.p99_ms", [300, "slow"], 'trial.p99_ms[1] is "slow"', id="bad-list-item"),
         pytest.param("trial.queue_time_s", [5, -1], "trial.queue_time_s[1] is -1; it cannot be negative",
                      id="negative-window"),
+        pytest.param("baseline.fb_peak_pct", 50, "unknown key(s) baseline.fb_peak_pct", id="memory-peak-in-baseline"),
+        pytest.param("trial.fb_peak_pct", "90%", 'trial.fb_peak_pct is "90%"; expected a finite number (percent of '
+                     "the card's memory)", id="memory-peak-as-text"),
     ],
 )
 def test_bad_metrics(path, value, message) -> None:
@@ -110,6 +124,8 @@ def test_example_thresholds_load() -> None:
     assert (thresholds.throughput_min_gain, thresholds.p99_slo_ms, thresholds.p99_breach_windows) == (0.1, 120, 3)
     assert (thresholds.max_new_xid, thresholds.latency_window_s) == (0, 300)
     assert (thresholds.jitter_max_headroom_used, thresholds.jitter_max_spread) == (0.75, 0.25)
+    assert (thresholds.no_queue_s, thresholds.min_window_coverage, thresholds.fb_margin) == (0.01, 0.9, 0.2)
+    assert thresholds.xid_required is True
     assert thresholds.queries == DEFAULT_QUERIES
 
 
@@ -120,6 +136,9 @@ def test_defaults_and_query_override() -> None:
     assert (thresholds.max_extra_oom_kills, thresholds.jitter_max_headroom_used, thresholds.jitter_max_spread) == (
         0, 0.75, 0.25)
     assert thresholds.latency_window_s == 600
+    assert (thresholds.no_queue_s, thresholds.min_window_coverage, thresholds.fb_margin, thresholds.xid_required) == (
+        0.01, 0.9, 0.2, True)
+    assert parse_thresholds({**REQUIRED_THRESHOLDS, "xid_required": False}).xid_required is False
     assert thresholds.queries["p99_ms"] == "max(my_p99[$window]) * 1000"
     assert thresholds.queries["restarts"] == DEFAULT_QUERIES["restarts"]
 
@@ -148,6 +167,10 @@ def test_defaults_and_query_override() -> None:
                      "now; set jitter_max_headroom_used and jitter_max_spread", id="retired-key"),
         pytest.param({"throughput_min_gain": float("inf")}, "throughput_min_gain is inf", id="infinite"),
         pytest.param({"latency_window": "5 minutes"}, "latency_window: '5 minutes' is not a duration", id="duration"),
+        pytest.param({"xid_required": "no"}, "xid_required is 'no'; expected true or false", id="xid-required-text"),
+        pytest.param({"fb_margin": 0.95}, "fb_margin is 0.95; expected a fraction between 0 and 0.9", id="fb-margin"),
+        pytest.param({"min_window_coverage": 1.1}, "min_window_coverage is 1.1", id="coverage-above-1"),
+        pytest.param({"no_queue_s": -0.01}, "no_queue_s is -0.01; expected seconds, 0 or more", id="negative-no-queue"),
         pytest.param({"queries": ["x"]}, "queries must map metric keys", id="queries-not-mapping"),
         pytest.param({"queries": {"p95_ms": "x"}}, "unknown query key(s) p95_ms", id="unknown-query"),
         pytest.param({"queries": {"p99_ms": ""}}, "queries.p99_ms must be a non-empty PromQL string", id="empty-query"),

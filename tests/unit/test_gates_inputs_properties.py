@@ -41,7 +41,7 @@ def side(keys: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:
 VALID_NUMBER = st.integers(0, 10**6) | st.floats(0, 1e9)
 VALID_SIDE = st.fixed_dictionaries(
     {key: VALID_NUMBER | st.none() for key in REQUIRED_KEYS if key not in WINDOW_KEYS}
-    | {key: VALID_NUMBER | st.none() | st.lists(VALID_NUMBER, max_size=6) for key in WINDOW_KEYS},
+    | {key: VALID_NUMBER | st.none() | st.lists(VALID_NUMBER | st.none(), max_size=6) for key in WINDOW_KEYS},
     optional={key: VALID_NUMBER for key in CONTEXT_KEYS})
 VALID_METRICS = st.fixed_dictionaries({"baseline": VALID_SIDE, "trial": VALID_SIDE})
 
@@ -67,16 +67,19 @@ VALID_THRESHOLDS_DOC = st.fixed_dictionaries(
     optional={"max_new_xid": st.integers(0, 10), "max_extra_oom_kills": st.floats(0, 10),
               "max_extra_restarts": st.integers(0, 10), "max_correlated_failures": st.integers(0, 10),
               "queue_time_min_drop": FRACTION, "jitter_max_headroom_used": FRACTION, "jitter_max_spread": FRACTION,
+              "no_queue_s": st.floats(0, 10), "min_window_coverage": FRACTION, "fb_margin": st.floats(0, 0.9),
+              "xid_required": st.booleans(),
               "latency_window": st.sampled_from(["30s", "5m", "1h30m", "7d"]),
               "queries": st.dictionaries(st.sampled_from(sorted(DEFAULT_QUERIES)), st.sampled_from(["up", "sum(up)"]),
                                          max_size=2)})
 THRESHOLDS = (
     VALID_THRESHOLDS_DOC
     | st.builds(lambda doc, key, value: {**doc, key: value}, VALID_THRESHOLDS_DOC,
-                st.sampled_from([*_FIELDS, "latency_window", "queries"]) | st.text(max_size=6), THRESHOLD_VALUE)
+                st.sampled_from([*_FIELDS, "xid_required", "latency_window", "queries"]) | st.text(max_size=6),
+                THRESHOLD_VALUE)
     | st.fixed_dictionaries({key: THRESHOLD_VALUE for key in REQUIRED_THRESHOLDS},
                           optional={**{key: THRESHOLD_VALUE for key in _FIELDS if key not in REQUIRED_THRESHOLDS},
-                                    "latency_window": DURATIONS | JUNK,
+                                    "latency_window": DURATIONS | JUNK, "xid_required": THRESHOLD_VALUE,
                                     "queries": st.dictionaries(st.sampled_from(sorted(DEFAULT_QUERIES)) | st.text(max_size=5),
                                                                QUERY_TEXT | JUNK, max_size=3) | JUNK,
                                     "queue_max_p99_increase": THRESHOLD_VALUE})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 
 import pytest
@@ -16,18 +17,23 @@ END = 1704672000.0
 
 
 class RecordingClient:
-    """Answers every query with `answer(query, at)` and records what was asked."""
+    """Answers every query with `answer(query, at)` (series: `nodes`, each as a Hostname series)
+    and records what was asked."""
 
     url = "http://prometheus.test"
     unreachable: str | None = None
 
-    def __init__(self, answer) -> None:
-        self.answer = answer
+    def __init__(self, answer, nodes: tuple[str, ...] = ()) -> None:
+        self.answer, self.nodes = answer, nodes
         self.calls: list[tuple[str, float]] = []
 
     def value(self, query: str, at: float) -> float | None:
         self.calls.append((query, at))
         return self.answer(query, at)
+
+    def series(self, query: str, at: float) -> list:
+        self.calls.append((query, at))
+        return [({"Hostname": node}, [(at, 1.0)]) for node in self.nodes]
 
 
 def _vector(*samples: list) -> dict:
@@ -50,7 +56,8 @@ def test_render_with_nodes_joins_pods_on_those_nodes() -> None:
 
 @pytest.mark.parametrize("name", sorted(DEFAULT_QUERIES))
 def test_every_default_query_renders_completely(name) -> None:
-    assert "$" not in render(DEFAULT_QUERIES[name], "7d", ["gpu-a"])
+    # No placeholder is left; a `$1` is label_replace's own group reference.
+    assert not re.search(r"\$(?!1\b)", render(DEFAULT_QUERIES[name], "7d", ["gpu-a"]))
 
 
 @pytest.mark.parametrize(
@@ -82,7 +89,7 @@ def test_single_value_errors(body, message) -> None:
 
 
 def test_collect_plans_trial_windows_and_baseline() -> None:
-    client = RecordingClient(lambda query, at: 7.0)
+    client = RecordingClient(lambda query, at: 7.0, nodes=("gpu-a",))
     plan = QueryPlan(url=client.url, trial_end=END, window_s=3600, baseline_window_s=7 * 86400, nodes=("gpu-a",))
     observations = collect(plan, THRESHOLDS, client)
     trial_start = END - 3600
@@ -93,11 +100,41 @@ def test_collect_plans_trial_windows_and_baseline() -> None:
     assert observations.baseline.restarts == pytest.approx(7.0 / 168)
     assert observations.baseline.throughput_per_gpu == 7.0
     assert observations.trial.correlated_failures == 7.0 and observations.baseline.correlated_failures is None
+    assert observations.trial.fb_peak_pct == 7.0 and observations.baseline.fb_peak_pct is None
     assert observations.trial.context == {"gpu_util_pct": 7.0, "fb_used_mib": 7.0}
+    # --node: which nodes have DCGM series, on both sides, over each side's window.
+    assert (observations.trial.dcgm_nodes, observations.baseline.dcgm_nodes, observations.nodes) == (
+        ("gpu-a",), ("gpu-a",), ("gpu-a",))
+    node_calls = [at for query, at in client.calls if query.startswith("group by (Hostname, hostname)")]
+    assert node_calls == [END, trial_start]
     assert observations.source == {
         "prometheus": client.url, "trial": "2024-01-07T23:00:00Z/2024-01-08T00:00:00Z",
         "baseline": "2023-12-31T23:00:00Z/2024-01-07T23:00:00Z", "nodes": ["gpu-a"],
     }
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}, "value": "12"}]}},
+         "result[0].value is '12', not a [time, \"value\"] sample"),
+        ({"status": "success"}, "data is None, not an object with resultType and result"),
+        ({"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1]}]}},
+         "result[0].value is [1]"),
+        ({"status": "success", "data": {"resultType": "vector", "result": [{"value": [1, "2"]}]}},
+         "not an object with a metric of string labels"),
+        ({"status": "success", "data": {"resultType": "vector", "result": {}}}, "resultType 'vector' with result {}"),
+        ([1, 2], "expected an object with status and data"),
+        ({"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}, "value": [1, "many"]}]}},
+         "not a [time"),
+    ],
+    ids=["value-a-string", "no-data", "sample-without-value", "no-metric", "result-not-a-list", "not-an-object",
+         "value-not-a-number"],
+)
+def test_malformed_answers_are_query_errors_not_tracebacks(body, message) -> None:
+    with pytest.raises(QueryError, match="the answer is not a Prometheus query result") as raised:
+        _single_value(body)
+    assert message in str(raised.value)
 
 
 def test_collect_records_why_values_are_missing() -> None:
@@ -111,15 +148,49 @@ def test_collect_records_why_values_are_missing() -> None:
     assert observations.trial.p99_ms == ()
     assert observations.trial.gaps == {
         "p99_ms": "queries.p99_ms: Prometheus answered HTTP 400: parse error",
-        "xid_errors": "queries.xid_errors returned no series for 1h up to 2024-01-08T00:00:00Z",
+        "xid_errors": "queries.xid_errors returned no series for 1h up to 2024-01-08T00:00:00Z: does the exporter "
+                      "collect DCGM_FI_DEV_XID_ERRORS? If it does not, set xid_required: false",
     }
 
 
-def test_collect_skips_windows_without_data() -> None:
+def test_collect_keeps_windows_without_data_as_missing() -> None:
+    """A window without data is not dropped: it stays None and counts against min_window_coverage."""
     answers = iter([600.0, None, 700.0] + [None] * 20)
     plan = QueryPlan(url="http://p", trial_end=END, window_s=900, baseline_window_s=86400)
     client = RecordingClient(lambda query, at: next(answers) if "histogram_quantile" in query else 1.0)
-    assert collect(plan, THRESHOLDS, client).trial.p99_ms == (600.0, 700.0)
+    observations = collect(plan, THRESHOLDS, client)
+    assert observations.trial.p99_ms == (600.0, None, 700.0) and "p99_ms" not in observations.trial.gaps
+    assert observations.baseline.p99_ms == () and "returned no series in any of 1 window" in observations.baseline.gaps["p99_ms"]
+
+
+@pytest.mark.parametrize(("mapped", "scope", "asked"), [(0.0, "node", "correlated_failures"),
+                                                       (8.0, "card", "correlated_failures_per_card")])
+def test_correlated_failures_per_card_where_the_exporter_maps_shares(mapped, scope, asked) -> None:
+    def answer(query: str, at: float) -> float:
+        if query == render(DEFAULT_QUERIES["shares_mapped"], "1h", []):
+            return mapped
+        return 3.0 if query == render(DEFAULT_QUERIES[asked], "1h", []) else 1.0
+
+    plan = QueryPlan(url="http://p", trial_end=END, window_s=3600, baseline_window_s=86400)
+    trial = collect(plan, THRESHOLDS, RecordingClient(answer)).trial
+    assert (trial.correlated_failures, trial.correlated_scope) == (3.0, scope)
+
+
+def test_shares_mapped_without_answer_holds_the_correlated_gate() -> None:
+    def answer(query: str, at: float) -> float | None:
+        return None if "vgpu" in query else 1.0
+
+    plan = QueryPlan(url="http://p", trial_end=END, window_s=3600, baseline_window_s=86400)
+    trial = collect(plan, THRESHOLDS, RecordingClient(answer)).trial
+    assert trial.correlated_failures is None
+    assert trial.gaps["correlated_failures"].startswith("queries.shares_mapped returned no series")
+
+
+def test_dcgm_selectors_read_both_spellings_of_the_node_label() -> None:
+    for name, text in DEFAULT_QUERIES.items():
+        query = render(text, "1h", ["gpu-a"])
+        if "DCGM_FI_" in query:
+            assert query.count('Hostname=~"gpu-a"') == query.count('hostname=~"gpu-a"') > 0, name
 
 
 def test_window_shorter_than_latency_window_is_bad_input() -> None:

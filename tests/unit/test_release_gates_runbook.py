@@ -98,7 +98,7 @@ def test_result_keeps_the_gate_report_and_prints_it_with_its_own_table() -> None
     ("metrics-hold.json", False, False, "held", ""),
     ("metrics-hold.json", False, True, "failed the run", "Release gates say hold (throughput_per_gpu, p99_ms, queue_time_s) "
                                                          "and release_gates_fail_on_hold is true"),
-    ("metrics-rollback.json", False, False, "none", "Release gates say rollback (oom_kills, restarts, correlated_failures, "
+    ("metrics-rollback.json", False, False, "none", "Release gates say rollback (oom_kills, restarts, correlated_failures, memory_headroom, "
                                                     "xid_errors, queue_time_s): roll the trial back with "),
     ("metrics-rollback.json", "true", False, "rollback started", ""),
 ])

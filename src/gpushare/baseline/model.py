@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-EXIT_OK, EXIT_BAD_INPUT, EXIT_NO_DATA = 0, 2, 4
+EXIT_OK, EXIT_BAD_INPUT, EXIT_NO_DATA, EXIT_ABSENT = 0, 2, 4, 5
 CANDIDATE, NOT_CANDIDATE, INSUFFICIENT = "candidate", "not-candidate", "insufficient-data"
 MIN_REPLICAS = 2  # the device plugin refuses time-slicing with fewer replicas
 
@@ -36,6 +36,7 @@ class Thresholds:
     target_util_pct: float = 80.0  # what the shares together may reach: copies <= target / 1 h p95
     fb_margin: float = 0.2  # memory kept free for model loads and burst batches
     max_replicas: int = 4  # never recommend more
+    xid_required: bool = True  # False: the exporter does not collect DCGM_FI_DEV_XID_ERRORS, say so
     queries: dict[str, str] = field(default_factory=dict)  # overrides of queries.DEFAULT_QUERIES
 
 
@@ -71,10 +72,18 @@ class GpuSeries:
     mig_profile: str | None = None
     util_1h: dict[int, float] = field(default_factory=dict)  # hour end -> average %
     mem_copy_1h: dict[int, float] = field(default_factory=dict)  # hour end -> peak %
-    fb_used_24h: dict[int, float] = field(default_factory=dict)  # day end -> peak MiB
-    fb_total_mib: float | None = None
-    xid: int = 0
+    fb_used_1h: dict[int, float] = field(default_factory=dict)  # hour end -> peak MiB
+    fb_used_free_mib: float | None = None  # used + free: the card's memory less what the driver reserves
+    fb_reserved_mib: float | None = None  # None: the exporter does not export DCGM_FI_DEV_FB_RESERVED
+    xid: int | None = None  # the highest Xid code in the window; None: no DCGM_FI_DEV_XID_ERRORS series
     workloads: list[Workload] = field(default_factory=list)
+
+    @property
+    def fb_total_mib(self) -> float | None:
+        """used + free + reserved, or used + free where reserved is not exported; None when unknown."""
+        if not self.fb_used_free_mib:
+            return None
+        return self.fb_used_free_mib + (self.fb_reserved_mib or 0)
 
 
 @dataclass(frozen=True)
@@ -129,3 +138,4 @@ class GpuVerdict:
     recommended_replicas: int | None
     owners: list[str]
     plot: str | None = None
+    absent: bool = False  # asked for (--node, --gpus) but without any series in the window

@@ -16,6 +16,7 @@ from matplotlib.dates import DateFormatter, DayLocator
 from matplotlib.figure import Figure
 
 from gpushare.baseline.model import GpuVerdict, Thresholds
+from gpushare.baseline.verdict import daily_peaks
 
 
 def plot_name(verdict: GpuVerdict) -> str:
@@ -25,9 +26,12 @@ def plot_name(verdict: GpuVerdict) -> str:
 
 
 def write_plots(verdicts: list[GpuVerdict], thresholds: Thresholds, directory: Path, window: tuple[int, int]) -> None:
-    """One PNG per GPU, drawn on every CPU (a figure takes a few hundred ms); sets each `plot`.
-    Workers are spawned, not forked: the caller has threads (the queries), and a fork can copy a
-    lock one of them held, leaving the worker stuck."""
+    """One PNG per GPU with series (none for a GPU asked for without any), drawn on every CPU (a
+    figure takes a few hundred ms); sets each `plot`. Workers are spawned, not forked: the caller
+    has threads (the queries), and a fork can copy a lock one of them held, leaving the worker stuck."""
+    verdicts = [verdict for verdict in verdicts if not verdict.absent]
+    if not verdicts:
+        return
     directory.mkdir(parents=True, exist_ok=True)
     paths = [directory / plot_name(verdict) for verdict in verdicts]
     workers = min(len(verdicts), os.cpu_count() or 1)
@@ -49,7 +53,7 @@ def _plot(verdict: GpuVerdict, thresholds: Thresholds, path: Path, window: tuple
     """`window` (start, end) fixes the time axis: a series of a few points must not stretch it to years."""
     figure = Figure(figsize=(9, 4.2), dpi=80)
     series = verdict.series
-    util, fb = sorted(series.util_1h.items()), sorted(series.fb_used_24h.items())
+    util, fb = sorted(series.util_1h.items()), sorted(daily_peaks(series.fb_used_1h, window[1]).items())
     left, right = figure.subplots(1, 2, gridspec_kw={"width_ratios": [3, 1.3]})
     key = series.key
     title = f"{key.node} GPU {key.gpu}" + (f" MIG {series.mig_profile} #{key.instance}" if key.instance else "")

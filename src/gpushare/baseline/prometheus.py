@@ -14,8 +14,8 @@ from urllib.request import Request, urlopen
 
 from gpushare.baseline.model import BaselineInputError, GpuKey, GpuSeries, PrometheusUnavailable, Workload, duration
 from gpushare.baseline.queries import DEFAULT_QUERIES, render
-
-Series = tuple[dict[str, str], list[tuple[float, float]]]
+from gpushare.dcgm_labels import host_of
+from gpushare.prometheus_answer import MalformedAnswer, PrometheusError, Series, read
 
 
 @dataclass(frozen=True)
@@ -55,19 +55,22 @@ class Client:
                 "check --prometheus and that the server runs") from None
         except json.JSONDecodeError:
             raise PrometheusUnavailable(f"{self.url} did not answer with Prometheus JSON; check the URL") from None
-        if not isinstance(body, dict) or body.get("status") != "success":
-            raise BaselineInputError(f"queries.{key}: Prometheus reported an error: {body.get('error', body)}")
-        data = body["data"]
-        if data["resultType"] == "matrix":
-            return [(s["metric"], [(float(t), float(v)) for t, v in s["values"]]) for s in data["result"]]
-        if data["resultType"] == "vector":
-            return [(s["metric"], [(float(s["value"][0]), float(s["value"][1]))]) for s in data["result"]]
-        raise BaselineInputError(f"queries.{key} returned a {data['resultType']}; write a query that returns series")
+        try:
+            kind, series = read(body)
+        except PrometheusError as err:
+            raise BaselineInputError(f"queries.{key}: Prometheus reported an error: {err}") from None
+        except MalformedAnswer as err:
+            raise PrometheusUnavailable(
+                f"queries.{key}: the answer of {self.url} is not a Prometheus query result ({err}); "
+                "check that --prometheus is Prometheus's URL") from None
+        if kind not in ("matrix", "vector"):
+            raise BaselineInputError(f"queries.{key} returned a {kind}; write a query that returns series")
+        return series
 
 
 def key_of(labels: dict[str, str]) -> GpuKey:
-    return GpuKey(labels.get("Hostname") or labels.get("hostname") or "", labels.get("gpu", ""),
-                  labels.get("UUID") or labels.get("uuid") or "", labels.get("GPU_I_ID") or None)
+    return GpuKey(host_of(labels), labels.get("gpu", ""), labels.get("UUID") or labels.get("uuid") or "",
+                  labels.get("GPU_I_ID") or None)
 
 
 def collect(plan: Plan, queries: dict[str, str], workload_labels: list[str],
@@ -94,7 +97,7 @@ def collect(plan: Plan, queries: dict[str, str], workload_labels: list[str],
     folds: dict[str, tuple[str, Callable[[float, float], float]]] = {
         "util_1h": ("util_1h", _mean), "util_1h_mig": ("util_1h", _mean),
         "mem_copy_1h": ("mem_copy_1h", max), "mem_copy_1h_mig": ("mem_copy_1h", max),
-        "fb_used_24h": ("fb_used_24h", max),
+        "fb_used_1h": ("fb_used_1h", max),
     }
     for key, (attribute, combine) in folds.items():
         for labels, points in answers[key]:
@@ -103,14 +106,14 @@ def collect(plan: Plan, queries: dict[str, str], workload_labels: list[str],
                 if math.isfinite(value):
                     stamp = int(t)
                     target[stamp] = combine(target[stamp], value) if stamp in target else value
-    for labels, points in answers["fb_total"]:
-        values = [v for _, v in points if math.isfinite(v)]
-        if values:
-            series = gpu(labels)
-            series.fb_total_mib = max(values + ([series.fb_total_mib] if series.fb_total_mib else []))
-    for labels, points in answers["xid"]:
-        series = gpu(labels)
-        series.xid = max(series.xid, int(points[0][1]) if math.isfinite(points[0][1]) else 0)
+    # One value per GPU: the highest of its series and points (None: no series, not zero).
+    for key, attribute in (("fb_used_free", "fb_used_free_mib"), ("fb_reserved", "fb_reserved_mib"), ("xid", "xid")):
+        for labels, points in answers[key]:
+            values = [int(v) if key == "xid" else v for _, v in points if math.isfinite(v)]
+            if values:
+                series = gpu(labels)
+                known = getattr(series, attribute)
+                setattr(series, attribute, max(values + ([] if known is None else [known])))
     for labels, _ in answers["workloads"]:
         workload = _workload(labels, workload_labels)
         series = gpu(labels)

@@ -17,7 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from string import Template
 
-GPU_LABELS = "Hostname, hostname, gpu, UUID, modelName, GPU_I_PROFILE, GPU_I_ID"
+from gpushare.dcgm_labels import HOST_LABELS
+
+GPU_LABELS = ", ".join([*HOST_LABELS, "gpu", "UUID", "modelName", "GPU_I_PROFILE", "GPU_I_ID"])
 _BY = f"by ({GPU_LABELS})"
 _MIG = '{GPU_I_ID!=""}'
 
@@ -41,12 +43,18 @@ DEFAULT_QUERIES: dict[str, Query] = {
                          "1 h peak memory-copy utilisation, %"),
     "mem_copy_1h_mig": Query(3600, f"100 * max {_BY} (max_over_time(DCGM_FI_PROF_DRAM_ACTIVE{_MIG}[1h]))",
                              "1 h peak DRAM activity of MIG instances, %"),
-    # The seed's max_over_time(DCGM_FI_DEV_FB_USED[24h]): the daily peak.
-    "fb_used_24h": Query(86400, f"max {_BY} (max_over_time(DCGM_FI_DEV_FB_USED[24h]))", "daily FB used peak, MiB"),
-    # The card's memory: used + free + reserved, once a day. (An exporter without FB_RESERVED: override
-    # it with used + free; an `or` of both forms costs more than every other query together.)
-    "fb_total": Query(86400, f"max {_BY} (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE + DCGM_FI_DEV_FB_RESERVED)",
-                      "FB total (used + free + reserved), MiB"),
+    # The seed's max_over_time(DCGM_FI_DEV_FB_USED[24h]) is the daily peak of these hourly peaks;
+    # hourly, so that memory's coverage is judged like utilisation's.
+    "fb_used_1h": Query(3600, f"max {_BY} (max_over_time(DCGM_FI_DEV_FB_USED[1h]))", "1 h FB used peak, MiB"),
+    # The card's memory is used + free + reserved, once a day. FB_RESERVED is in the exporter's
+    # default counters only since 4.3.1-4.4.0 (etc/dcp-metrics-included.csv): read apart, so that a
+    # card without it is still sized by used + free (an `or` of both sums costs more than every
+    # other query together). Each is the GPU's highest series before the sum: with
+    # KUBERNETES_VIRTUAL_GPUS the exporter adds per-pod FB_USED series (process values, their own
+    # labels) beside the card's own.
+    "fb_used_free": Query(86400, f"max {_BY} (DCGM_FI_DEV_FB_USED) + max {_BY} (DCGM_FI_DEV_FB_FREE)",
+                          "FB used + free, MiB"),
+    "fb_reserved": Query(86400, f"max {_BY} (DCGM_FI_DEV_FB_RESERVED)", "FB reserved, MiB"),
     # DCGM_FI_DEV_XID_ERRORS holds the last Xid code: the highest code seen in the window.
     "xid": Query(None, f"max {_BY} (max_over_time(DCGM_FI_DEV_XID_ERRORS[$window]))", "last Xid code"),
     # The pods the exporter mapped to each GPU during the window (Kubernetes mapping; behind the
@@ -57,6 +65,12 @@ DEFAULT_QUERIES: dict[str, Query] = {
     ), "pods seen on each GPU"),
 }
 PLACEHOLDERS = ("window", "workload_labels")
+# Query keys older thresholds files may still override, with what replaced them.
+RETIRED = {
+    "fb_used_24h": "the daily peak is read from hourly peaks now; override fb_used_1h instead",
+    "fb_total": "the card's memory is read as fb_used_free + fb_reserved now (reserved only where the exporter "
+                "exports it); override those instead",
+}
 
 
 def render(text: str, window: str, workload_labels: list[str]) -> str:

@@ -36,7 +36,8 @@ def _gpu(g: GpuVerdict) -> dict[str, Any]:
         "mem_copy_1h_p95": g.mem_copy_1h_p95, "mem_copy_peak_pct": g.mem_copy_peak_pct,
         "fb_peak_mib": None if g.fb_peak_mib is None else round(g.fb_peak_mib),
         "fb_total_mib": None if s.fb_total_mib is None else round(s.fb_total_mib),
-        "xid": s.xid,
+        "fb_reserved_exported": s.fb_reserved_mib is not None,
+        "xid": s.xid, "absent": g.absent,
         "coverage": {"hours": cov.hours, "expected_hours": cov.expected_hours,
                      "first": format_time(cov.first - 3600) if cov.first else None,
                      "last": format_time(cov.last) if cov.last else None,
@@ -54,7 +55,7 @@ def to_json(document: dict[str, Any]) -> str:
 
 def gpu_name(gpu: dict[str, Any]) -> str:
     instance = f" MIG {gpu['mig_profile']} #{gpu['gpu_instance']}" if gpu.get("gpu_instance") else ""
-    return f"{gpu['gpu']}{instance}"
+    return f"{gpu['gpu'] or '-'}{instance}"
 
 
 def _pct(value: float | None) -> str:
@@ -74,7 +75,7 @@ def rows(document: dict[str, Any]) -> list[list[str]]:
             f"{_pct(gpu['util_1h_p50'])} / {_pct(gpu['util_1h_p95'])}",
             _pct(None if gpu["idle_hours_share"] is None else 100 * gpu["idle_hours_share"]),
             f"{_mib(gpu['fb_peak_mib'])} / {_mib(gpu['fb_total_mib'])}",
-            str(gpu["xid"] or "-"), f"{cov['hours']}/{cov['expected_hours']} h",
+            "?" if gpu["xid"] is None else str(gpu["xid"] or "-"), f"{cov['hours']}/{cov['expected_hours']} h",
             gpu["verdict"], "-" if gpu["recommended_replicas"] is None else str(gpu["recommended_replicas"]),
         ])
     return out
@@ -131,6 +132,7 @@ def to_markdown(document: dict[str, Any], readings: dict[str, Any] | None = None
         replicas = gpu["recommended_replicas"]
         lines += ["", f"### {gpu['node']} GPU {gpu_name(gpu)} - {gpu['verdict']}"
                   + (f", {replicas} replicas" if gpu["verdict"] == CANDIDATE else ""), "",
+                  "No series in the window." if gpu.get("absent") else
                   f"`{gpu['uuid']}` {gpu['model']}; workloads: {', '.join(gpu['workloads']) or 'none'}"
                   + (f"; owners: {', '.join(gpu['owners'])}" if gpu["owners"] else "") + ".", ""]
         lines += [f"- {reason}" for reason in gpu["reasons"]]

@@ -9,8 +9,9 @@ from string import Template
 import yaml
 
 from gpushare.baseline.model import BaselineInputError, Thresholds
-from gpushare.baseline.queries import DEFAULT_QUERIES, PLACEHOLDERS
+from gpushare.baseline.queries import DEFAULT_QUERIES, PLACEHOLDERS, RETIRED
 from gpushare.gates.model import GateInputError
+from gpushare.gates.thresholds import xid_required
 from gpushare.gates.timespec import parse_duration
 
 # key -> (kind, lower bound, upper bound or None, what is expected)
@@ -40,18 +41,20 @@ def load_thresholds(path: Path | None) -> Thresholds:
 def parse_thresholds(document: object) -> Thresholds:
     if not isinstance(document, dict):
         raise BaselineInputError("thresholds: expected a mapping of keys such as fb_margin: 0.2")
-    known = {*_NUMBERS, *_DURATIONS, "queries"}
+    known = {*_NUMBERS, *_DURATIONS, "xid_required", "queries"}
     unknown = sorted(str(key) for key in set(document) - known)
     if unknown:
         raise BaselineInputError(
             f"thresholds: unknown key(s) {', '.join(unknown)}; expected {', '.join(sorted(known))}")
     values: dict[str, object] = {key: _number(key, document[key]) for key in _NUMBERS if key in document}
-    for key, field_name in _DURATIONS.items():
-        if key in document:
-            try:
+    try:
+        for key, field_name in _DURATIONS.items():
+            if key in document:
                 values[field_name] = parse_duration(document[key], f"thresholds: {key}")
-            except GateInputError as err:
-                raise BaselineInputError(str(err)) from None
+        if "xid_required" in document:
+            values["xid_required"] = xid_required(document["xid_required"])
+    except GateInputError as err:
+        raise BaselineInputError(str(err)) from None
     return Thresholds(**values, queries=_queries(document.get("queries") or {}))
 
 
@@ -68,6 +71,9 @@ def _number(key: str, value: object) -> float | int:
 def _queries(overrides: object) -> dict[str, str]:
     if not isinstance(overrides, dict):
         raise BaselineInputError("thresholds: queries must map query keys to PromQL strings")
+    retired = sorted(str(key) for key in overrides if key in RETIRED)
+    if retired:
+        raise BaselineInputError(f"thresholds: queries.{retired[0]} is no longer used: {RETIRED[retired[0]]}")
     unknown = sorted(str(key) for key in set(overrides) - set(DEFAULT_QUERIES))
     if unknown:
         raise BaselineInputError(

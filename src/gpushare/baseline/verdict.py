@@ -8,8 +8,10 @@ training and jobs without checkpoints are not first candidates; neither is a car
 Order of the rules:
 1. What more data cannot change - an Xid seen, a memory peak over the ceiling, workload facts
    that rule sharing out - makes the GPU `not-candidate` at once.
-2. Otherwise data that cannot decide (a short or gappy history, unknown memory size, pods without
-   facts, no pod mapping) makes it `insufficient-data`.
+2. Otherwise data that cannot decide (a short or gappy history of utilisation or of memory, unknown
+   memory size, no Xid series, pods without facts, no pod mapping) makes it `insufficient-data`.
+   Missing data is never read as zero: no DCGM_FI_DEV_XID_ERRORS series is not "no Xid" unless the
+   thresholds say the exporter does not collect it (xid_required: false).
 3. Otherwise no stable compute gap, no room for a second copy, or no workload at all makes it
    `not-candidate`; else it is a `candidate`.
 Recommended replicas: copies of the observed memory peak that fit under the ceiling, capped by the
@@ -24,7 +26,8 @@ from dataclasses import dataclass, field
 
 from gpushare.baseline.coverage import busy_hours_of_day, coverage, quantile
 from gpushare.baseline.model import (
-    CANDIDATE, INSUFFICIENT, MIN_REPLICAS, NOT_CANDIDATE, Coverage, GpuSeries, GpuVerdict, Thresholds, WorkloadFacts, duration,
+    CANDIDATE, INSUFFICIENT, MIN_REPLICAS, NOT_CANDIDATE, Coverage, GpuKey, GpuSeries, GpuVerdict, Thresholds,
+    WorkloadFacts, duration,
 )
 from gpushare.baseline.workloads import match
 from gpushare.gates.timespec import format_time
@@ -49,14 +52,16 @@ def judge(series: GpuSeries, thresholds: Thresholds, facts: list[WorkloadFacts],
     idle = sum(v <= thresholds.gap_util_pct for v in utils) / len(utils) if utils else None
     copies = list(series.mem_copy_1h.values())
     copy_p95 = quantile(copies, 0.95) if copies else None
-    fb_peak = max(series.fb_used_24h.values()) if series.fb_used_24h else None
+    fb_peak = max(series.fb_used_1h.values()) if series.fb_used_1h else None
 
-    if series.xid:
-        found.definitive.append(f"GPU Xid error {series.xid} reported in the window: check the card "
-                                "(nvidia-smi -q, kernel log) before sharing its fault domain")
+    _xid(series, thresholds, found)
     by_compute = _compute(series, utils, p50, p95, idle, copy_p95, thresholds, found)
     _coverage(cov, utils, thresholds, found)
-    by_memory = _memory(series, fb_peak, thresholds, found)
+    if series.fb_used_1h and set(series.fb_used_1h) != set(series.util_1h):
+        # Memory read in other hours than utilisation: its own coverage, by the same rules.
+        _coverage(coverage(series.fb_used_1h, end, window_s), list(series.fb_used_1h.values()), thresholds, found,
+                  _MEMORY_DATA)
+    by_memory = _memory(series, fb_peak, end, thresholds, found)
     owners = _workloads(series, facts, pods_mapped, found)
     if found.definitive:
         verdict, reasons = NOT_CANDIDATE, found.definitive + ([] if found.insufficient else found.blocking)
@@ -81,33 +86,70 @@ def judge(series: GpuSeries, thresholds: Thresholds, facts: list[WorkloadFacts],
     )
 
 
-def _memory(series: GpuSeries, fb_peak: float | None, thresholds: Thresholds, found: _Findings) -> int | None:
+def absent(key: GpuKey, reason: str, end: int, window_s: int) -> GpuVerdict:
+    """A GPU (or a whole node) that was asked for but has no series in the window."""
+    return GpuVerdict(
+        series=GpuSeries(key), coverage=coverage({}, end, window_s), util_1h_p50=None, util_1h_p95=None,
+        idle_share=None, mem_copy_1h_p95=None, mem_copy_peak_pct=None, fb_peak_mib=None, replicas_by_memory=None,
+        replicas_by_compute=None, verdict=INSUFFICIENT, reasons=[reason], recommended_replicas=None, owners=[],
+        absent=True,
+    )
+
+
+def daily_peaks(hourly: dict[int, float], end: int) -> dict[int, float]:
+    """The peak of each 24 h ending at end, end - 1 d, ... (the seed's max_over_time(...[24h])), from
+    hourly peaks named by their hour's end; days without data are left out."""
+    days: dict[int, float] = {}
+    for stamp, value in hourly.items():
+        day = end - (end - stamp) // 86400 * 86400
+        days[day] = max(days.get(day, value), value)
+    return days
+
+
+def _xid(series: GpuSeries, thresholds: Thresholds, found: _Findings) -> None:
+    if series.xid:
+        found.definitive.append(f"GPU Xid error {series.xid} reported in the window: check the card "
+                                "(nvidia-smi -q, kernel log) before sharing its fault domain")
+    elif series.xid is None and thresholds.xid_required:
+        found.insufficient.append(
+            "no DCGM_FI_DEV_XID_ERRORS series in the window: Xid errors are unknown, not absent (if the exporter "
+            "does not collect them, say so with xid_required: false)")
+    elif series.xid is None:
+        found.support.append("Xid errors not judged: the thresholds say the exporter does not collect them "
+                             "(xid_required: false)")
+
+
+def _memory(series: GpuSeries, fb_peak: float | None, end: int, thresholds: Thresholds,
+            found: _Findings) -> int | None:
     """Copies of the memory peak that fit under the ceiling (None: any number, nothing is used)."""
     total = series.fb_total_mib
     if fb_peak is None:
         found.insufficient.append("no DCGM_FI_DEV_FB_USED series in the window: the memory peak is unknown")
         return None
     if not total:
-        found.insufficient.append("no DCGM_FI_DEV_FB_FREE / DCGM_FI_DEV_FB_RESERVED series: the card's memory size "
-                                  "is unknown (an exporter without FB_RESERVED: override queries.fb_total)")
+        found.insufficient.append("no DCGM_FI_DEV_FB_FREE series in the window: the card's memory size is unknown "
+                                  "(it is read as used + free, + reserved where exported)")
         return None
     ceiling = total * (1 - thresholds.fb_margin)
     keep = f"{100 * (1 - thresholds.fb_margin):.0f}%"
-    peak_day = max(series.fb_used_24h, key=series.fb_used_24h.get)
+    of_card = f"of {total:.0f} MiB" + ("" if series.fb_reserved_mib is not None else
+                                       " (used + free: the exporter does not export DCGM_FI_DEV_FB_RESERVED)")
+    daily = daily_peaks(series.fb_used_1h, end)
+    peak_day = max(daily, key=daily.get)
     if fb_peak > ceiling:
         found.definitive.append(
-            f"memory peak leaves no headroom: {fb_peak:.0f} of {total:.0f} MiB ({100 * fb_peak / total:.0f}%) "
+            f"memory peak leaves no headroom: {fb_peak:.0f} {of_card} ({100 * fb_peak / total:.0f}%) "
             f"in the 24 h to {format_time(peak_day)}, above the {keep} that keeps room for model loads and burst batches")
         return 1
     copies = math.floor(ceiling / fb_peak) if fb_peak > 0 else None
     if copies is not None and copies < MIN_REPLICAS:
         found.definitive.append(
             f"memory peak leaves no headroom for a second copy: 2 x {fb_peak:.0f} MiB > {ceiling:.0f} MiB "
-            f"({keep} of {total:.0f} MiB)")
+            f"({keep} {of_card})")
     else:
         room = "any number of copies" if copies is None else f"{copies} copies"
         found.support.append(
-            f"memory peak {fb_peak:.0f} of {total:.0f} MiB ({100 * fb_peak / total:.0f}%) leaves room for {room} "
+            f"memory peak {fb_peak:.0f} {of_card} ({100 * fb_peak / total:.0f}%) leaves room for {room} "
             f"within {keep}")
     return copies
 
@@ -145,29 +187,44 @@ def _workloads(series: GpuSeries, facts: list[WorkloadFacts], pods_mapped: bool,
     return sorted(owners)
 
 
-def _coverage(cov: Coverage, utils: list[float], thresholds: Thresholds, found: _Findings) -> None:
-    if not utils:
+@dataclass(frozen=True)
+class _Data:
+    """How the coverage reasons name the data they judge."""
+
+    data: str
+    samples: str
+    covered: str
+
+
+_UTIL_DATA = _Data("data", "samples", "hours covered")
+_MEMORY_DATA = _Data("memory data (DCGM_FI_DEV_FB_USED)", "memory samples (DCGM_FI_DEV_FB_USED)",
+                     "hours of memory data (DCGM_FI_DEV_FB_USED) covered")
+
+
+def _coverage(cov: Coverage, values: list[float], thresholds: Thresholds, found: _Findings,
+              named: _Data = _UTIL_DATA) -> None:
+    if not values:
         found.insufficient.append("no utilisation series in the window (DCGM_FI_DEV_GPU_UTIL; "
                                   "DCGM_FI_PROF_GR_ENGINE_ACTIVE on MIG instances)")
         return
-    need = duration(thresholds.min_history_s)
+    need, before = duration(thresholds.min_history_s), len(found.insufficient)
     if cov.leading_h * 3600 > thresholds.max_gap_s:
         days = (cov.last - cov.first + 3600) / 86400
         found.insufficient.append(
-            f"only {days:.1f} days of data (since {format_time(cov.first)}): the seed asks for at least "
+            f"only {days:.1f} days of {named.data} (since {format_time(cov.first)}): the seed asks for at least "
             f"{need} that cover releases, traffic peaks and training checkpoints")
     if cov.trailing_h * 3600 > thresholds.max_gap_s:
-        found.insufficient.append(f"no data for the last {cov.trailing_h} h (since {format_time(cov.last)}): "
+        found.insufficient.append(f"no {named.data} for the last {cov.trailing_h} h (since {format_time(cov.last)}): "
                                   "is the exporter still scraped?")
     if cov.longest_gap_h * 3600 > thresholds.max_gap_s:
         found.insufficient.append(
-            f"a {cov.longest_gap_h} h gap in the data from {format_time(cov.gap_start)} "
+            f"a {cov.longest_gap_h} h gap in the {named.data} from {format_time(cov.gap_start)} "
             f"(longer than max_gap {duration(thresholds.max_gap_s)}): the window is not covered")
-    if cov.share < thresholds.min_coverage and not found.insufficient:
-        found.insufficient.append(f"samples in only {100 * cov.share:.1f}% of the hours "
+    if cov.share < thresholds.min_coverage and len(found.insufficient) == before:
+        found.insufficient.append(f"{named.samples} in only {100 * cov.share:.1f}% of the hours "
                                   f"(min_coverage {100 * thresholds.min_coverage:.0f}%)")
-    if not found.insufficient:
-        found.support.append(f"{cov.hours} of {cov.expected_hours} hours covered")
+    if len(found.insufficient) == before:
+        found.support.append(f"{cov.hours} of {cov.expected_hours} {named.covered}")
 
 
 def _compute(series: GpuSeries, utils: list[float], p50: float | None, p95: float | None, idle: float | None,

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from gpushare.dcgm_sim.exposition import SimGpu, openmetrics
+from gpushare.dcgm_sim.exposition import Exporter, SimGpu, openmetrics
 
 BLOCK_S = 7200  # promtool's block length, aligned to multiples of it
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
@@ -26,9 +26,10 @@ class BackfillError(RuntimeError):
 
 
 def backfill(gpus: Sequence[SimGpu], start: int, end: int, step_s: int, epoch: int, tsdb: Path,
-             workers: int = 2, relabel: Callable[[str], str] | None = None) -> int:
-    """Write samples every step_s seconds in [start, end] into blocks under `tsdb`; returns the
-    number of samples written. `relabel` may rewrite each window's OpenMetrics text first."""
+             workers: int = 2, relabel: Callable[[str], str] | None = None, exporter: Exporter = Exporter()) -> int:
+    """Write samples every step_s seconds in [start, end], as `exporter` writes them, into blocks
+    under `tsdb`; returns the number of samples written. `relabel` may rewrite each window's
+    OpenMetrics text first."""
     if not Path(PROMTOOL).is_file():
         raise BackfillError(f"{PROMTOOL} not found: install Prometheus (scripts/install-prometheus.sh)")
     first = start - start % step_s
@@ -39,7 +40,7 @@ def backfill(gpus: Sequence[SimGpu], start: int, end: int, step_s: int, epoch: i
         def one_window(window_start: int) -> int:
             times = range(max(first, window_start), min(end, window_start + BLOCK_S - 1) + 1, step_s)
             source = Path(scratch) / f"{window_start}.om"
-            text = openmetrics(gpus, times, epoch)
+            text = openmetrics(gpus, times, epoch, exporter)
             if relabel:
                 text = relabel(text)
             samples = text.count("\n") - text.count("\n#") - 1  # lines less HELP/TYPE/EOF

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kubernetes import client
 
-from gpushare.dcgm_sim.exposition import SimGpu, exposition
+from gpushare.dcgm_sim.exposition import Exporter, SimGpu, exposition
 from gpushare.dcgm_sim.hardware import fleet_gpus, node_hardware
 from gpushare.kube import api_client
 
@@ -36,7 +36,8 @@ class FleetView:
             return self._gpus
 
 
-def serve(kubeconfig: Path | None, context: str | None, port: int, ready_file: Path | None) -> int:
+def serve(kubeconfig: Path | None, context: str | None, port: int, ready_file: Path | None,
+          exporter: Exporter = Exporter()) -> int:
     fleet = FleetView(client.CoreV1Api(api_client(kubeconfig, context)))
     epoch = int(time.time())
 
@@ -44,7 +45,7 @@ def serve(kubeconfig: Path | None, context: str | None, port: int, ready_file: P
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
-                body, kind = exposition(fleet.gpus(), int(time.time()), epoch), "text/plain; version=0.0.4"
+                body, kind = exposition(fleet.gpus(), int(time.time()), epoch, exporter), "text/plain; version=0.0.4"
             elif path == "/health":
                 body, kind = "ok\n", "text/plain"
             else:

@@ -1,7 +1,9 @@
 """The release gates: pure decisions from observations and thresholds, one function per gate.
 
 A gate answers `rollback` when the trial is worse than the table allows, `hold` when the data
-cannot decide yet, and `continue` otherwise. Missing data is always `hold`, never `continue`.
+cannot decide yet, and `continue` otherwise. Missing data is always `hold`, never `continue`:
+a window without data counts against min_window_coverage, a --node without DCGM series holds,
+and Xid errors that are not collected continue only where the thresholds say so (xid_required).
 """
 
 from __future__ import annotations
@@ -12,18 +14,25 @@ from statistics import fmean, pstdev
 from gpushare.gates.model import SEVERITY, GateResult, Observations, Report, Side, Thresholds
 
 
+_PER_NODE = (" (the exporter does not map shared pods to cards, so pods on one node count together; "
+             "KUBERNETES_VIRTUAL_GPUS=true on dcgm-exporter maps them per card)")
+
+
 def evaluate(observations: Observations, thresholds: Thresholds) -> Report:
     baseline, trial = observations.baseline, observations.trial
+    measured = {key for key in ("correlated_failures", "fb_peak_pct")
+                if getattr(trial, key) is not None or key in trial.gaps}
     gates = [
+        *([nodes_gate(observations)] if observations.nodes else []),
         throughput_gate(baseline, trial, thresholds),
         p99_gate(trial, thresholds),
         count_gate("oom_kills", "OOM kills", baseline, trial, thresholds.max_extra_oom_kills),
         count_gate("restarts", "restarts", baseline, trial, thresholds.max_extra_restarts),
+        *([correlated_gate(trial, thresholds)] if "correlated_failures" in measured else []),
+        *([memory_gate(trial, thresholds)] if "fb_peak_pct" in measured else []),
         xid_gate(baseline, trial, thresholds),
         queue_gate(baseline, trial, thresholds),
     ]
-    if trial.correlated_failures is not None or "correlated_failures" in trial.gaps:
-        gates.insert(4, correlated_gate(trial, thresholds))
     verdict = next(status for status in SEVERITY if any(gate.status == status for gate in gates))
     return Report(verdict=verdict, gates=tuple(gates), source=observations.source, error=observations.error)
 
@@ -52,24 +61,33 @@ def throughput_gate(baseline: Side, trial: Side, thresholds: Thresholds) -> Gate
 
 def p99_gate(trial: Side, thresholds: Thresholds) -> GateResult:
     name, slo, needed = "p99_ms", thresholds.p99_slo_ms, thresholds.p99_breach_windows
-    threshold = f"<= {_num(slo)} ms; rollback after {needed} consecutive windows above"
+    threshold = (
+        f"<= {_num(slo)} ms; rollback after {needed} consecutive windows above; "
+        f"data in >= {_pct(thresholds.min_window_coverage)} of the windows"
+    )
     windows = trial.p99_ms
+    present = _present(windows)
     observed: dict[str, object] = {"trial_windows": list(windows)}
-    if not windows:
+    if not present:
         return GateResult(name, "hold", observed, threshold, _no_data(None, trial, name))
-    breaches = [value > slo for value in windows]
+    # A window without data neither breaks a run of breaches nor extends it.
+    breaches = [value > slo for value in present]
     run = longest_run(breaches)
-    observed |= {"max": max(windows), "consecutive_above": run}
+    observed |= {"max": max(present), "consecutive_above": run}
     if run >= needed:
-        reason = f"above the {_num(slo)} ms SLO for {run} consecutive windows"
+        reason = f"above the {_num(slo)} ms SLO for {run} consecutive windows{_skipped(windows)}"
         return GateResult(name, "rollback", observed, threshold, reason)
+    short = _short_coverage(windows, thresholds)
+    if short:
+        return GateResult(name, "hold", observed, threshold, f"P99 {short}: the trial's latency is not covered")
     if run:
         return GateResult(
             name, "hold", observed, threshold,
-            f"above the SLO in {sum(breaches)} of {len(windows)} windows, at most {run} in a row "
+            f"above the SLO in {sum(breaches)} of {len(present)} windows, at most {run} in a row "
             f"(rollback at {needed}): watch the next windows",
         )
-    return GateResult(name, "continue", observed, threshold, f"within the SLO in all {len(windows)} windows")
+    within = f"{len(windows)} windows" if len(present) == len(windows) else f"{len(present)} windows with data"
+    return GateResult(name, "continue", observed, threshold, f"within the SLO in all {within}{_skipped(windows)}")
 
 
 def count_gate(name: str, label: str, baseline: Side, trial: Side, allowed: float) -> GateResult:
@@ -86,20 +104,53 @@ def count_gate(name: str, label: str, baseline: Side, trial: Side, allowed: floa
 
 def correlated_gate(trial: Side, thresholds: Thresholds) -> GateResult:
     name, allowed, now = "correlated_failures", thresholds.max_correlated_failures, trial.correlated_failures
-    threshold = f"<= {allowed} cards with failures in 2+ shared pods"
-    observed: dict[str, object] = {"trial": now}
+    per_node = trial.correlated_scope == "node"
+    unit, why = ("node", _PER_NODE) if per_node else ("card", "")
+    threshold = f"<= {allowed} {unit}s with failures in 2+ {'pods' if per_node else 'shared pods'}"
+    observed: dict[str, object] = {"trial": now, "scope": trial.correlated_scope or "metrics file"}
     if now is None:
         return GateResult(name, "hold", observed, threshold, _no_data(None, trial, name))
     if now > allowed:
-        return GateResult(name, "rollback", observed, threshold, f"failures correlated on the same card: {_num(now)}")
-    return GateResult(name, "continue", observed, threshold, "no failures correlated on one card")
+        return GateResult(name, "rollback", observed, threshold, f"failures correlated on the same {unit}: {_num(now)}{why}")
+    return GateResult(name, "continue", observed, threshold, f"no failures correlated on one {unit}{why}")
+
+
+def memory_gate(trial: Side, thresholds: Thresholds) -> GateResult:
+    """The card's FB peak against the ceiling the baseline sized the shares for: roll back before
+    the shares' memory together leaves no room and OOM kills start."""
+    name, peak = "memory_headroom", trial.fb_peak_pct
+    ceiling = 100 * (1 - thresholds.fb_margin)
+    threshold = (f"every card's FB peak <= {ceiling:.3g}% of its memory "
+                 f"(fb_margin {thresholds.fb_margin:g}, as the baseline's)")
+    observed: dict[str, object] = {"trial_peak_pct": peak, "ceiling_pct": round(ceiling, 6)}
+    note = ""
+    if trial.fb_no_reserved:
+        observed["cards_without_reserved"] = trial.fb_no_reserved
+        note = (f"; memory of {_num(trial.fb_no_reserved)} card(s) counted as used + free: the exporter does not "
+                "export DCGM_FI_DEV_FB_RESERVED")
+    if peak is None:
+        return GateResult(name, "hold", observed, threshold, _no_data(None, trial, "fb_peak_pct"))
+    if _above(peak, ceiling):
+        return GateResult(
+            name, "rollback", observed, threshold,
+            f"a card's memory peaked at {_num(peak)}% during the trial, above the {ceiling:.3g}% ceiling: "
+            f"no room left for model loads and burst batches, roll back before OOM kills start{note}",
+        )
+    return GateResult(name, "continue", observed, threshold,
+                      f"every card's memory peak within {ceiling:.3g}% (highest {_num(peak)}%){note}")
 
 
 def xid_gate(baseline: Side, trial: Side, thresholds: Thresholds) -> GateResult:
     name, allowed, now = "xid_errors", thresholds.max_new_xid, trial.xid_errors
-    threshold = f"<= {allowed} new"
+    threshold = f"<= {allowed} new" + ("" if thresholds.xid_required else " (xid_required: false)")
     observed: dict[str, object] = {"baseline": baseline.xid_errors, "trial": now}
     if now is None:
+        if not thresholds.xid_required:
+            return GateResult(
+                name, "continue", observed, threshold,
+                f"not judged: the thresholds say Xid errors are not collected (xid_required: false); "
+                f"{_no_data(None, trial, name)}",
+            )
         return GateResult(name, "hold", observed, threshold, _no_data(None, trial, name))
     if now > allowed:
         reason = f"{_num(now)} new Xid error(s) during the trial: check the GPU (nvidia-smi -q, kernel log)"
@@ -107,31 +158,66 @@ def xid_gate(baseline: Side, trial: Side, thresholds: Thresholds) -> GateResult:
     return GateResult(name, "continue", observed, threshold, f"{_num(now)} new Xid errors")
 
 
+def nodes_gate(observations: Observations) -> GateResult:
+    """Every --node must have DCGM series on both sides: a node without them would silently drop
+    out of every other gate's sums."""
+    name, asked = "dcgm_nodes", observations.nodes
+    threshold = "DCGM series for every --node in the trial and in the baseline"
+    sides = (("trial", observations.trial), ("baseline", observations.baseline))
+    observed: dict[str, object] = {"asked": list(asked)}
+    observed |= {label: None if side.dcgm_nodes is None else list(side.dcgm_nodes) for label, side in sides}
+    for label, side in sides:
+        if side.dcgm_nodes is None:
+            return GateResult(name, "hold", observed, threshold, f"no {label} data: {side.gaps.get(name, 'not read')}")
+    missing = [f"{node} (in the {' and the '.join(label for label, side in sides if node not in side.dcgm_nodes)})"
+               for node in asked if any(node not in side.dcgm_nodes for _, side in sides)]
+    if missing:
+        return GateResult(
+            name, "hold", observed, threshold,
+            f"no DCGM series for {', '.join(missing)} (Hostname / hostname label): is dcgm-exporter running and "
+            "scraped there? The other gates count only the nodes with data",
+        )
+    return GateResult(name, "continue", observed, threshold, f"DCGM series for every node asked: {', '.join(asked)}")
+
+
 def queue_gate(baseline: Side, trial: Side, thresholds: Thresholds) -> GateResult:
     """Queue time must fall, and not merely turn into run-time jitter: the trial's P99 must not use
     up most of the room between the baseline's P99 and the SLO, must stay steady across windows,
-    and the wait saved must outweigh the latency added."""
+    and the wait saved must outweigh the latency added. With no queue on either side (both means
+    at most no_queue_s) there is nothing to shorten: the P99 gate alone guards latency."""
     name, slo, drop = "queue_time_s", thresholds.p99_slo_ms, thresholds.queue_time_min_drop
     max_used, max_spread = thresholds.jitter_max_headroom_used, thresholds.jitter_max_spread
+    none_s = thresholds.no_queue_s
     threshold = (
-        f"mean falling{f' by >= {drop:.0%}' if drop else ''}; P99 windows within the SLO: mean rise "
-        f"<= {_pct(max_used)} and sd <= {_pct(max_spread)} of the baseline's headroom; wait + P99 falling"
+        f"no queue (both means <= {_num(none_s)} s), or: mean falling{f' by >= {drop:.0%}' if drop else ''}; "
+        f"P99 windows within the SLO: mean rise <= {_pct(max_used)} and sd <= {_pct(max_spread)} of the "
+        f"baseline's headroom; wait + P99 falling"
     )
-    observed: dict[str, object] = {"baseline": _mean(baseline.queue_time_s), "trial": _mean(trial.queue_time_s)}
-    if not baseline.queue_time_s or not trial.queue_time_s:
+    base_w, now_w = _present(baseline.queue_time_s), _present(trial.queue_time_s)
+    observed: dict[str, object] = {"baseline": _mean(base_w), "trial": _mean(now_w)}
+    if not base_w or not now_w:
         return GateResult(name, "hold", observed, threshold, _no_data(baseline, trial, name))
-    base, now = fmean(baseline.queue_time_s), fmean(trial.queue_time_s)
+    short = _short_coverage(trial.queue_time_s, thresholds)
+    if short:
+        return GateResult(name, "hold", observed, threshold, f"queue time {short}: the trial's wait is not covered")
+    base, now = fmean(base_w), fmean(now_w)
     change = f"{_num(base)} s -> {_num(now)} s"
+    if not _above(base, none_s) and not _above(now, none_s):
+        return GateResult(
+            name, "continue", observed, threshold,
+            f"no queue to shorten: {change}, at most {_num(none_s)} s on both sides (latency is the p99_ms gate's)",
+        )
     limit = base * (1 - drop)
     if not (now < base and (now < limit or _close(now, limit))):
         return GateResult(name, "rollback", observed, threshold, f"queue time not falling: {change}")
-    if not baseline.p99_ms or not trial.p99_ms:
+    base_p99s, now_p99s = _present(baseline.p99_ms), _present(trial.p99_ms)
+    if not base_p99s or not now_p99s:
         return GateResult(
             name, "hold", observed, threshold,
             f"queue time falling ({change}) but no P99 on both sides to rule out run-time jitter "
             f"({_no_data(baseline, trial, 'p99_ms')})",
         )
-    base_p99, now_p99 = fmean(baseline.p99_ms), fmean(trial.p99_ms)
+    base_p99, now_p99 = fmean(base_p99s), fmean(now_p99s)
     observed |= {"baseline_p99_ms": base_p99, "trial_p99_ms": now_p99}
     headroom = slo - base_p99
     if headroom <= 0:
@@ -142,8 +228,8 @@ def queue_gate(baseline: Side, trial: Side, thresholds: Thresholds) -> GateResul
         )
     # Windows above the SLO are the p99_ms gate's to judge (hold, or rollback after
     # p99_breach_windows in a row); jitter is judged on the windows within it.
-    within = [value for value in trial.p99_ms if not _above(value, slo)]
-    above = len(trial.p99_ms) - len(within)
+    within = [value for value in now_p99s if not _above(value, slo)]
+    above = len(now_p99s) - len(within)
     if not within:
         return GateResult(
             name, "hold", observed, threshold,
@@ -190,6 +276,24 @@ def longest_run(flags: list[bool]) -> int:
     return longest
 
 
+def _present(windows: tuple[float | None, ...]) -> list[float]:
+    return [value for value in windows if value is not None]
+
+
+def _short_coverage(windows: tuple[float | None, ...], thresholds: Thresholds) -> str | None:
+    """Why too few windows have data for min_window_coverage, or None when enough do."""
+    present, least = len(_present(windows)), thresholds.min_window_coverage
+    share = present / len(windows)
+    if share < least and not _close(share, least):
+        return f"has data in only {present} of {len(windows)} windows ({_pct(share)}, min_window_coverage {_pct(least)})"
+    return None
+
+
+def _skipped(windows: tuple[float | None, ...]) -> str:
+    missing = sum(value is None for value in windows)
+    return f" ({missing} of {len(windows)} windows without data)" if missing else ""
+
+
 def _no_data(baseline: Side | None, trial: Side, key: str) -> str:
     for label, side in (("baseline", baseline), ("trial", trial)):
         if side is not None and key in side.gaps:
@@ -211,7 +315,7 @@ def _pct(fraction: float) -> str:
     return f"{fraction * 100:.3g}%"
 
 
-def _mean(values: tuple[float, ...]) -> float | None:
+def _mean(values: list[float]) -> float | None:
     return fmean(values) if values else None
 
 

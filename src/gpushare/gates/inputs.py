@@ -1,7 +1,8 @@
 """The metrics file: `{"baseline": {...}, "trial": {...}}`, validated strictly.
 
 Every key must be present on both sides; `null` (or an empty list) records "not measured" and
-makes the gates that need it hold. Counts cover the same length of time on both sides.
+makes the gates that need it hold; a `null` inside a list of windows is a window without data,
+which counts against min_window_coverage. Counts cover the same length of time on both sides.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ COUNT_KEYS = ("oom_kills", "restarts", "xid_errors")
 WINDOW_KEYS = ("p99_ms", "queue_time_s")
 REQUIRED_KEYS = ("throughput_per_gpu", *WINDOW_KEYS, *COUNT_KEYS)
 CONTEXT_KEYS = ("gpu_util_pct", "fb_used_mib")
-TRIAL_ONLY_KEYS = ("correlated_failures",)
+TRIAL_ONLY_KEYS = ("correlated_failures", "fb_peak_pct")
 _UNITS = {
     "throughput_per_gpu": "work per second per physical GPU",
-    "p99_ms": "milliseconds, or a list of per-window values oldest first",
-    "queue_time_s": "seconds, or a list of per-window values oldest first",
+    "p99_ms": "milliseconds, or a list of per-window values oldest first (null: no data in that window)",
+    "queue_time_s": "seconds, or a list of per-window values oldest first (null: no data in that window)",
     "correlated_failures": "a count",
+    "fb_peak_pct": "percent of the card's memory",
     "gpu_util_pct": "percent",
     "fb_used_mib": "MiB",
     **{key: "a count" for key in COUNT_KEYS},
@@ -71,6 +73,8 @@ def _parse_side(document: dict[str, object], name: str) -> Side:
         )
     gaps = {key: "null in the metrics file" for key in values if values[key] is None}
     gaps.update({key: "empty list in the metrics file" for key in WINDOW_KEYS if values[key] == []})
+    gaps.update({key: "null in every window in the metrics file" for key in WINDOW_KEYS
+                 if isinstance(values[key], list) and values[key] and all(item is None for item in values[key])})
     return Side(
         throughput_per_gpu=_number(values, name, "throughput_per_gpu"),
         p99_ms=_windows(values, name, "p99_ms"),
@@ -79,6 +83,7 @@ def _parse_side(document: dict[str, object], name: str) -> Side:
         restarts=_number(values, name, "restarts"),
         xid_errors=_number(values, name, "xid_errors"),
         correlated_failures=_number(values, name, "correlated_failures"),
+        fb_peak_pct=_number(values, name, "fb_peak_pct"),
         context={key: v for key in CONTEXT_KEYS if (v := _number(values, name, key)) is not None},
         gaps=gaps,
     )
@@ -89,12 +94,12 @@ def _number(values: dict[str, object], side: str, key: str) -> float | None:
     return None if value is None else _check(value, f"{side}.{key}", key)
 
 
-def _windows(values: dict[str, object], side: str, key: str) -> tuple[float, ...]:
+def _windows(values: dict[str, object], side: str, key: str) -> tuple[float | None, ...]:
     value = values[key]
-    if value is None:
+    if value is None or (isinstance(value, list) and all(item is None for item in value)):
         return ()
     if isinstance(value, list):
-        return tuple(_check(item, f"{side}.{key}[{i}]", key) for i, item in enumerate(value))
+        return tuple(None if item is None else _check(item, f"{side}.{key}[{i}]", key) for i, item in enumerate(value))
     return (_check(value, f"{side}.{key}", key),)
 
 

@@ -1,10 +1,11 @@
 """Gate observations from Prometheus instant queries (standard library HTTP only).
 
 The trial is `(trial_end - window, trial_end]`; the baseline is the `baseline_window` right
-before it. P99 and queue time are read once per latency window over the trial, and once over
-the whole baseline. Baseline counts are scaled to the trial's length so both sides compare.
-A query that fails or returns no series leaves a gap that makes its gate hold; a Prometheus
-that does not answer is asked once, and the report says so once (`Observations.error`).
+before it. P99 and queue time are read once per latency window over the trial (a window without
+data stays in the list as None), and once over the whole baseline. Baseline counts are scaled to
+the trial's length so both sides compare. A query that fails, returns no series or an answer of
+the wrong shape leaves a gap, naming the query, that makes its gate hold; a Prometheus that does
+not answer is asked once, and the report says so once (`Observations.error`).
 """
 
 from __future__ import annotations
@@ -16,10 +17,19 @@ from urllib.error import HTTPError, URLError
 from urllib.parse import urlencode
 from urllib.request import Request, urlopen
 
+from gpushare.dcgm_labels import host_of
 from gpushare.gates.inputs import COUNT_KEYS, CONTEXT_KEYS, WINDOW_KEYS
 from gpushare.gates.model import GateInputError, Observations, Side, Thresholds
 from gpushare.gates.queries import render
 from gpushare.gates.timespec import format_duration, format_time
+from gpushare.prometheus_answer import MalformedAnswer, PrometheusError, Series, read
+
+
+# What an empty answer may mean, where the operator can act on it.
+_NO_SERIES_HINTS = {
+    "xid_errors": ": does the exporter collect DCGM_FI_DEV_XID_ERRORS? If it does not, set xid_required: false",
+    "fb_peak_pct": ": does the exporter collect DCGM_FI_DEV_FB_USED and DCGM_FI_DEV_FB_FREE?",
+}
 
 
 class QueryError(Exception):
@@ -57,6 +67,16 @@ class PrometheusClient:
 
     def value(self, query: str, at: float) -> float | None:
         """The single value of `query` at unix time `at`; None when it returns no series or NaN."""
+        return _single_value(self._answer(query, at))
+
+    def series(self, query: str, at: float) -> list[Series]:
+        """Every series of the instant `query` at unix time `at`."""
+        kind, found = _read(self._answer(query, at))
+        if kind != "vector":
+            raise QueryError(f"returned a {kind}; write an instant vector query")
+        return found
+
+    def _answer(self, query: str, at: float) -> object:
         if self.unreachable:
             raise Unreachable()
         form = urlencode({"query": query, "time": f"{at:.3f}"}).encode()
@@ -73,7 +93,7 @@ class PrometheusClient:
             raise Unreachable() from None
         except json.JSONDecodeError:
             raise QueryError(f"{self.url} did not answer with Prometheus JSON; check the URL") from None
-        return _single_value(body)
+        return body
 
 
 def collect(plan: QueryPlan, thresholds: Thresholds, client: PrometheusClient | None = None) -> Observations:
@@ -95,6 +115,10 @@ def collect(plan: QueryPlan, thresholds: Thresholds, client: PrometheusClient | 
         at=plan.trial_start, window_s=plan.baseline_window_s, window_ends=[plan.trial_start],
         latency_s=plan.baseline_window_s,
     )
+    if plan.nodes:
+        trial = replace(trial, dcgm_nodes=reader.nodes_seen(plan.trial_end, plan.window_s, trial.gaps))
+        baseline = replace(
+            baseline, dcgm_nodes=reader.nodes_seen(plan.trial_start, plan.baseline_window_s, baseline.gaps))
     baseline = _scale_counts(baseline, plan.window_s / plan.baseline_window_s)
     start, end = plan.trial_start, plan.trial_end
     source: dict[str, object] = {
@@ -104,7 +128,7 @@ def collect(plan: QueryPlan, thresholds: Thresholds, client: PrometheusClient | 
     }
     if plan.nodes:
         source["nodes"] = list(plan.nodes)
-    return Observations(baseline=baseline, trial=trial, source=source, error=client.unreachable)
+    return Observations(baseline=baseline, trial=trial, source=source, error=client.unreachable, nodes=plan.nodes)
 
 
 class _Reader:
@@ -113,15 +137,39 @@ class _Reader:
 
     def side(self, at: float, window_s: int, window_ends: list[float], latency_s: int, trial: bool = False) -> Side:
         gaps: dict[str, str] = {}
-        scalars = ["throughput_per_gpu", *COUNT_KEYS, *CONTEXT_KEYS] + (["correlated_failures"] if trial else [])
+        scalars = ["throughput_per_gpu", *COUNT_KEYS, *CONTEXT_KEYS]
+        scalars += ["fb_peak_pct", "fb_no_reserved"] if trial else []
         values = {key: self._scalar(key, at, window_s, gaps) for key in scalars}
         windows = {key: self._windows(key, window_ends, latency_s, gaps) for key in WINDOW_KEYS}
+        if trial:
+            values |= self._correlated(at, window_s, gaps)
         return Side(
-            **{key: values[key] for key in scalars if key not in CONTEXT_KEYS},
+            **{key: value for key, value in values.items() if key not in CONTEXT_KEYS},
             **windows,
             context={key: values[key] for key in CONTEXT_KEYS if values[key] is not None},
             gaps={key: reason for key, reason in gaps.items() if key not in CONTEXT_KEYS},
         )
+
+    def _correlated(self, at: float, window_s: int, gaps: dict[str, str]) -> dict[str, object]:
+        """Per card where the exporter maps shares to cards (its series carry `vgpu`), else per node."""
+        mapped = self._scalar("shares_mapped", at, window_s, gaps)
+        if mapped is None:
+            gaps["correlated_failures"] = gaps.pop("shares_mapped")
+            return {"correlated_failures": None}
+        scope, key = ("card", "correlated_failures_per_card") if mapped > 0 else ("node", "correlated_failures")
+        value = self._scalar(key, at, window_s, gaps)
+        if key in gaps:
+            gaps["correlated_failures"] = gaps.pop(key)
+        return {"correlated_failures": value, "correlated_scope": scope}
+
+    def nodes_seen(self, at: float, window_s: int, gaps: dict[str, str]) -> tuple[str, ...] | None:
+        """The nodes with DCGM series in the window, by either spelling of the node label."""
+        try:
+            found = self.client.series(render(self.queries["dcgm_nodes"], format_duration(window_s), self.nodes), at)
+        except QueryError as err:
+            gaps["dcgm_nodes"] = _gap("dcgm_nodes", err)
+            return None
+        return tuple(sorted({host_of(labels) for labels, _ in found} - {""}))
 
     def _scalar(self, key: str, at: float, window_s: int, gaps: dict[str, str]) -> float | None:
         try:
@@ -130,25 +178,23 @@ class _Reader:
             gaps[key] = _gap(key, err)
             return None
         if value is None:
-            gaps[key] = f"queries.{key} returned no series for {format_duration(window_s)} up to {format_time(at)}"
+            gaps[key] = (f"queries.{key} returned no series for {format_duration(window_s)} up to {format_time(at)}"
+                         f"{_NO_SERIES_HINTS.get(key, '')}")
         return value
 
-    def _windows(self, key: str, ends: list[float], window_s: int, gaps: dict[str, str]) -> tuple[float, ...]:
+    def _windows(self, key: str, ends: list[float], window_s: int, gaps: dict[str, str]) -> tuple[float | None, ...]:
         query = render(self.queries[key], format_duration(window_s), self.nodes)
-        values = []
         try:
-            for end in ends:
-                value = self.client.value(query, end)
-                if value is not None:
-                    values.append(value)
+            values = tuple(self.client.value(query, end) for end in ends)
         except QueryError as err:
             gaps[key] = _gap(key, err)
             return ()
-        if not values:
+        if all(value is None for value in values):
             gaps[key] = (
                 f"queries.{key} returned no series in any of {len(ends)} window(s) up to {format_time(ends[-1])}"
             )
-        return tuple(values)
+            return ()
+        return values
 
 
 def _gap(key: str, err: QueryError) -> str:
@@ -160,22 +206,25 @@ def _scale_counts(side: Side, factor: float) -> Side:
     return replace(side, **scaled)
 
 
+def _read(body: object) -> tuple[str, list[Series]]:
+    try:
+        return read(body)
+    except PrometheusError as err:
+        raise QueryError(f"Prometheus reported an error: {err}") from None
+    except MalformedAnswer as err:
+        raise QueryError(
+            f"the answer is not a Prometheus query result ({err}); check that the URL is Prometheus") from None
+
+
 def _single_value(body: object) -> float | None:
-    if not isinstance(body, dict) or body.get("status") != "success":
-        error = body.get("error", body) if isinstance(body, dict) else body
-        raise QueryError(f"Prometheus reported an error: {error}")
-    data = body["data"]
-    if data["resultType"] == "scalar":
-        sample = data["result"]
-    elif data["resultType"] == "vector":
-        if len(data["result"]) > 1:
-            raise QueryError(f"returned {len(data['result'])} series; aggregate it to one with sum(), avg() or max()")
-        if not data["result"]:
-            return None
-        sample = data["result"][0]["value"]
-    else:
-        raise QueryError(f"returned a {data['resultType']}; write an instant (vector or scalar) query")
-    value = float(sample[1])
+    kind, found = _read(body)
+    if kind not in ("vector", "scalar"):
+        raise QueryError(f"returned a {kind}; write an instant (vector or scalar) query")
+    if len(found) > 1:
+        raise QueryError(f"returned {len(found)} series; aggregate it to one with sum(), avg() or max()")
+    if not found:
+        return None
+    value = found[0][1][0][1]
     return None if math.isnan(value) else value
 
 

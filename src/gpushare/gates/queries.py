@@ -2,23 +2,55 @@
 
 Placeholders ($-style, because PromQL uses braces):
   $window    the range a value covers: the trial, one latency window, or the baseline
-  $nodes     regex of the --node names (`.*` without --node), for DCGM's `Hostname` label
+  $nodes     regex of the --node names (`.*` without --node), for DCGM's node label
   $on_nodes  with --node: `* on (namespace, pod) group_left () ...kube_pod_info{node=~...}`,
              which keeps only pods that ran on those nodes; empty without --node
 
-Each query must return one series (aggregate with sum/avg/max); counts must stay 0 rather than
-vanish when nothing happened, so that "no series" reliably means "no data".
+Each query must return one series (aggregate with sum/avg/max), except `dcgm_nodes`, which returns
+one series per node; counts must stay 0 rather than vanish when nothing happened, so that "no
+series" reliably means "no data". Every DCGM selector reads both spellings of the exporter's node
+label (`Hostname`, `hostname`: gpushare.dcgm_labels); an override should too.
 """
 
 from __future__ import annotations
 
 from string import Template
 
+from gpushare.dcgm_labels import on_hosts
+
 _PODS_ON_NODES = (
     '* on (namespace, pod) group_left () max by (namespace, pod) '
     '(max_over_time(kube_pod_info{node=~"$nodes"}[$window]))'
 )
-_GPUS = 'count(count by (UUID) (max_over_time(DCGM_FI_DEV_GPU_UTIL{Hostname=~"$nodes"}[$window])))'
+
+
+def _dcgm(expression: str) -> str:
+    return on_hosts(expression, "$nodes")
+
+
+_GPUS = f"count(count by (UUID) ({_dcgm('max_over_time(DCGM_FI_DEV_GPU_UTIL{<node>}[$window])')}))"
+_CARD = "UUID, GPU_I_ID"  # a whole GPU, or one MIG instance of it
+
+
+def _last(field: str) -> str:
+    """The card's last DCGM_FI_DEV_FB_<field> in the window, one series per card (the exporter also
+    writes per-pod copies and, for FB_USED, per-pod process values: the card's own is the highest)."""
+    return f"max by ({_CARD}) ({_dcgm(f'last_over_time(DCGM_FI_DEV_FB_{field}{{<node>}}[$window])')})"
+
+
+# The card's memory: used + free + reserved where the exporter exports FB_RESERVED (in its default
+# counters since 4.3.1-4.4.0, etc/dcp-metrics-included.csv), else used + free.
+_USED_FREE = f"({_last('USED')} + {_last('FREE')})"
+_CARD_MEMORY = f"(({_USED_FREE} + {_last('RESERVED')}) or {_USED_FREE})"
+# The pods the exporter maps to each card's shares: with KUBERNETES_VIRTUAL_GPUS=true it copies a
+# card's series to every pod sharing it, with the replica in `vgpu` (internal/pkg/transformation/
+# kubernetes.go, toDeviceToSharingPods); behind the operator's ServiceMonitor the pod arrives as
+# exported_namespace / exported_pod.
+_SHARES = _dcgm('max_over_time(DCGM_FI_DEV_FB_USED{vgpu!="",<node>}[$window])')
+_SHARE_PODS = (
+    'group by (namespace, pod, UUID) (label_replace(label_replace('
+    f'{_SHARES}, "namespace", "$$1", "exported_namespace", "(.+)"), "pod", "$$1", "exported_pod", "(.+)"))'
+)
 
 DEFAULT_QUERIES: dict[str, str] = {
     # The workload's own request counter over the physical GPUs that DCGM sees.
@@ -42,21 +74,38 @@ DEFAULT_QUERIES: dict[str, str] = {
         "$on_nodes) or (0 * sum(max_over_time(kube_pod_container_status_restarts_total[$window]) $on_nodes))"
     ),
     "restarts": "sum(increase(kube_pod_container_status_restarts_total[$window]) $on_nodes)",
-    # Nodes on which two or more containers failed: DCGM cannot attribute time-sliced pods to a
-    # card, so on a shared node "the same card" is approximated by "the same node".
+    # Cards on which two or more sharing pods failed, where the exporter maps shares to cards.
+    "correlated_failures_per_card": (
+        f"sum((sum by (UUID) ({_SHARE_PODS} * on (namespace, pod) group_left () "
+        "(max by (namespace, pod) (increase(kube_pod_container_status_restarts_total[$window])) > bool 0)"
+        ")) >= bool 2)"
+    ),
+    # Otherwise nodes on which two or more containers failed: "the same card" approximated by
+    # "the same node".
     "correlated_failures": (
         "sum((sum by (node) ((increase(kube_pod_container_status_restarts_total[$window]) > bool 0) "
         "* on (namespace, pod) group_left (node) max by (namespace, pod, node) "
         '(max_over_time(kube_pod_info{node=~"$nodes"}[$window])))) >= bool 2)'
     ),
+    # Series the exporter copied to sharing pods: > 0 means failures are attributed per card.
+    "shares_mapped": f"count({_SHARES}) or vector(0)",
     # DCGM_FI_DEV_XID_ERRORS holds the last Xid code: GPUs whose code changed to non-zero.
     "xid_errors": (
-        'sum((changes(DCGM_FI_DEV_XID_ERRORS{Hostname=~"$nodes"}[$window]) > bool 0) '
-        '* (max_over_time(DCGM_FI_DEV_XID_ERRORS{Hostname=~"$nodes"}[$window]) > bool 0))'
+        f"sum(({_dcgm('changes(DCGM_FI_DEV_XID_ERRORS{<node>}[$window])')} > bool 0) "
+        f"* ({_dcgm('max_over_time(DCGM_FI_DEV_XID_ERRORS{<node>}[$window])')} > bool 0))"
     ),
+    # The highest FB peak of any card (or MIG instance) in the trial, in % of its memory.
+    "fb_peak_pct": (
+        f"100 * max(max by ({_CARD}) ({_dcgm('max_over_time(DCGM_FI_DEV_FB_USED{<node>}[$window])')}) "
+        f"/ on ({_CARD}) {_CARD_MEMORY})"
+    ),
+    # Cards whose memory is counted without FB_RESERVED (the exporter does not export it).
+    "fb_no_reserved": f"count({_last('USED')} unless {_last('RESERVED')}) or vector(0)",
+    # The nodes with DCGM series in the window, one series each: a --node without any holds.
+    "dcgm_nodes": f"group by (Hostname, hostname) ({_dcgm('last_over_time(DCGM_FI_DEV_FB_USED{<node>}[$window])')})",
     # Context reported with the throughput gate; they do not decide anything.
-    "gpu_util_pct": 'avg(avg_over_time(DCGM_FI_DEV_GPU_UTIL{Hostname=~"$nodes"}[$window]))',
-    "fb_used_mib": 'max(max_over_time(DCGM_FI_DEV_FB_USED{Hostname=~"$nodes"}[$window]))',
+    "gpu_util_pct": f"avg({_dcgm('avg_over_time(DCGM_FI_DEV_GPU_UTIL{<node>}[$window])')})",
+    "fb_used_mib": f"max({_dcgm('max_over_time(DCGM_FI_DEV_FB_USED{<node>}[$window])')})",
 }
 
 PLACEHOLDERS = ("window", "nodes", "on_nodes")

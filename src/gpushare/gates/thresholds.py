@@ -21,7 +21,10 @@ _FIELDS: dict[str, tuple[type, float, float | None, str]] = {
     "max_extra_oom_kills": (float, 0, None, "a count, 0 or more"),
     "max_extra_restarts": (float, 0, None, "a count, 0 or more"),
     "max_correlated_failures": (int, 0, None, "a whole number, 0 or more"),
+    "fb_margin": (float, 0, 0.9, "a fraction between 0 and 0.9, the baseline's fb_margin"),
+    "min_window_coverage": (float, 0, 1, "a fraction between 0 and 1 of the trial's latency windows"),
     "queue_time_min_drop": (float, 0, 1, "a fraction between 0 and 1"),
+    "no_queue_s": (float, 0, None, "seconds, 0 or more"),
     "jitter_max_headroom_used": (float, 0, 1, _OF_HEADROOM),
     "jitter_max_spread": (float, 0, 1, _OF_HEADROOM),
 }
@@ -51,7 +54,7 @@ def parse_thresholds(document: object) -> Thresholds:
     retired = sorted(key for key in _RETIRED if key in document)
     if retired:
         raise GateInputError(f"thresholds: {retired[0]} is no longer used: {_RETIRED[retired[0]]}")
-    known = {*_FIELDS, "latency_window", "queries"}
+    known = {*_FIELDS, "xid_required", "latency_window", "queries"}
     unknown = sorted(str(key) for key in set(document) - known)
     if unknown:
         raise GateInputError(f"thresholds: unknown key(s) {', '.join(unknown)}; expected {', '.join(sorted(known))}")
@@ -59,9 +62,20 @@ def parse_thresholds(document: object) -> Thresholds:
     if missing:
         raise GateInputError(f"thresholds: missing key(s) {', '.join(missing)}; set the operator's SLO for each")
     values: dict[str, object] = {key: _value(key, document[key]) for key in _FIELDS if key in document}
+    if "xid_required" in document:
+        values["xid_required"] = xid_required(document["xid_required"])
     if "latency_window" in document:
         values["latency_window_s"] = parse_duration(document["latency_window"], "thresholds: latency_window")
     return Thresholds(**values, queries=_queries(document.get("queries", {})))
+
+
+def xid_required(value: object) -> bool:
+    """`xid_required` of a thresholds file (the gates' and the baseline's): false says the exporter
+    does not collect DCGM_FI_DEV_XID_ERRORS, so no Xid series is not a reason to wait."""
+    if not isinstance(value, bool):
+        raise GateInputError(f"thresholds: xid_required is {value!r}; expected true or false "
+                             "(false only when the exporter does not collect DCGM_FI_DEV_XID_ERRORS)")
+    return value
 
 
 def _value(key: str, value: object) -> float | int:
