@@ -49,7 +49,8 @@ def gpu_pod(name: str, namespace: str, node: str, *requests: int) -> dict:
     containers = [{"name": f"check-{i}", "image": "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu22.04",
                    "resources": {"limits": {SHARED: str(count)}}} for i, count in enumerate(requests)]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
-            "spec": {"nodeSelector": {"kubernetes.io/hostname": node}, "containers": containers}}
+            "spec": {"nodeSelector": {"kubernetes.io/hostname": node}, "terminationGracePeriodSeconds": 0,
+                     "containers": containers}}
 
 
 def test_operator_objects_as_the_chart_creates_them(clean_cluster: Cluster) -> None:

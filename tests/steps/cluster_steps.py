@@ -48,14 +48,15 @@ def node_state(kube: Cluster, name: str) -> dict[str, Any]:
     the marks, NVIDIA capacity and allocatable, taints and schedulability."""
     node = Session(kube.kubeconfig).get("Node", name) or {}
     metadata, status, spec = node.get("metadata") or {}, node.get("status") or {}, node.get("spec") or {}
+    allocatable = {k: str(v) for k, v in sorted((status.get("allocatable") or {}).items())
+                   if k.startswith("nvidia.com/") and str(v) != "0"}
     return {
         "labels": {k: v for k, v in sorted((metadata.get("labels") or {}).items()) if k not in VOLATILE_LABELS},
         "marks": {k: v for k, v in sorted((metadata.get("annotations") or {}).items()) if k.startswith("gpushare.io/")},
-        # the kubelet keeps a resource no plugin advertises any more, at 0: the same as absent
-        "capacity": {k: str(v) for k, v in sorted((status.get("capacity") or {}).items())
-                     if k.startswith("nvidia.com/") and str(v) != "0"},
-        "allocatable": {k: str(v) for k, v in sorted((status.get("allocatable") or {}).items())
-                        if k.startswith("nvidia.com/") and str(v) != "0"},
+        # the capacity of what a plugin serves: the kubelet keeps a resource no plugin serves any more
+        # at its capacity with allocatable 0 for 5 minutes (endpointStopGracePeriod), then at 0, never absent
+        "capacity": {k: str(v) for k, v in sorted((status.get("capacity") or {}).items()) if k in allocatable},
+        "allocatable": allocatable,
         "taints": sorted(f"{t.get('key')}={t.get('value') or ''}:{t.get('effect')}" for t in spec.get("taints") or []),
         "unschedulable": bool(spec.get("unschedulable")),
     }
@@ -218,7 +219,7 @@ def gfd_matches(kube: Cluster) -> None:
             node = Node(Session(kube.kubeconfig).get("Node", name))
             if node.mig_enabled or node.gpus is None:
                 continue
-            resource = "nvidia.com/gpu.shared" if node.capacity("nvidia.com/gpu.shared") else "nvidia.com/gpu"
+            resource = node.shared_resource if node.shares else "nvidia.com/gpu"
             if node.allocatable(resource) != node.gpus * node.replicas:
                 found.append(f"{name}: {resource} {node.allocatable(resource)} != {node.gpus} GPUs x {node.replicas}")
         return found

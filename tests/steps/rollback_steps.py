@@ -19,7 +19,7 @@ from gpushare.kube import wait_for
 from gpushare.model.node import Pool
 from tests.steps.cluster_steps import Before, backups, clusterpolicy_spec
 from tests.steps.runbook_steps import ENABLE, RunbookRun, _run
-from tests.support.cluster import TEST_NAMESPACE_LABEL, Cluster
+from tests.support.cluster import TEST_NAMESPACE_LABEL, WORKLOAD_GRACE_S, Cluster
 
 ROLLBACK = "rollback-timeslicing.yml"
 SHARED = "nvidia.com/gpu.shared"
@@ -120,6 +120,7 @@ def _shared_deployment(kube: Cluster, workloads: Workloads, pool: Pool, count: i
                 "spec": {
                     "nodeSelector": selector,
                     "tolerations": tolerations,
+                    "terminationGracePeriodSeconds": WORKLOAD_GRACE_S,
                     "containers": [{
                         "name": "check", "image": "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu22.04",
                         "command": ["bash", "-lc"], "args": ["nvidia-smi -L && sleep infinity"],

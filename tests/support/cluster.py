@@ -146,6 +146,10 @@ def embedded_cluster(state_dir: Path) -> Cluster:
 
 
 TEST_NAMESPACE_LABEL = "gpushare.test/scenario"
+# The scenarios' workloads run a shell that ignores SIGTERM, so their deletion (an eviction, a
+# namespace's) takes their whole grace period, as KWOK's pod-delete stage honours it: short enough
+# to keep the suite quick, long enough that a drain which does not wait for it fails.
+WORKLOAD_GRACE_S = 2
 # Node labels, annotations and taints the runbooks (or scenarios) may leave behind.
 SCENARIO_LABEL_KEYS = ("nvidia.com/device-plugin.config", "gpu-mode", "nvidia.com/gpu-driver-upgrade.skip")
 SCENARIO_ANNOTATION_PREFIXES = ("gpushare.io/", "sim.gpushare.io/mig-reboot", "sim.gpushare.io/mig-stall",
