@@ -153,7 +153,7 @@ WORKLOAD_GRACE_S = 2
 # Node labels, annotations and taints the runbooks (or scenarios) may leave behind.
 SCENARIO_LABEL_KEYS = ("nvidia.com/device-plugin.config", "gpu-mode", "nvidia.com/gpu-driver-upgrade.skip")
 SCENARIO_ANNOTATION_PREFIXES = ("gpushare.io/", "sim.gpushare.io/mig-reboot", "sim.gpushare.io/mig-stall",
-                                "sim.gpushare.io/device-plugin-fault")
+                                "sim.gpushare.io/device-plugin-fault", "sim.gpushare.io/endpoint-stop-grace")
 DEPLOY_LABEL_PREFIX = "nvidia.com/gpu.deploy."
 RESET_TIMEOUT_S = 120
 
