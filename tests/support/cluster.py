@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -181,10 +182,7 @@ def _node_patch(node: Any) -> dict[str, Any] | None:
 def reset_embedded(cluster: Cluster) -> None:
     """Put the embedded cluster back to its freshly started state between scenarios: the chart's
     ClusterPolicy, no scenario objects, every operand rolled out and every GPU node whole."""
-    from gpushare.cluster_bootstrap import settled_problems  # noqa: PLC0415
     from gpushare.simulator import clusterpolicy as cp  # noqa: PLC0415
-    from gpushare.simulator.operands import HASH_ANNOTATION, expected_hashes  # noqa: PLC0415
-    from gpushare.simulator.rest import Rest  # noqa: PLC0415
 
     core, ns = cluster.core, cluster.operator_namespace
     delete_test_namespaces(cluster, TEST_NAMESPACE_LABEL)
@@ -210,11 +208,24 @@ def reset_embedded(cluster: Cluster) -> None:
         patch = _node_patch(node)
         if patch:
             core.patch_node(node.metadata.name, patch)
+    wait_operator_settled(cluster, policy, "the embedded cluster to be reset",
+                          lambda: not core.list_namespace(label_selector=TEST_NAMESPACE_LABEL).items)
+
+
+def wait_operator_settled(cluster: Cluster, policy: dict[str, Any], what: str,
+                          also: Callable[[], bool] = lambda: True) -> None:
+    """The simulated operator has rendered `policy` and everything has settled (every operand rolled
+    out, every GPU node whole), and `also` holds."""
+    from gpushare.cluster_bootstrap import settled_problems  # noqa: PLC0415
+    from gpushare.simulator.operands import HASH_ANNOTATION, expected_hashes  # noqa: PLC0415
+    from gpushare.simulator.rest import Rest  # noqa: PLC0415
+
+    ns = cluster.operator_namespace
     wanted = expected_hashes(policy, ns)
     rest = Rest(cluster.api)
 
-    def reset() -> bool:
-        if core.list_namespace(label_selector=TEST_NAMESPACE_LABEL).items:
+    def settled() -> bool:
+        if not also():
             return False
         daemonsets = {d.metadata.name: (d.metadata.annotations or {}).get(HASH_ANNOTATION)
                       for d in cluster.apps.list_namespaced_daemon_set(ns).items}
@@ -222,6 +233,6 @@ def reset_embedded(cluster: Cluster) -> None:
         return daemonsets == wanted and not settled_problems(rest, ns)
 
     try:
-        wait_for(reset, RESET_TIMEOUT_S, "the embedded cluster to be reset", interval_s=0.2)
+        wait_for(settled, RESET_TIMEOUT_S, what, interval_s=0.2)
     except TimeoutError as err:
         raise TimeoutError(f"{err}; still waiting for: {settled_problems(rest, ns)}") from None
