@@ -24,10 +24,10 @@ from gpushare.simulator import clusterpolicy as cp
 from gpushare.simulator import mig_manager, nfd, operands
 from gpushare.simulator.config_manager import ManagedPod
 from gpushare.simulator.kubelet import managed_pod_status, node_resources
-from gpushare.simulator.plugin_version import gfd_uses_node_feature_api, init_waits_for_label
 from gpushare.simulator.mig import Layout
 from gpushare.simulator.node_view import gfd_labels, gfd_owns, plugin_resources
 from gpushare.simulator.operator import node_labels
+from gpushare.simulator.plugin_version import gfd_uses_node_feature_api, init_waits_for_label
 from gpushare.simulator.rest import STRATEGIC, Obj
 
 # A fault to test against: the device plugin on a node so annotated crashes with the annotation's
