@@ -64,7 +64,6 @@ Feature: Enabling time-slicing on a trial node
     And when the run ended, node "gpu-node" advertised 2 "nvidia.com/gpu.shared" with label "nvidia.com/gpu.replicas" set to "2"
     When the operator enables time-slicing with 4 replicas
     Then the run succeeds
-    And the run restarted the device plugin and GFD on "gpu-node" only
     And when the run ended, node "gpu-node" advertised 4 "nvidia.com/gpu.shared" with label "nvidia.com/gpu.replicas" set to "4"
     When the operator rolls back time-slicing on "gpu-node"
     Then the rollback succeeds
