@@ -81,6 +81,7 @@ Feature: MIG partitioning when hard isolation is needed, and back to whole cards
     When the operator runs "enable-mig.yml -l gpu-node-mig -e mig_config=all-1g.5gb -e mig_confirm_eviction_window=true"
     Then the run succeeds
     And the GPU pods were evicted after the cordon and before the MIG config changed
+    And the drain went on only once the evicted pods were gone
     And the GPU workload has its 2 pods running again
     And node "gpu-node-mig" has label "nvidia.com/mig.config" set to "all-1g.5gb"
     And node "gpu-node-mig" is schedulable
