@@ -40,9 +40,9 @@ Feature: Rolling back time-slicing gives the node its whole cards back and loses
     And nothing was written to the cluster
     When the operator rolls back time-slicing on "gpu-node"
     Then the rollback succeeds
-    And the drain went on only once the evicted pods were gone, 6 seconds or more after their eviction
     And no pod on "gpu-node" holds a shared replica
     And node "gpu-node" advertises 1 "nvidia.com/gpu"
+    And the drain went on only once the evicted pods were gone, 6 seconds or more after their eviction
 
   Scenario: A node the operator had cordoned before stays cordoned
     Given time-slicing was enabled on "gpu-node" with 2 replicas by the enable runbook

@@ -337,7 +337,7 @@ def drain_waited(kube: Cluster, runbook_run: RunbookRun, seconds: str | None) ->
     """From the audit log: the kubelet (KWOK) deleted each pod the run evicted (`seconds` after at
     least: its grace period), and the run's next write came after the last of those deletions."""
     if runbook_run.audit is None:
-        pytest.skip("needs the embedded cluster's audit log")
+        pytest.skip("the order of the requests is read from the embedded cluster's audit log")
     events = [e for e in kube.audit_events(runbook_run.audit[0]) if e.get("stage") == "ResponseComplete"]
     evictions = {(e["objectRef"].get("namespace"), e["objectRef"]["name"]): e for e in events
                  if e.get("verb") == "create" and e["objectRef"].get("subresource") == "eviction"
