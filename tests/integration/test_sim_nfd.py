@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes.client.exceptions import ApiException
 
 from gpushare.kube import wait_for
 from gpushare.simulator import clusterpolicy as cp
@@ -30,8 +31,8 @@ def node_feature(cluster: Cluster, node: str) -> dict[str, Any] | None:
     try:
         return cluster.custom.get_namespaced_custom_object(nfd.GROUP, nfd.VERSION, cluster.operator_namespace,
                                                            nfd.PLURAL, f"nvidia-features-for-{node}")
-    except Exception as err:  # noqa: BLE001 - the client raises ApiException; 404 is the answer here
-        if getattr(err, "status", None) == 404:
+    except ApiException as err:
+        if err.status == 404:
             return None
         raise
 

@@ -143,7 +143,7 @@ def restarted_under_run(kube: Cluster, tmp_path: Path, runbook_inventory: Path, 
         serving = recorded_pid(pid_file)
         os.killpg(run.process.pid, signal.SIGSTOP)  # held at the moment until the component is down
         try:
-            restart = subprocess.Popen([sys.executable, "-m", "gpushare", "sim", "restart", name, "--state-dir",  # noqa: S603
+            restart = subprocess.Popen([sys.executable, "-m", "gpushare", "sim", "restart", name, "--state-dir",
                                         str(kube.state_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             wait_for(lambda: recorded_pid(pid_file) != serving, MOMENT_TIMEOUT_S, f"{name} to go down", interval_s=0.01)
             fault.down_at, fault.run_running = time.time(), run.process.poll() is None

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 class NfdMaster:
-    def __init__(self, sim: Simulator):
+    def __init__(self, sim: Simulator) -> None:
         self.sim = sim
 
     def reconcile(self, name: str) -> None:
