@@ -52,6 +52,30 @@ Feature: Enabling time-slicing on a trial node
     And the GFD labels of every GPU node match what it advertises
     And every GPU node not targeted is exactly as before
 
+  Scenario Outline: Under device plugin <version>, no run ends while the node serves the plugin's default config
+    From v0.18.2 a device plugin and GFD started on a labelled node serve the default config until
+    their config-manager is told the label: a wait must not take that moment for done.
+
+    Given the GPU Operator runs device plugin <version>
+    And the state of every GPU node is recorded
+    And the trial node is "gpu-node"
+    When the operator enables time-slicing with 2 replicas
+    Then the run succeeds
+    And when the run ended, node "gpu-node" advertised 2 "nvidia.com/gpu.shared" with label "nvidia.com/gpu.replicas" set to "2"
+    When the operator enables time-slicing with 4 replicas
+    Then the run succeeds
+    And when the run ended, node "gpu-node" advertised 4 "nvidia.com/gpu.shared" with label "nvidia.com/gpu.replicas" set to "4"
+    When the operator rolls back time-slicing on "gpu-node"
+    Then the rollback succeeds
+    And when the run ended, node "gpu-node" advertised 1 "nvidia.com/gpu" with label "nvidia.com/gpu.replicas" set to "1"
+    And the ClusterPolicy is as before
+    And every GPU node is exactly as before
+
+    Examples:
+      | version |
+      | v0.17.4 |
+      | v0.20.0 |
+
   Scenario: Once the cluster is prepared, a second trial node is a change of that node only
     Given time-slicing is enabled on "gpu-node" with 2 replicas
     And the state of every GPU node is recorded

@@ -3,7 +3,8 @@ Feature: The faults of a change window leave nothing half done and nothing lost
   A change window has its own faults: the API server or etcd restarts under a running runbook, the
   operator's session dies mid-rollback, two operators start the same change at once, a node's
   device plugin never comes up with the new config. Each ends either done or stopped at a point a
-  re-run resumes from, with the backups intact and every node back or clearly reported.
+  re-run resumes from, with the backups intact and every node back or clearly reported. A restart
+  is made to land while the run is in flight, and the audit log shows the run lived through it.
 
   Background:
     Given a cluster with the GPU Operator
@@ -13,6 +14,7 @@ Feature: The faults of a change window leave nothing half done and nothing lost
     Given the trial node is "gpu-node"
     When the operator starts "enable-timeslicing.yml -l gpu-node" and the API server restarts once the run has recorded its intent
     Then the run succeeds
+    And the run was still running when the API server went down, and carried on once it was back
     And node "gpu-node" advertises 2 "nvidia.com/gpu.shared"
     And every GPU node not targeted is exactly as before
     When the operator rolls back time-slicing on "gpu-node"
@@ -25,6 +27,7 @@ Feature: The faults of a change window leave nothing half done and nothing lost
     And 2 shared pods run on "gpu-node"
     When the operator starts "rollback-timeslicing.yml -l gpu-node" and the API server restarts once "gpu-node" is cordoned
     Then the run succeeds
+    And the run was still running when the API server went down, and carried on once it was back
     And no pod on "gpu-node" holds a shared replica
     And the ClusterPolicy is as before
     And every GPU node is exactly as before
@@ -33,6 +36,7 @@ Feature: The faults of a change window leave nothing half done and nothing lost
     Given time-slicing was enabled on "gpu-node" with 2 replicas by the enable runbook
     When the operator starts "verify-sharing.yml -l gpu-node" and etcd restarts once the share check's pods exist
     Then the run succeeds
+    And the run was still running when etcd went down, and carried on once it was back
     And nothing of the share check is left in the cluster
 
   Scenario: A rollback killed after it cordoned the node is finished by its re-run once its lock has expired
@@ -59,7 +63,7 @@ Feature: The faults of a change window leave nothing half done and nothing lost
     Given the trial node is "gpu-node"
     And the device plugin on "gpu-node" crashes with "failed to initialize NVML: Driver/library version mismatch" whenever its config shares
     When the operator runs "enable-timeslicing.yml -l gpu-node -e timeslicing_verify_timeout=30 -e gpu_operator_rollout_timeout=30"
-    Then the run fails within its timeout naming "gpu-node", the container "nvidia-device-plugin" and "Driver/library version mismatch"
+    Then the run fails within its timeouts naming "gpu-node", the container "nvidia-device-plugin" and "Driver/library version mismatch"
     And every GPU node not targeted is exactly as before
     When the operator rolls back time-slicing on "gpu-node"
     Then the rollback succeeds

@@ -28,6 +28,17 @@ Feature: MIG partitioning when hard isolation is needed, and back to whole cards
     And the output says "Nothing to do: gpu-node-mig runs MIG config all-1g.5gb"
     And the run sent no mutating request to the API server
 
+  Scenario: Right after a time-slicing rollback, the node is judged on what its device plugin serves
+    The kubelet keeps the shares' capacity for 5 minutes after the plugin stops serving them.
+
+    Given time-slicing was enabled on "gpu-node-mig" with 2 replicas by the enable runbook
+    When the operator rolls back time-slicing on "gpu-node-mig"
+    Then the rollback succeeds
+    And node "gpu-node-mig" still has a capacity of 8 "nvidia.com/gpu.shared", none of it allocatable
+    When the operator runs "enable-mig.yml -l gpu-node-mig -e mig_config=all-1g.5gb"
+    Then the run succeeds
+    And node "gpu-node-mig" advertises 28 "nvidia.com/gpu"
+
   Scenario: A preview shows the plan and the fragmentation table and writes nothing
     When the operator runs "enable-mig.yml -l gpu-node-mig -e mig_config=all-1g.5gb --check --diff"
     Then the run succeeds
@@ -70,6 +81,7 @@ Feature: MIG partitioning when hard isolation is needed, and back to whole cards
     When the operator runs "enable-mig.yml -l gpu-node-mig -e mig_config=all-1g.5gb -e mig_confirm_eviction_window=true"
     Then the run succeeds
     And the GPU pods were evicted after the cordon and before the MIG config changed
+    And the drain went on only once the evicted pods were gone
     And the GPU workload has its 2 pods running again
     And node "gpu-node-mig" has label "nvidia.com/mig.config" set to "all-1g.5gb"
     And node "gpu-node-mig" is schedulable

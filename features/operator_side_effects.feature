@@ -5,7 +5,8 @@ Feature: A trial on one node disturbs no other node, on the chart-default GPU Op
   cordons, drains and reloads every GPU node in turn. A change of spec.devicePlugin.config restarts
   the device plugin and GFD everywhere. So a one-node trial may restart, on the other GPU nodes,
   only the device plugin and GFD, only when the plan says so (the first trial), never touches the
-  driver and cordons nothing; afterwards every step changes only the node it names.
+  driver and cordons no node (a rollback, its own target only), not even for a moment; afterwards
+  every step changes only the node it names.
 
   Background:
     Given a cluster with the GPU Operator
@@ -39,7 +40,7 @@ Feature: A trial on one node disturbs no other node, on the chart-default GPU Op
     When the operator runs "rollback-timeslicing.yml -l gpu-node-2"
     Then the run succeeds
     And on every GPU node not targeted, no operand pod was restarted
-    And the driver DaemonSet's template is unchanged and no node was cordoned
+    And the driver DaemonSet's template is unchanged and no node but the target was cordoned
     And the GFD labels of every GPU node match what it advertises
     Given the state of every GPU node is recorded
     And the trial node is "gpu-node"
@@ -47,7 +48,7 @@ Feature: A trial on one node disturbs no other node, on the chart-default GPU Op
     Then the run succeeds
     And the output says "restart one node at a time: nvidia-device-plugin-daemonset on 3 GPU nodes, gpu-feature-discovery on 3 GPU nodes; running"
     And on every GPU node not targeted, no operand pod was restarted, but the device plugin and GFD
-    And the driver DaemonSet's template is unchanged and no node was cordoned
+    And the driver DaemonSet's template is unchanged and no node but the target was cordoned
     And the GFD labels of every GPU node match what it advertises
 
   Scenario: The prepare step is the one fleet-wide change; a trial after it, and its rollback, touch its node only

@@ -27,9 +27,22 @@ Feature: Rolling back time-slicing gives the node its whole cards back and loses
     And the ClusterPolicy is as before the first enable
     And the time-slicing ConfigMap is gone and every run record and backup is kept
     And every GPU node not targeted is exactly as before
+    And node "gpu-node" still has a capacity of 4 "nvidia.com/gpu.shared", none of it allocatable
     When the operator rolls back time-slicing on "gpu-node" again
     Then the rollback succeeds with nothing to do
     And the run sent no mutating request to the API server
+
+  Scenario: The drain waits out each evicted pod's grace period, and refuses first one it could not wait out
+    Given time-slicing was enabled on "gpu-node" with 2 replicas by the enable runbook
+    And 2 shared pods that take 6 seconds to stop run on "gpu-node"
+    When the operator rolls back time-slicing on "gpu-node" with a drain timeout of 5 seconds
+    Then the run is refused with "may take 6 s to stop once evicted (its terminationGracePeriodSeconds), and the drain waits at most 5 s"
+    And nothing was written to the cluster
+    When the operator rolls back time-slicing on "gpu-node"
+    Then the rollback succeeds
+    And no pod on "gpu-node" holds a shared replica
+    And node "gpu-node" advertises 1 "nvidia.com/gpu"
+    And the drain went on only once the evicted pods were gone, 6 seconds or more after their eviction
 
   Scenario: A node the operator had cordoned before stays cordoned
     Given time-slicing was enabled on "gpu-node" with 2 replicas by the enable runbook

@@ -38,6 +38,8 @@ SHARE_CHECK = {
              "template": {"metadata": {"labels": {"app": "gpu-share-check"}}, "spec": {
                  "nodeSelector": {"gpu-mode": "shared"},
                  "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                 # the rollback's own time, not the workload's shutdown (a drain waits for the grace period)
+                 "terminationGracePeriodSeconds": 0,
                  "containers": [{"name": "check", "image": "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu22.04",
                                  "resources": {"limits": {"nvidia.com/gpu.shared": "1"}}}]}}},
 }

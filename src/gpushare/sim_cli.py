@@ -82,6 +82,14 @@ def register(commands: argparse._SubParsersAction) -> None:
     operator.add_argument(
         "--mig-reboot-seconds", type=float, default=5.0,
         help="how long a node annotated sim.gpushare.io/mig-reboot-required stays rebooting (default 5)")
+    operator.add_argument(
+        "--config-manager-label-seconds", type=float, default=0.5,
+        help="device plugin v0.18.2 and later: how long after its start a config-manager is told the node label, "
+             "serving the default config until then (default 0.5)")
+    operator.add_argument(
+        "--endpoint-stop-grace-seconds", type=float, default=300.0,
+        help="the kubelet's endpointStopGracePeriod: how long a resource no plugin serves keeps its capacity "
+             "(allocatable 0) before it drops to 0 (default 300, the kubelet's)")
     operator.set_defaults(handler=cmd_gpu_operator)
     dcgm_sim_cli.register(sub, DEFAULT_STATE_DIR)
 
@@ -206,8 +214,11 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_gpu_operator(args: argparse.Namespace) -> int:
     from gpushare.simulator.simulator import Options, run_simulator  # noqa: PLC0415 - only this command needs it
 
-    if args.configmap_refresh_seconds <= 0 or args.mig_reboot_seconds < 0:
-        print("error: --configmap-refresh-seconds must be > 0 and --mig-reboot-seconds >= 0", file=sys.stderr)
+    if args.configmap_refresh_seconds <= 0 or min(args.mig_reboot_seconds, args.config_manager_label_seconds,
+                                                   args.endpoint_stop_grace_seconds) < 0:
+        print("error: --configmap-refresh-seconds must be > 0, --mig-reboot-seconds, --config-manager-label-seconds "
+              "and --endpoint-stop-grace-seconds >= 0", file=sys.stderr)
         return 2
-    options = Options(args.configmap_refresh_seconds, args.mig_reboot_seconds)
+    options = Options(args.configmap_refresh_seconds, args.mig_reboot_seconds, args.config_manager_label_seconds,
+                      args.endpoint_stop_grace_seconds)
     return run_simulator(args.kubeconfig, args.context, args.operator_namespace, args.ready_file, options)

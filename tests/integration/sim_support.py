@@ -26,6 +26,8 @@ SHARED = "nvidia.com/gpu.shared"
 GPU = "nvidia.com/gpu"
 MIG_NODE = "gpu-node-mig"  # 4 x A100-SXM4-40GB in the default fleet
 TIMEOUT_S = 60  # functional bound for anything the simulator does; it normally takes a few seconds
+CHART_PLUGIN = cp.default_instance()["spec"]["devicePlugin"]["version"]  # the device plugin the chart renders
+OLD_PLUGIN = "v0.17.4"  # before config-manager commit ab05acef5 (v0.18.2) and GFD's NodeFeature default (v0.19.0)
 UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"
 
 
@@ -68,6 +70,13 @@ def patch_policy_and_wait(cluster: Cluster, spec: dict[str, Any]) -> set[str]:
 
 def point_plugin_at(cluster: Cluster, default_key: str) -> set[str]:
     return patch_policy_and_wait(cluster, {"devicePlugin": {"config": {"name": CONFIGMAP, "default": default_key}}})
+
+
+def run_device_plugin(cluster: Cluster, version: str) -> None:
+    """The ClusterPolicy names this k8s-device-plugin release for the plugin and GFD (as the chart's
+    devicePlugin.version and gfd.version do); the operator rolls both to it."""
+    if version != CHART_PLUGIN:
+        patch_policy_and_wait(cluster, {"devicePlugin": {"version": version}, "gfd": {"version": version}})
 
 
 def rollout_restart(cluster: Cluster, daemonset: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,9 +18,10 @@ from gpushare.kube import wait_for
 from gpushare.simulator import clusterpolicy as cp
 from gpushare.simulator import operands
 from tests.integration.sim_support import (
-    CONFIGMAP, GPU, POLICY, SHARED, TIMEOUT_S, UPGRADE_STATE, advertised, apply_configmap, container_status,
-    daemonset_hashes, kubectl_status, label_node, operand_pods, physical_counts, pod_ready, pod_uids,
-    point_plugin_at, rollout_restart, sharing_view, shows_replicas, simulated_gpus, stays, wait_all_show,
+    CHART_PLUGIN, CONFIGMAP, GPU, OLD_PLUGIN, POLICY, SHARED, TIMEOUT_S, UPGRADE_STATE, advertised, apply_configmap,
+    container_status, daemonset_hashes, kubectl_status, label_node, operand_pods, physical_counts, pod_ready, pod_uids,
+    point_plugin_at, rollout_restart, run_device_plugin, sharing_view, shows_replicas, simulated_gpus, stays,
+    wait_all_show,
 )
 from tests.support.cluster import TEST_NAMESPACE_LABEL, Cluster
 from tests.support.seed import seed_config
@@ -49,7 +51,8 @@ def gpu_pod(name: str, namespace: str, node: str, *requests: int) -> dict:
     containers = [{"name": f"check-{i}", "image": "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu22.04",
                    "resources": {"limits": {SHARED: str(count)}}} for i, count in enumerate(requests)]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
-            "spec": {"nodeSelector": {"kubernetes.io/hostname": node}, "containers": containers}}
+            "spec": {"nodeSelector": {"kubernetes.io/hostname": node}, "terminationGracePeriodSeconds": 0,
+                     "containers": containers}}
 
 
 def test_operator_objects_as_the_chart_creates_them(clean_cluster: Cluster) -> None:
@@ -100,8 +103,8 @@ def test_operator_objects_as_the_chart_creates_them(clean_cluster: Cluster) -> N
 def test_policy_patch_rolls_the_plugin_and_gfd_only_and_shares_every_gpu_node(clean_cluster: Cluster, tmp_path: Path) -> None:
     """Contract: patching `spec.devicePlugin.config` re-renders the device-plugin and GFD DaemonSets
     (and the MPS control daemon's) and, because it sets `default`, changes EVERY GPU node; every
-    other operand pod stays, no driver upgrade starts; a resource the plugin stops registering stays
-    at 0."""
+    other operand pod stays, no driver upgrade starts; a resource the plugin stops registering keeps
+    its capacity with allocatable 0 (the kubelet's endpointStopGracePeriod)."""
     cluster = clean_cluster
     counts = physical_counts(cluster)
     before_uids = pod_uids(cluster)
@@ -117,7 +120,7 @@ def test_policy_patch_rolls_the_plugin_and_gfd_only_and_shares_every_gpu_node(cl
     for node, physical in counts.items():
         allocatable, labels = advertised(cluster, node)
         assert allocatable[SHARED] == str(physical * 4)
-        assert allocatable[GPU] == "0" and cluster.node(node).status.capacity[GPU] == "0"  # no longer registered: 0
+        assert allocatable[GPU] == "0" and cluster.node(node).status.capacity[GPU] == str(physical)  # unhealthy, 5 min
         assert labels["nvidia.com/gpu.count"] == str(physical)  # physical, not replicas
         assert (labels["nvidia.com/gpu.replicas"], labels["nvidia.com/gpu.sharing-strategy"]) == ("4", "time-slicing")
         assert not labels["nvidia.com/gpu.product"].endswith("-SHARED")  # renamed: no suffix
@@ -173,11 +176,16 @@ def test_node_label_reloads_that_node_in_place(clean_cluster: Cluster, tmp_path:
         assert container_status(operand_pods(cluster, app)["gpu-node"], "config-manager").restart_count == 0
 
 
-def test_missing_key_fails_the_sidecar_keeps_the_config_and_a_new_pod_stays_in_init(clean_cluster: Cluster, tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", [OLD_PLUGIN, CHART_PLUGIN])
+def test_missing_key_fails_the_sidecar_keeps_the_config_and_a_new_pod_fails_by_version(
+        clean_cluster: Cluster, tmp_path: Path, version: str) -> None:
     """Contract: a key that does not exist makes the config-manager exit with `specified config <key>
-    does not exist`: the running sidecar crash-loops while the loaded config stays in effect; a new
-    pod stays in `Init:CrashLoopBackOff` and the node's resources go to 0 (capacity kept)."""
+    does not exist`: the running sidecar crash-loops while the loaded config stays in effect. A new
+    pod: up to v0.18.1 it stays in `Init:CrashLoopBackOff` and the node's allocatable goes to 0
+    (capacity kept); from v0.18.2 (commit ab05acef5) init applies DEFAULT_CONFIG, the plugin serves
+    it, and the sidecar crash-loops."""
     cluster = clean_cluster
+    run_device_plugin(cluster, version)
     counts = physical_counts(cluster)
     apply_configmap(cluster, tmp_path, {"whole": "version: v1", "shared": seed_config(4)})
     point_plugin_at(cluster, "shared")
@@ -187,12 +195,12 @@ def test_missing_key_fails_the_sidecar_keeps_the_config_and_a_new_pod_stays_in_i
     label_node(cluster, "gpu-node", cp.CONFIG_LABEL, "no-such-key")
     message = "specified config no-such-key does not exist"
 
-    def sidecar_failed() -> bool:
-        pod = operand_pods(cluster, operands.DEVICE_PLUGIN)["gpu-node"]
+    def sidecar_failed(pod: Any) -> bool:
         state = container_status(pod, "config-manager").state
         return bool(state.waiting and state.waiting.reason == "CrashLoopBackOff" and state.waiting.message == message)
 
-    wait_for(sidecar_failed, TIMEOUT_S, "the device plugin's config-manager on gpu-node to crash-loop")
+    wait_for(lambda: sidecar_failed(operand_pods(cluster, operands.DEVICE_PLUGIN)["gpu-node"]), TIMEOUT_S,
+             "the device plugin's config-manager on gpu-node to crash-loop")
     running = operand_pods(cluster, operands.DEVICE_PLUGIN)["gpu-node"]
     assert running.metadata.uid == plugin.metadata.uid and not pod_ready(running)
     assert container_status(running, "config-manager").restart_count >= 1
@@ -201,19 +209,28 @@ def test_missing_key_fails_the_sidecar_keeps_the_config_and_a_new_pod_stays_in_i
              TIMEOUT_S, "GFD's config-manager on gpu-node to fail too")
 
     cluster.kubectl("delete", "pod", "-n", cluster.operator_namespace, running.metadata.name, "--wait=false")
+    status = "Init:CrashLoopBackOff" if version == OLD_PLUGIN else "CrashLoopBackOff"
     new = wait_for(lambda: next((p for n, p in operand_pods(cluster, operands.DEVICE_PLUGIN).items()
                                  if n == "gpu-node" and p.metadata.uid != plugin.metadata.uid
-                                 and kubectl_status(cluster, p) == "Init:CrashLoopBackOff"), None),
-                   TIMEOUT_S, "the new device-plugin pod on gpu-node to show Init:CrashLoopBackOff")
+                                 and kubectl_status(cluster, p) == status), None),
+                   TIMEOUT_S, f"the new device-plugin pod on gpu-node to show {status}")
     new = cluster.core.read_namespaced_pod(new.metadata.name, cluster.operator_namespace)  # as kubectl saw it
     init = container_status(new, "config-manager-init")
-    assert (init.state.waiting.reason, init.state.waiting.message) == ("CrashLoopBackOff", message)
     assert not pod_ready(new)
-    wait_for(lambda: advertised(cluster, "gpu-node")[0][SHARED] == "0", TIMEOUT_S, "gpu-node's allocatable to drop to 0")
-    assert cluster.node("gpu-node").status.capacity[SHARED] == str(counts["gpu-node"] * 4), "capacity keeps them"
+    if version == OLD_PLUGIN:
+        assert (init.state.waiting.reason, init.state.waiting.message) == ("CrashLoopBackOff", message)
+        wait_for(lambda: advertised(cluster, "gpu-node")[0][SHARED] == "0", TIMEOUT_S, "gpu-node's allocatable to drop to 0")
+        assert cluster.node("gpu-node").status.capacity[SHARED] == str(counts["gpu-node"] * 4), "capacity keeps them"
+    else:
+        assert init.state.terminated.reason == "Completed" and init.restart_count == 0
+        assert container_status(new, "nvidia-device-plugin").state.running, "the plugin runs its default config"
+        assert sidecar_failed(new)
+        wait_for(lambda: shows_replicas(cluster, "gpu-node", counts["gpu-node"], 4), TIMEOUT_S,
+                 "gpu-node to serve the default config (shared, 4 replicas)")
 
     label_node(cluster, "gpu-node", cp.CONFIG_LABEL, None)  # the way back: `default` again
-    wait_for(lambda: shows_replicas(cluster, "gpu-node", counts["gpu-node"], 4), TIMEOUT_S, "gpu-node to serve again")
+    wait_for(lambda: shows_replicas(cluster, "gpu-node", counts["gpu-node"], 4) and pod_ready(
+        operand_pods(cluster, operands.DEVICE_PLUGIN)["gpu-node"]), TIMEOUT_S, "gpu-node to serve again, Ready")
 
 
 def test_a_config_the_plugin_refuses_fails_its_container(clean_cluster: Cluster, tmp_path: Path) -> None:

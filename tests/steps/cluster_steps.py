@@ -4,7 +4,7 @@ GPU Operator's operands, and "exactly as before" judged independently of the run
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +16,12 @@ from gpushare.k8s.session import Session
 from gpushare.kube import wait_for
 from gpushare.model.node import Node, Pool
 from gpushare.model.operands import DEVICE_PLUGIN, DRIVER, GFD, OperandPod
-from tests.support.cluster import REPO, Cluster
+from gpushare.simulator import clusterpolicy as cp
+from tests.support.cluster import REPO, Cluster, wait_operator_settled
 
 # Labels that change without any change to sharing: GFD stamps every start of its pod.
 VOLATILE_LABELS = ("nvidia.com/gfd.timestamp",)
+GPU_PRESENT = "nvidia.com/gpu.present=true"
 ROLE_DEFAULTS = REPO / "roles" / "timeslicing" / "defaults" / "main.yml"
 
 
@@ -48,14 +50,15 @@ def node_state(kube: Cluster, name: str) -> dict[str, Any]:
     the marks, NVIDIA capacity and allocatable, taints and schedulability."""
     node = Session(kube.kubeconfig).get("Node", name) or {}
     metadata, status, spec = node.get("metadata") or {}, node.get("status") or {}, node.get("spec") or {}
+    allocatable = {k: str(v) for k, v in sorted((status.get("allocatable") or {}).items())
+                   if k.startswith("nvidia.com/") and str(v) != "0"}
     return {
         "labels": {k: v for k, v in sorted((metadata.get("labels") or {}).items()) if k not in VOLATILE_LABELS},
         "marks": {k: v for k, v in sorted((metadata.get("annotations") or {}).items()) if k.startswith("gpushare.io/")},
-        # the kubelet keeps a resource no plugin advertises any more, at 0: the same as absent
-        "capacity": {k: str(v) for k, v in sorted((status.get("capacity") or {}).items())
-                     if k.startswith("nvidia.com/") and str(v) != "0"},
-        "allocatable": {k: str(v) for k, v in sorted((status.get("allocatable") or {}).items())
-                        if k.startswith("nvidia.com/") and str(v) != "0"},
+        # the capacity of what a plugin serves: the kubelet keeps a resource no plugin serves any more
+        # at its capacity with allocatable 0 for 5 minutes (endpointStopGracePeriod), then at 0, never absent
+        "capacity": {k: str(v) for k, v in sorted((status.get("capacity") or {}).items()) if k in allocatable},
+        "allocatable": allocatable,
         "taints": sorted(f"{t.get('key')}={t.get('value') or ''}:{t.get('effect')}" for t in spec.get("taints") or []),
         "unschedulable": bool(spec.get("unschedulable")),
     }
@@ -70,6 +73,8 @@ class Before:
     driver_template: str
     clusterpolicy: dict[str, Any]
     configmaps: dict[str, dict[str, str]]  # the operator namespace's, run records aside
+    nodes_version: str = ""  # the resourceVersion of the GPU nodes' list read then
+    node_versions: dict[str, str] = field(default_factory=dict)  # each GPU node's, in that list
 
 
 def operand_pods(kube: Cluster) -> dict[str, dict[str, str]]:
@@ -98,8 +103,26 @@ def clusterpolicy_spec(kube: Cluster) -> dict[str, Any]:
 
 @given("the state of every GPU node is recorded", target_fixture="before")
 def record_state(kube: Cluster) -> Before:
+    listed = kube.core.list_node(label_selector=GPU_PRESENT)
     return Before({name: node_state(kube, name) for name in kube.gpu_nodes()}, operand_pods(kube),
-                  driver_template(kube), clusterpolicy_spec(kube), operator_configmaps(kube))
+                  driver_template(kube), clusterpolicy_spec(kube), operator_configmaps(kube),
+                  listed.metadata.resource_version, {n.metadata.name: n.metadata.resource_version for n in listed.items})
+
+
+@given(parsers.parse("the GPU Operator runs device plugin {version}"))
+def device_plugin_version(kube: Cluster, version: str) -> None:
+    """The ClusterPolicy names this k8s-device-plugin release for the plugin and GFD (as the chart's
+    devicePlugin.version and gfd.version do); the simulator behaves as that release does. Any other
+    cluster runs the release it runs: an example for another one is skipped there."""
+    spec = clusterpolicy_spec(kube)
+    running = {str(cp.section(spec, key).get("version") or "") for key in ("devicePlugin", "gfd")}
+    if running == {version}:
+        return
+    if not kube.embedded:
+        pytest.skip(f"the cluster runs device plugin {', '.join(sorted(running))}; this example is for {version}")
+    policy = kube.custom.patch_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY, {
+        "spec": {"devicePlugin": {"version": version}, "gfd": {"version": version}}})
+    wait_operator_settled(kube, policy, f"the device plugin and GFD to run {version} on every GPU node")
 
 
 # ---- nodes ------------------------------------------------------------------------------------------
@@ -111,6 +134,25 @@ def _allocatable(kube: Cluster, node: str, resource: str) -> int:
 def node_advertises(kube: Cluster, node: str, count: int, resource: str) -> None:
     wait_for(lambda: _allocatable(kube, node, resource) == count, 10,
              f"{node} to advertise {count} {resource} (now {_allocatable(kube, node, resource)})")
+
+
+@then(parsers.parse('when the run ended, node "{node}" advertised {count:d} "{resource}" with label "{key}" '
+                    'set to "{value}"'))
+def advertised_as_the_run_ended(kube: Cluster, node: str, count: int, resource: str, key: str, value: str) -> None:
+    """Read at once, not waited for: a run whose waits took a passing state for done (the device
+    plugin's default config, served for a moment after a restart from v0.18.2) ends before it."""
+    now = kube.node(node)
+    found = (int((now.status.allocatable or {}).get(resource, "0")), (now.metadata.labels or {}).get(key))
+    assert found == (count, value), f"{node} as the run ended: {resource} {found[0]}, {key}={found[1]!r}"
+
+
+@then(parsers.parse('node "{node}" still has a capacity of {count:d} "{resource}", none of it allocatable'))
+def stale_capacity(kube: Cluster, node: str, count: int, resource: str) -> None:
+    """The kubelet keeps a resource no plugin serves any more at its capacity, allocatable 0, for its
+    endpointStopGracePeriod (5 minutes): what a run right after a rollback finds."""
+    status = kube.node(node).status
+    found = ((status.capacity or {}).get(resource), (status.allocatable or {}).get(resource))
+    assert found == (str(count), "0"), f"{node} {resource}: capacity, allocatable {found}"
 
 
 @then(parsers.parse('node "{node}" has label "{key}" set to "{value}"'))
@@ -184,15 +226,44 @@ def untargeted_pods_kept(kube: Cluster, before: Before, targeted: list[str], but
     assert not restarted, f"operand pods restarted outside the target: {restarted}"
 
 
-@then("the driver DaemonSet's template is unchanged and no node was cordoned")
-def driver_untouched(kube: Cluster, before: Before) -> None:
+def node_states_since(kube: Cluster, before: Before) -> list[dict[str, Any]]:
+    """Every state each GPU node went through since `before` was recorded, in order: a watch from
+    the list's resourceVersion replays each change, up to the version each node is at now."""
+    session = Session(kube.kubeconfig)
+    now = {n["metadata"]["name"]: n["metadata"]["resourceVersion"] for n in session.list("Node", label_selector=GPU_PRESENT)}
+    waiting = {name: version for name, version in now.items() if before.node_versions.get(name) != version}
+    states: list[dict[str, Any]] = []
+    if not waiting:
+        return states
+    for event in session.watch("Node", before.nodes_version, GPU_PRESENT, timeout_s=30):
+        assert event.get("type") != "ERROR", f"the API server's watch history no longer reaches back to the record: {event}"
+        if event.get("type") not in ("ADDED", "MODIFIED", "DELETED"):
+            continue
+        states.append(event["object"])
+        meta = event["object"]["metadata"]
+        if waiting.get(meta["name"]) == meta["resourceVersion"]:
+            del waiting[meta["name"]]
+            if not waiting:
+                return states
+    raise AssertionError(f"the watch did not bring {sorted(waiting)} to their versions of now within 30 s")
+
+
+@then(parsers.re(r"the driver DaemonSet's template is unchanged and no node (?P<but>but the target )?was cordoned$"))
+def driver_untouched(kube: Cluster, before: Before, request: pytest.FixtureRequest, but: str | None) -> None:
+    """No GPU node went through a driver upgrade or was cordoned at any moment since the state was
+    recorded (read from the watch history, not only now); with "but the target", the run's targets
+    were, by the runbook itself (it marks its cordon with gpushare.io/cordoned-by)."""
     assert driver_template(kube) == before.driver_template, "the driver DaemonSet's template changed"
-    for name in kube.gpu_nodes():
-        labels = kube.node(name).metadata.labels or {}
-        assert "nvidia.com/gpu-driver-upgrade-state" not in labels or labels[
-            "nvidia.com/gpu-driver-upgrade-state"] == before.nodes[name]["labels"].get(
-            "nvidia.com/gpu-driver-upgrade-state"), f"{name}: driver upgrade {labels['nvidia.com/gpu-driver-upgrade-state']}"
-        assert not kube.node(name).spec.unschedulable or before.nodes[name]["unschedulable"], f"{name} is cordoned"
+    targets = request.getfixturevalue("targeted") if but else []
+    for state in node_states_since(kube, before):
+        node = Node(state)
+        upgrade = node.labels.get("nvidia.com/gpu-driver-upgrade-state")
+        assert upgrade in (None, before.nodes.get(node.name, {}).get("labels", {}).get(
+            "nvidia.com/gpu-driver-upgrade-state")), f"{node.name}: driver upgrade {upgrade}"
+        if node.unschedulable and not before.nodes.get(node.name, {}).get("unschedulable"):
+            assert node.name in targets and node.cordoned_by, (
+                f"{node.name} was cordoned (at resourceVersion {node.resource_version}, by "
+                f"{node.cordoned_by or 'someone other than the runbooks'})")
 
 
 @then(parsers.parse('the config-manager of the device plugin and GFD on "{node}" never restarted'))
@@ -218,7 +289,7 @@ def gfd_matches(kube: Cluster) -> None:
             node = Node(Session(kube.kubeconfig).get("Node", name))
             if node.mig_enabled or node.gpus is None:
                 continue
-            resource = "nvidia.com/gpu.shared" if node.capacity("nvidia.com/gpu.shared") else "nvidia.com/gpu"
+            resource = node.shared_resource if node.shares else "nvidia.com/gpu"
             if node.allocatable(resource) != node.gpus * node.replicas:
                 found.append(f"{name}: {resource} {node.allocatable(resource)} != {node.gpus} GPUs x {node.replicas}")
         return found

@@ -1,11 +1,14 @@
 """Steps about the faults of a change window: the control plane restarted under a running runbook,
 two runs started at once, a runbook killed mid-rollback, a device plugin that never becomes Ready.
 Every runbook here is a real `ansible-playbook` process, started in the background as an operator's
-terminal would."""
+terminal would. A restart is made to land under the run: the run is held (SIGSTOP) from the moment
+named until the component is down, then goes on into the outage; the audit log then shows whether it
+carried on once the component was back."""
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 import os
 import re
@@ -13,6 +16,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,14 +25,20 @@ from typing import Any
 import pytest
 from pytest_bdd import given, parsers, then, when
 
+from gpushare.clock import parse_time
+from gpushare.controlplane import StateDir
 from gpushare.k8s.session import Session
 from gpushare.kube import wait_for
+from gpushare.processes import recorded_pid
 from tests.steps.runbook_steps import RunbookRun, parse_command
 from tests.support.ansible import PlaybookRun, inventory_limit
 from tests.support.cluster import REPO, Cluster
 
 RUN_TIMEOUT_S = 600
 MOMENT_TIMEOUT_S = 120
+# What a run does around its waits (plan, writes, Ansible's own time): its bound is the sum of the
+# timeouts it was given plus this.
+RUN_SLACK_S = 60
 SHARE_CHECK_NAMESPACE = "gpushare-share-check"
 PLUGIN_FAULT = "sim.gpushare.io/device-plugin-fault"
 
@@ -101,22 +111,71 @@ def _embedded_only(kube: Cluster, what: str) -> None:
 
 
 # ---- the control plane restarted -------------------------------------------------------------------
+@dataclass
+class Fault:
+    """A control-plane restart under a run: when the component went down and when the API server was
+    ready again (Unix time), whether the run was still running when it went down, and the audit log's
+    offset at the start."""
+    component: str = ""
+    down_at: float = 0.0
+    back_at: float = 0.0
+    run_running: bool = False
+    audit_mark: int = 0
+
+
+@pytest.fixture
+def fault() -> Fault:
+    return Fault()
+
+
 @when(parsers.re(r'the operator starts "(?P<command>[^"]+)" and (?P<component>etcd|the API server) restarts once '
                  r'(?P<moment>.+)$'), target_fixture="runbook_run")
 def restarted_under_run(kube: Cluster, tmp_path: Path, runbook_inventory: Path, runbook_inputs: dict[str, Any],
-                        command: str, component: str, moment: str) -> RunbookRun:
+                        fault: Fault, command: str, component: str, moment: str) -> RunbookRun:
     _embedded_only(kube, "restarting the control plane")
+    assert kube.state_dir is not None
+    fault.component, fault.audit_mark = component, kube.audit_mark()
     run = start_runbook(kube, tmp_path / "background", runbook_inventory, runbook_inputs, command)
     try:
         _wait_for_moment(kube, run, moment)
         name = "etcd" if component == "etcd" else "kube-apiserver"
-        restarted = subprocess.run([sys.executable, "-m", "gpushare", "sim", "restart", name,
-                                    "--state-dir", str(kube.state_dir)], capture_output=True, text=True, timeout=120)
-        assert restarted.returncode == 0, restarted.stderr
+        pid_file = StateDir(kube.state_dir).pid_file(name)
+        serving = recorded_pid(pid_file)
+        os.killpg(run.process.pid, signal.SIGSTOP)  # held at the moment until the component is down
+        try:
+            restart = subprocess.Popen([sys.executable, "-m", "gpushare", "sim", "restart", name, "--state-dir",
+                                        str(kube.state_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            wait_for(lambda: recorded_pid(pid_file) != serving, MOMENT_TIMEOUT_S, f"{name} to go down", interval_s=0.01)
+            fault.down_at, fault.run_running = time.time(), run.process.poll() is None
+        finally:
+            os.killpg(run.process.pid, signal.SIGCONT)
+        _, errors = restart.communicate(timeout=120)
+        assert restart.returncode == 0, errors
+        fault.back_at = time.time()
     except BaseException:
         run.kill()
         raise
     return run.finish()
+
+
+def _received(event: dict[str, Any]) -> float:
+    received = parse_time(event.get("requestReceivedTimestamp"))
+    return received.timestamp() if isinstance(received, dt.datetime) else 0.0
+
+
+@then(parsers.re(r"the run was still running when (?P<component>etcd|the API server) went down, and carried on "
+                 r"once it was back$"))
+def rode_the_fault_out(kube: Cluster, runbook_run: RunbookRun, fault: Fault, component: str) -> None:
+    """From the audit log: the run had sent requests before the component went down, and sent more
+    once the API server was ready again; so the fault overlapped the run, which lived through it."""
+    assert fault.component == component and fault.run_running, f"the run had ended before {component} went down"
+    requests = [e for e in kube.audit_events(fault.audit_mark)
+                if (e.get("user") or {}).get("username") == kube.runbook_user and e.get("stage") == "ResponseComplete"]
+    before = [e for e in requests if _received(e) < fault.down_at]
+    after = [e for e in requests if _received(e) > fault.back_at]
+    assert before, f"the run sent no request before {component} went down"
+    assert after, (f"the run sent no request once {component} was back: it did not live through the restart\n"
+                   f"{runbook_run.describe()}")
 
 
 # ---- two runs at once ------------------------------------------------------------------------------
@@ -166,9 +225,14 @@ def plugin_fault(kube: Cluster, node: str, message: str) -> None:
     kube.core.patch_node(node, {"metadata": {"annotations": {PLUGIN_FAULT: message}}})
 
 
-@then(parsers.parse('the run fails within its timeout naming "{node}", the container "{container}" and "{message}"'))
+@then(parsers.parse('the run fails within its timeouts naming "{node}", the container "{container}" and "{message}"'))
 def fails_naming(runbook_run: RunbookRun, node: str, container: str, message: str) -> None:
+    """It fails, and no later than the timeouts it was given (-e *_timeout=...) allow, plus RUN_SLACK_S."""
     out = " ".join(runbook_run.run.stdout.split())
     assert not runbook_run.run.ok, runbook_run.describe()
     for text in (node, container, message):
         assert text in out, f"{text!r} not in the failure:\n{runbook_run.run.stdout[-3000:]}"
+    given = {k: int(v) for k, v in parse_command(runbook_run.command).extravars.items() if k.endswith("_timeout")}
+    bound = sum(given.values()) + RUN_SLACK_S
+    assert runbook_run.elapsed_s is not None and runbook_run.elapsed_s <= bound, (
+        f"the run took {runbook_run.elapsed_s:.0f} s, more than its timeouts {given} allow (+{RUN_SLACK_S} s)")

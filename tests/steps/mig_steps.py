@@ -24,7 +24,7 @@ from gpushare.fleet import FleetNode
 from gpushare.kube import wait_for
 from tests.steps.cluster_steps import Before, _unchanged
 from tests.steps.runbook_steps import RunbookRun, _run
-from tests.support.cluster import TEST_NAMESPACE_LABEL, Cluster
+from tests.support.cluster import TEST_NAMESPACE_LABEL, WORKLOAD_GRACE_S, Cluster
 
 MIG_STATE = "nvidia.com/mig.config.state"
 STALL = "sim.gpushare.io/mig-stall"
@@ -105,7 +105,7 @@ def gpu_pods_run(kube: Cluster, gpu_workload: GpuWorkload, count: int, node: str
         "metadata": {"name": WORKLOAD},
         "spec": {"replicas": count, "selector": {"matchLabels": {"app": WORKLOAD}}, "template": {
             "metadata": {"labels": {"app": WORKLOAD}},
-            "spec": {"nodeSelector": {"kubernetes.io/hostname": node},
+            "spec": {"nodeSelector": {"kubernetes.io/hostname": node}, "terminationGracePeriodSeconds": WORKLOAD_GRACE_S,
                      "containers": [{"name": "infer", "image": "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu22.04",
                                      "command": ["bash", "-lc", "nvidia-smi -L && sleep infinity"],
                                      "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}},

@@ -15,17 +15,19 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from pytest_bdd import given, parsers, then, when
 
+from gpushare.clock import parse_time
 from gpushare.kube import wait_for
 from gpushare.model.node import Pool
 from tests.steps.cluster_steps import Before, backups, clusterpolicy_spec
 from tests.steps.runbook_steps import ENABLE, RunbookRun, _run
-from tests.support.cluster import TEST_NAMESPACE_LABEL, Cluster
+from tests.support.cluster import TEST_NAMESPACE_LABEL, WORKLOAD_GRACE_S, Cluster
 
 ROLLBACK = "rollback-timeslicing.yml"
 SHARED = "nvidia.com/gpu.shared"
 RECORDS = "gpushare.io/run"
 CONFIGMAP = "time-slicing-config"
 WORKLOAD = "gpu-share-check"
+KWOK_USER = "system:kwok"  # the fake kubelets' identity (gpushare.controlplane IDENTITIES)
 
 
 @dataclass
@@ -95,6 +97,14 @@ def shared_pods_run(kube: Cluster, workloads: Workloads, pool: Pool, count: int,
                        [{"key": pool.taint.key, "operator": "Exists", "effect": "NoSchedule"}] if pool.taint else [])
 
 
+@given(parsers.parse('{count:d} shared pods that take {seconds:d} seconds to stop run on "{node}"'))
+def slow_shared_pods_run(kube: Cluster, workloads: Workloads, pool: Pool, count: int, seconds: int, node: str) -> None:
+    """Their shell ignores SIGTERM: each evicted pod stays its whole terminationGracePeriodSeconds."""
+    _shared_deployment(kube, workloads, pool, count, node, {pool.label_key: pool.label_value},
+                       [{"key": pool.taint.key, "operator": "Exists", "effect": "NoSchedule"}] if pool.taint else [],
+                       grace_s=seconds)
+
+
 @given(parsers.parse('{count:d} shared pods that tolerate every taint run on "{node}", selecting the shared pool'))
 def tolerant_pool_pods(kube: Cluster, workloads: Workloads, pool: Pool, count: int, node: str) -> None:
     _shared_deployment(kube, workloads, pool, count, node, {pool.label_key: pool.label_value}, [{"operator": "Exists"}])
@@ -106,7 +116,7 @@ def tolerant_pinned_pods(kube: Cluster, workloads: Workloads, pool: Pool, count:
 
 
 def _shared_deployment(kube: Cluster, workloads: Workloads, pool: Pool, count: int, node: str,
-                       selector: dict[str, str], tolerations: list[dict[str, str]]) -> None:
+                       selector: dict[str, str], tolerations: list[dict[str, str]], grace_s: int = WORKLOAD_GRACE_S) -> None:
     namespace = f"rollback-{uuid.uuid4().hex[:8]}"
     workloads.namespace = namespace
     kube.core.create_namespace({"metadata": {"name": namespace, "labels": {TEST_NAMESPACE_LABEL: "rollback"}}})
@@ -120,6 +130,7 @@ def _shared_deployment(kube: Cluster, workloads: Workloads, pool: Pool, count: i
                 "spec": {
                     "nodeSelector": selector,
                     "tolerations": tolerations,
+                    "terminationGracePeriodSeconds": grace_s,
                     "containers": [{
                         "name": "check", "image": "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu22.04",
                         "command": ["bash", "-lc"], "args": ["nvidia-smi -L && sleep infinity"],
@@ -318,3 +329,40 @@ def every_rollback_ok(cycle: list[RunbookRun]) -> None:
 @then(parsers.parse("there are {count:d} run records"))
 def record_count(kube: Cluster, count: int) -> None:
     assert len(_records(kube)) == count, _records(kube)
+
+
+@then(parsers.re(r"the drain went on only once the evicted pods were gone"
+                 r"(?:, (?P<seconds>\d+) seconds or more after their eviction)?$"))
+def drain_waited(kube: Cluster, runbook_run: RunbookRun, seconds: str | None) -> None:
+    """From the audit log: the kubelet (KWOK) deleted each pod the run evicted (`seconds` after at
+    least: its grace period), and the run's next write came after the last of those deletions."""
+    if runbook_run.audit is None:
+        pytest.skip("the order of the requests is read from the embedded cluster's audit log")
+    events = [e for e in kube.audit_events(runbook_run.audit[0]) if e.get("stage") == "ResponseComplete"]
+    evictions = {(e["objectRef"].get("namespace"), e["objectRef"]["name"]): e for e in events
+                 if e.get("verb") == "create" and e["objectRef"].get("subresource") == "eviction"
+                 and (e.get("user") or {}).get("username") == kube.runbook_user and e.get("responseStatus", {}).get("code") == 201}
+    assert evictions, "the run evicted no pod"
+    deleted = {(e["objectRef"].get("namespace"), e["objectRef"]["name"]): e for e in events
+               if e.get("verb") == "delete" and e["objectRef"].get("resource") == "pods" and not e["objectRef"].get("subresource")
+               and (e.get("user") or {}).get("username") == KWOK_USER and (e["objectRef"].get("namespace"), e["objectRef"]["name"]) in evictions}
+    assert deleted.keys() == evictions.keys(), f"pods evicted but not deleted by their kubelet: {sorted(evictions.keys() - deleted.keys())}"
+    for pod, eviction in evictions.items():
+        waited = _at(deleted[pod]["stageTimestamp"]) - _at(eviction["stageTimestamp"])
+        # the deletionTimestamp the kubelet acts on is in whole seconds
+        assert seconds is None or waited >= int(seconds) - 1, f"{pod} was deleted {waited:.1f} s after its eviction"
+    gone = max(_at(e["stageTimestamp"]) for e in deleted.values())
+    last_eviction = max(_at(e["requestReceivedTimestamp"]) for e in evictions.values())
+    writes = [e for e in events if (e.get("user") or {}).get("username") == kube.runbook_user
+              and e.get("verb") in ("create", "update", "patch", "delete") and _at(e["requestReceivedTimestamp"]) > last_eviction
+              and e["objectRef"].get("subresource") != "eviction"]
+    assert writes, "the run wrote nothing after its evictions"
+    first = min(writes, key=lambda e: _at(e["requestReceivedTimestamp"]))
+    assert _at(first["requestReceivedTimestamp"]) >= gone, (
+        f"the run went on ({first['verb']} {first['requestURI']}) before the evicted pods were gone")
+
+
+def _at(stamp: str) -> float:
+    parsed = parse_time(stamp)
+    assert parsed is not None, stamp
+    return parsed.timestamp()

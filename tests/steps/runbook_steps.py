@@ -12,6 +12,7 @@ import dataclasses
 import datetime as dt
 import re
 import shlex
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,8 @@ class RunbookRun:
     writes: list[dict[str, Any]] | None
     command: str
     changed_objects: list[str] | None = None
+    elapsed_s: float | None = None  # its wall time
+    audit: tuple[int, int] | None = None  # the audit log's offsets at its start and end (embedded cluster)
 
     def describe(self) -> str:
         return f"`{self.command}`: {self.run.describe()}"
@@ -87,13 +90,16 @@ def run_runbook(kube: Cluster, workdir: Path, command: str, *, inventory: Path |
 def recorded(kube: Cluster, command: str, start: Callable[[], PlaybookRun]) -> RunbookRun:
     """Run `start` and record what it wrote: the runbook identity's requests in the embedded cluster's
     audit log; on any other cluster, the objects the runbooks may write, compared before and after."""
+    began = time.monotonic()
     if kube.embedded:
         mark = kube.audit_mark()
         run = start()
-        return RunbookRun(run, kube.audit_writes(mark, kube.runbook_user, dry_runs=True), command)
+        return RunbookRun(run, kube.audit_writes(mark, kube.runbook_user, dry_runs=True), command,
+                          elapsed_s=time.monotonic() - began, audit=(mark, kube.audit_mark()))
     before = written.take(kube)
     run = start()
-    return RunbookRun(run, None, command, written.differences(before, written.take(kube)))
+    elapsed = time.monotonic() - began
+    return RunbookRun(run, None, command, written.differences(before, written.take(kube)), elapsed_s=elapsed)
 
 
 # ---- what every run of a scenario shares -------------------------------------------------------------

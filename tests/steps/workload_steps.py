@@ -12,7 +12,7 @@ from pytest_bdd import parsers, then, when
 
 from gpushare.kube import wait_for
 from gpushare.model.node import Pool
-from tests.support.cluster import TEST_NAMESPACE_LABEL, Cluster
+from tests.support.cluster import TEST_NAMESPACE_LABEL, WORKLOAD_GRACE_S, Cluster
 
 
 SCHEDULING_TIMEOUT_S = 30
@@ -34,6 +34,7 @@ def workload_namespace(kube: Cluster, request: pytest.FixtureRequest) -> Iterato
 
 def _pod(name: str, resource: str, count: int, pool: Pool | None, node: str | None) -> dict:
     spec: dict = {
+        "terminationGracePeriodSeconds": WORKLOAD_GRACE_S,
         "containers": [{"name": "check", "image": "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu22.04",
                         "command": ["bash", "-lc", "nvidia-smi -L && sleep infinity"],
                         "resources": {"limits": {resource: str(count)}}}],

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -146,10 +147,14 @@ def embedded_cluster(state_dir: Path) -> Cluster:
 
 
 TEST_NAMESPACE_LABEL = "gpushare.test/scenario"
+# The scenarios' workloads run a shell that ignores SIGTERM, so their deletion (an eviction, a
+# namespace's) takes their whole grace period, as KWOK's pod-delete stage honours it: short enough
+# to keep the suite quick, long enough that a drain which does not wait for it fails.
+WORKLOAD_GRACE_S = 2
 # Node labels, annotations and taints the runbooks (or scenarios) may leave behind.
 SCENARIO_LABEL_KEYS = ("nvidia.com/device-plugin.config", "gpu-mode", "nvidia.com/gpu-driver-upgrade.skip")
 SCENARIO_ANNOTATION_PREFIXES = ("gpushare.io/", "sim.gpushare.io/mig-reboot", "sim.gpushare.io/mig-stall",
-                                "sim.gpushare.io/device-plugin-fault")
+                                "sim.gpushare.io/device-plugin-fault", "sim.gpushare.io/endpoint-stop-grace")
 DEPLOY_LABEL_PREFIX = "nvidia.com/gpu.deploy."
 RESET_TIMEOUT_S = 120
 
@@ -177,10 +182,7 @@ def _node_patch(node: Any) -> dict[str, Any] | None:
 def reset_embedded(cluster: Cluster) -> None:
     """Put the embedded cluster back to its freshly started state between scenarios: the chart's
     ClusterPolicy, no scenario objects, every operand rolled out and every GPU node whole."""
-    from gpushare.cluster_bootstrap import settled_problems
     from gpushare.simulator import clusterpolicy as cp
-    from gpushare.simulator.operands import HASH_ANNOTATION, expected_hashes
-    from gpushare.simulator.rest import Rest
 
     core, ns = cluster.core, cluster.operator_namespace
     delete_test_namespaces(cluster, TEST_NAMESPACE_LABEL)
@@ -206,11 +208,24 @@ def reset_embedded(cluster: Cluster) -> None:
         patch = _node_patch(node)
         if patch:
             core.patch_node(node.metadata.name, patch)
+    wait_operator_settled(cluster, policy, "the embedded cluster to be reset",
+                          lambda: not core.list_namespace(label_selector=TEST_NAMESPACE_LABEL).items)
+
+
+def wait_operator_settled(cluster: Cluster, policy: dict[str, Any], what: str,
+                          also: Callable[[], bool] = lambda: True) -> None:
+    """The simulated operator has rendered `policy` and everything has settled (every operand rolled
+    out, every GPU node whole), and `also` holds."""
+    from gpushare.cluster_bootstrap import settled_problems
+    from gpushare.simulator.operands import HASH_ANNOTATION, expected_hashes
+    from gpushare.simulator.rest import Rest
+
+    ns = cluster.operator_namespace
     wanted = expected_hashes(policy, ns)
     rest = Rest(cluster.api)
 
-    def reset() -> bool:
-        if core.list_namespace(label_selector=TEST_NAMESPACE_LABEL).items:
+    def settled() -> bool:
+        if not also():
             return False
         daemonsets = {d.metadata.name: (d.metadata.annotations or {}).get(HASH_ANNOTATION)
                       for d in cluster.apps.list_namespaced_daemon_set(ns).items}
@@ -218,6 +233,6 @@ def reset_embedded(cluster: Cluster) -> None:
         return daemonsets == wanted and not settled_problems(rest, ns)
 
     try:
-        wait_for(reset, RESET_TIMEOUT_S, "the embedded cluster to be reset", interval_s=0.2)
+        wait_for(settled, RESET_TIMEOUT_S, what, interval_s=0.2)
     except TimeoutError as err:
         raise TimeoutError(f"{err}; still waiting for: {settled_problems(rest, ns)}") from None

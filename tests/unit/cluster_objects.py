@@ -32,7 +32,8 @@ def node(name: str, gpus: int | None = 1, *, labels: dict[str, str] | None = Non
     capacity = {"cpu": "64", "memory": "512Gi", "pods": "110"}
     if gpu:
         all_labels.update({
-            "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": product,
+            "nvidia.com/gpu.present": "true",
+            "nvidia.com/gpu.product": product + ("-SHARED" if replicas > 1 and not renamed else ""),  # as GFD labels it
             "nvidia.com/gpu.replicas": str(replicas),
             "nvidia.com/gpu.sharing-strategy": "time-slicing" if replicas > 1 else "none",
             "nvidia.com/mig.config": mig, "nvidia.com/gpu.deploy.device-plugin": "true",

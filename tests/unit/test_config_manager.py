@@ -108,3 +108,40 @@ def test_a_missing_configmap_keeps_the_pod_from_mounting_until_it_exists() -> No
     p.sync(None, {"whole": "w"}, REFRESH, REFRESH, load)
     assert (p.mounted, p.loaded) == (True, "w")
     assert p.refresh_due(REFRESH, REFRESH) == 2 * REFRESH
+
+
+# ---- v0.18.2 and later: config-manager-init never waits for the label (commit ab05acef5) --------------
+def new_pod(delay: float = 0.5) -> ManagedPod[str]:
+    return ManagedPod("uid-1", "cfg", "whole", label_delay=delay)
+
+
+def test_a_new_config_manager_starts_on_the_default_then_switches_to_the_labelled_key() -> None:
+    p = new_pod()
+    p.sync("shared", {"whole": "w", "shared": "s"}, 0, REFRESH, load)
+    assert (p.selected, p.loaded, p.ready, p.label_at) == ("whole", "w", True, 0.5)
+    assert p.refresh_due(0, REFRESH) == 0.5  # the node agent comes back when the sidecar is told the label
+    assert not p.sync("shared", {"whole": "w", "shared": "s"}, 0.4, REFRESH, load)
+    assert p.sync("shared", {"whole": "w", "shared": "s"}, 0.5, REFRESH, load)
+    assert (p.selected, p.loaded, p.started_at, p.init_restarts, p.sidecar_restarts) == ("shared", "s", 0.5, 0, 0)
+
+
+def test_without_a_label_the_new_config_manager_stays_on_the_default() -> None:
+    p = new_pod()
+    p.sync(None, {"whole": "w", "shared": "s"}, 0, REFRESH, load)
+    p.sync(None, {"whole": "w", "shared": "s"}, 1, REFRESH, load)
+    assert (p.selected, p.started_at) == ("whole", 0)
+
+
+def test_a_label_naming_a_missing_key_crash_loops_the_sidecar_not_init_from_v0_18_2() -> None:
+    p = new_pod(delay=0)
+    p.sync("nope", {"whole": "w"}, 0, REFRESH, load)
+    assert (p.init_error, p.init_restarts, p.selected, p.loaded, p.running) == (None, 0, "whole", "w", True)
+    assert (p.sidecar_error, p.sidecar_restarts, p.ready) == ("specified config nope does not exist", 1, False)
+    assert p.events == [("config-manager", "specified config nope does not exist")]
+
+
+def test_a_missing_default_key_still_crash_loops_init_from_v0_18_2() -> None:
+    p = ManagedPod[str]("uid-1", "cfg", "nope", label_delay=0.5)
+    p.sync("whole", {"whole": "w"}, 0, REFRESH, load)
+    p.sync("other", {"whole": "w"}, 1, REFRESH, load)  # a label change is no reason for init to try again
+    assert (p.selected, p.init_error, p.init_restarts) == (None, "specified config  does not exist", 1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpushare.device_plugin_config import NO_SHARING, parse
 from gpushare.simulator.config_manager import ManagedPod
-from gpushare.simulator.kubelet import admission_rejection, managed_pod_status, node_resources
+from gpushare.simulator.kubelet import ENDPOINT_STOP_GRACE_S, admission_rejection, managed_pod_status, node_resources
 
 POD = {
     "metadata": {"creationTimestamp": "2026-01-01T00:00:00Z"},
@@ -16,18 +16,41 @@ SHARED_STRICT = parse("version: v1\nsharing:\n  timeSlicing:\n    renameByDefaul
                       "    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n")
 
 
+GRACE = ENDPOINT_STOP_GRACE_S
+
+
 def test_a_running_plugin_sets_capacity_and_allocatable() -> None:
-    assert node_resources({"nvidia.com/gpu": 8}, {"cpu": "64"}) == ({"nvidia.com/gpu": "8"}, {"nvidia.com/gpu": "8"})
+    stopped: dict[str, float] = {}
+    assert node_resources({"nvidia.com/gpu": 8}, {"cpu": "64"}, stopped, 0, GRACE) == (
+        {"nvidia.com/gpu": "8"}, {"nvidia.com/gpu": "8"}, None)
 
 
-def test_a_stopped_plugin_zeroes_allocatable_and_keeps_capacity() -> None:
-    capacity, allocatable = node_resources(None, {"cpu": "64", "nvidia.com/gpu": "8"})
-    assert (capacity, allocatable) == ({"nvidia.com/gpu": "8"}, {"nvidia.com/gpu": "0"})
+def test_a_stopped_plugin_keeps_capacity_with_allocatable_0_for_the_grace_period_then_capacity_0() -> None:
+    stopped: dict[str, float] = {}
+    node = {"cpu": "64", "nvidia.com/gpu": "8"}
+    assert node_resources(None, node, stopped, 100, GRACE) == ({"nvidia.com/gpu": "8"}, {"nvidia.com/gpu": "0"}, 100 + GRACE)
+    assert node_resources(None, node, stopped, 100 + GRACE - 1, GRACE)[:2] == ({"nvidia.com/gpu": "8"}, {"nvidia.com/gpu": "0"})
+    # never removed from the node: 0 from then on
+    assert node_resources(None, node, stopped, 100 + GRACE, GRACE) == ({"nvidia.com/gpu": "0"}, {"nvidia.com/gpu": "0"}, None)
 
 
-def test_a_resource_no_longer_registered_stays_at_zero() -> None:
-    capacity, allocatable = node_resources({"nvidia.com/gpu.shared": 32}, {"nvidia.com/gpu": "8"})
-    assert capacity == allocatable == {"nvidia.com/gpu": "0", "nvidia.com/gpu.shared": "32"}
+def test_a_resource_the_restarted_plugin_no_longer_serves_is_unhealthy_for_the_grace_period() -> None:
+    stopped: dict[str, float] = {}
+    node = {"nvidia.com/gpu": "8"}
+    capacity, allocatable, due = node_resources({"nvidia.com/gpu.shared": 32}, node, stopped, 0, GRACE)
+    assert (capacity, allocatable, due) == ({"nvidia.com/gpu": "8", "nvidia.com/gpu.shared": "32"},
+                                            {"nvidia.com/gpu": "0", "nvidia.com/gpu.shared": "32"}, GRACE)
+    capacity, allocatable, due = node_resources({"nvidia.com/gpu.shared": 32}, capacity, stopped, GRACE, GRACE)
+    assert capacity == allocatable == {"nvidia.com/gpu": "0", "nvidia.com/gpu.shared": "32"} and due is None
+
+
+def test_a_plugin_serving_a_resource_again_ends_its_grace_period() -> None:
+    stopped = {"nvidia.com/gpu": 0.0}
+    assert node_resources({"nvidia.com/gpu": 8}, {"nvidia.com/gpu": "8"}, stopped, 10, GRACE)[:2] == (
+        {"nvidia.com/gpu": "8"}, {"nvidia.com/gpu": "8"})
+    assert stopped == {}
+    # stopping again starts a new grace period
+    assert node_resources(None, {"nvidia.com/gpu": "8"}, stopped, 20, GRACE)[2] == 20 + GRACE
 
 
 def statuses(state: ManagedPod[str]) -> dict:

@@ -225,6 +225,11 @@ def test_refusals(cluster: ClusterState | None, values: dict[str, Any], text: st
                  "and has no controller", id="no-controller"),
     pytest.param([pod("scratch", volumes=[{"name": "s", "emptyDir": {}}])], {"confirm_eviction_window": True},
                  "uses an emptyDir volume", id="emptydir"),
+    pytest.param([pod("infer-1")], {"confirm_eviction_window": True, "drain_timeout": 20},
+                 "Pod team/infer-1 may take 30 s to stop once evicted (its terminationGracePeriodSeconds), and the "
+                 "drain waits at most 20 s (mig_drain_timeout). Raise -e mig_drain_timeout above 30", id="grace-period"),
+    pytest.param([pod("infer-1")], {"confirm_eviction_window": True, "drain_grace_period": 400},
+                 "may take 400 s to stop once evicted (mig_drain_grace_period)", id="grace-period-asked-for"),
 ])
 def test_pod_refusals(pods: list[dict[str, Any]], values: dict[str, Any], text: str) -> None:
     refused(enable(pods=pods, **values), text)

@@ -74,9 +74,21 @@ def test_a_time_sliced_node() -> None:
 
 def test_a_node_shares_as_soon_as_one_sign_says_so() -> None:
     raw = node("gpu-node", 1)
-    raw["status"]["capacity"]["nvidia.com/gpu.shared"] = "2"  # capacity updated, allocatable not yet
+    raw["status"]["allocatable"]["nvidia.com/gpu.shared"] = "2"  # allocatable updated, GFD not yet
     assert Node(raw).shares
     assert Node(node("gpu-node", 1, labels={"nvidia.com/gpu.sharing-strategy": "mps"})).shares
+
+
+def test_right_after_a_rollback_the_kubelets_stale_capacity_is_no_sign_of_sharing() -> None:
+    raw = node("gpu-node", 1)
+    raw["status"]["capacity"]["nvidia.com/gpu.shared"] = "2"  # endpointStopGracePeriod: capacity kept, allocatable 0
+    raw["status"]["allocatable"]["nvidia.com/gpu.shared"] = "0"
+    assert not Node(raw).shares
+
+
+def test_the_shares_go_by_the_renamed_resource_unless_gfd_says_the_gpu_itself_is_shared() -> None:
+    assert Node(node("gpu-node", 1, replicas=4)).shared_resource == "nvidia.com/gpu.shared"
+    assert Node(node("gpu-node", 1, replicas=4, renamed=False)).shared_resource == "nvidia.com/gpu"
 
 
 def test_gpu_facts_before_gfd_has_run() -> None:
@@ -126,9 +138,9 @@ def test_the_fingerprint_sees_what_sharing_changes() -> None:
                       unschedulable=True)).fingerprint(POOL)
     assert fingerprint_changes(before, after) == [
         "capacity nvidia.com/gpu 8 -> 0",
-        "capacity nvidia.com/gpu.shared (none) -> 16",
+        "capacity nvidia.com/gpu.shared 0 -> 16",
         "allocatable nvidia.com/gpu 8 -> 0",
-        "allocatable nvidia.com/gpu.shared (none) -> 16",
+        "allocatable nvidia.com/gpu.shared 0 -> 16",
         "labels gpu-mode (none) -> shared",
         "labels nvidia.com/gpu.replicas 1 -> 2",
         "labels nvidia.com/gpu.sharing-strategy none -> time-slicing",
@@ -159,3 +171,24 @@ def test_schedulability_left_out_while_the_driver_upgrade_cordons_the_nodes_in_t
     upgrading = Node(node("gpu-node-2", 8, unschedulable=True)).fingerprint(POOL)
     assert fingerprint_changes(before, upgrading, schedulable=False) == []
     assert fingerprint_changes(before, upgrading) == ["cordoned"]
+
+
+def test_the_capacity_the_kubelet_keeps_for_a_stopped_plugin_is_not_a_change() -> None:
+    served = Node(node("gpu-node", 1)).fingerprint(POOL)
+    # after a rollback: nvidia.com/gpu.shared unhealthy for endpointStopGracePeriod, then 0
+    grace, expired = node("gpu-node", 1), node("gpu-node", 1)
+    grace["status"]["capacity"]["nvidia.com/gpu.shared"] = "2"
+    grace["status"]["allocatable"]["nvidia.com/gpu.shared"] = "0"
+    expired["status"]["capacity"]["nvidia.com/gpu.shared"] = expired["status"]["allocatable"]["nvidia.com/gpu.shared"] = "0"
+    assert fingerprint_changes(served, Node(grace).fingerprint(POOL)) == []
+    assert fingerprint_changes(Node(grace).fingerprint(POOL), Node(expired).fingerprint(POOL)) == []
+    assert Node(expired).fingerprint(POOL) == served  # 0 is no capacity
+    # a plugin restarting during a roll keeps the capacity it serves: compared without allocatable, unchanged
+    restarting = node("gpu-node", 1)
+    restarting["status"]["allocatable"]["nvidia.com/gpu"] = "0"
+    assert fingerprint_changes(served, Node(restarting).fingerprint(POOL), allocatable=False) == []
+    # a resource that was served and is gone after the grace period is a change
+    gone = node("gpu-node", 1)
+    gone["status"]["capacity"]["nvidia.com/gpu"] = gone["status"]["allocatable"]["nvidia.com/gpu"] = "0"
+    assert fingerprint_changes(served, Node(gone).fingerprint(POOL), allocatable=False) == [
+        "capacity nvidia.com/gpu 1 -> 0"]

@@ -383,7 +383,7 @@ def test_without_renaming_nvidia_com_gpu_is_the_share() -> None:
     unrenamed = Node(node("gpu-node", 1, replicas=2, renamed=False))
     assert shared_resources(unrenamed) == ("nvidia.com/gpu.shared", "nvidia.com/gpu")
     assert shared_resources(Node(node("gpu-node-2", 8))) == ("nvidia.com/gpu.shared",)
-    cluster = enabled_read(nodes=[shared_node("gpu-node", 1) | {"status": unrenamed.raw["status"]}])
+    cluster = enabled_read(nodes=[shared_node("gpu-node", 1, renamed=False)])
     result = roll_back(cluster, ["gpu-node"], [workload_pod("t-5d4f7b9c8-a", "gpu-node", resource="nvidia.com/gpu",
                                                             owner_name="t-5d4f7b9c8")])
     assert "evict 1 shared pod(s)" in result.lines[1]
@@ -401,6 +401,19 @@ def test_pods_whose_eviction_loses_data_are_refused_unless_confirmed(pod: dict[s
     message = refused(roll_back(enabled_read(), ["gpu-node"], [pod]), fragment)
     assert f"-e timeslicing_rollback_{confirm}=true" in message
     assert roll_back(enabled_read(), ["gpu-node"], [pod], **{confirm: True}).refusals == []
+
+
+def test_a_pod_whose_grace_period_outlasts_the_drain_is_refused_before_anything_is_written() -> None:
+    pod = workload_pod("trainer-5d4f7b9c8-aaaaa", "gpu-node")
+    pod["spec"]["terminationGracePeriodSeconds"] = 600
+    message = refused(roll_back(enabled_read(), ["gpu-node"], [pod]), "may take 600 s to stop once evicted")
+    assert "the drain waits at most 300 s (timeslicing_rollback_drain_timeout)" in message
+    assert "-e timeslicing_rollback_drain_grace_period=<seconds>" in message
+    assert roll_back(enabled_read(), ["gpu-node"], [pod], drain_timeout=900).refusals == []
+    assert roll_back(enabled_read(), ["gpu-node"], [pod], drain_grace_period=30).refusals == []
+    # unset, the grace period is Kubernetes' default: 30 s
+    del pod["spec"]["terminationGracePeriodSeconds"]
+    assert "may take 30 s" in refused(roll_back(enabled_read(), ["gpu-node"], [pod], drain_timeout=30), "to stop")
 
 
 def test_a_daemonset_pod_holding_a_share_stays_with_a_warning() -> None:

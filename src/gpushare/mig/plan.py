@@ -17,7 +17,7 @@ from gpushare.mig.hardware import GpuModel, Profile, model
 from gpushare.mig.settings import ENABLE, MARK, NOTHING, ROLLBACK, RUNBOOKS, Mark, MigSettings
 from gpushare.mig_parted_config import MigConfigError, MigConfigSpec, parse_configs
 from gpushare.model.node import CORDONED_BY, GPU, MIG_CONFIG, MIG_STATE, Node
-from gpushare.model.pods import Pod
+from gpushare.model.pods import Pod, outlasting_drain
 from gpushare.timeslicing.records import Intent, new_record, record_name, state_patch
 from gpushare.timeslicing.state import ClusterState, operator_problems
 
@@ -200,6 +200,8 @@ def _pod_refusals(name: str, node: Node, pods: list[Pod], settings: MigSettings)
         if pod.uses_emptydir and not settings.drain_delete_emptydir_data:
             refusals.append(f"Pod {pod.ref} on {name} uses an emptyDir volume, whose data an eviction deletes. Confirm "
                             "with -e mig_drain_delete_emptydir_data=true.")
+    refusals += outlasting_drain(evict, settings.drain_grace_period, settings.drain_timeout, "mig_drain_timeout",
+                                 "mig_drain_grace_period")
     if evict and not settings.confirm_eviction_window:
         refusals.append(
             f"{len(evict)} pod(s) use the GPUs of {name} ({', '.join(p.ref for p in evict)}): the MIG manager needs "

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpushare.mig.fit import Workload, parse_workloads
+from gpushare.timeslicing.settings import optional_int
 
 ENABLE, ROLLBACK = "enable-mig", "rollback-mig"
 RUNBOOKS = (ENABLE, ROLLBACK)
@@ -58,6 +59,8 @@ class MigSettings:
     namespace: str
     clusterpolicy: str
     problems: list[str] = field(default_factory=list)
+    drain_timeout: int = 300
+    drain_grace_period: int | None = None  # the grace given to each evicted pod (None: its own)
 
     @classmethod
     def of(cls, runbook: str, values: dict[str, Any]) -> MigSettings:
@@ -78,4 +81,5 @@ class MigSettings:
         return cls(runbook, configs, rollback_to, workloads, _bool(values.get("confirm_eviction_window")),
                    _bool(values.get("drain_force")), _bool(values.get("drain_delete_emptydir_data")),
                    int(values.get("reconfigure_timeout") or 600), str(values["namespace"]),
-                   str(values["clusterpolicy_name"]), problems)
+                   str(values["clusterpolicy_name"]), problems, int(values.get("drain_timeout") or 300),
+                   optional_int(values.get("drain_grace_period")))

@@ -213,8 +213,17 @@ class Node:
 
     @property
     def shares(self) -> bool:
-        """The device plugin advertises replicas of its GPUs (time-slicing or MPS)."""
-        return self.allocatable(SHARED) > 0 or self.capacity(SHARED) > 0 or self.strategy in ("time-slicing", "mps")
+        """The device plugin serves replicas of its GPUs (time-slicing or MPS): it advertises
+        nvidia.com/gpu.shared, or GFD labels a sharing strategy. Not capacity: the kubelet keeps a
+        resource no plugin serves any more at its capacity (allocatable 0) for 5 minutes
+        (devicemanager endpointStopGracePeriod), e.g. right after a rollback."""
+        return self.allocatable(SHARED) > 0 or self.strategy in ("time-slicing", "mps")
+
+    @property
+    def shared_resource(self) -> str:
+        """The resource the node's shares go by: nvidia.com/gpu when it shares without renaming (GFD
+        then suffixes the product -SHARED), else nvidia.com/gpu.shared."""
+        return GPU if self.labels.get(PRODUCT, "").endswith("-SHARED") else SHARED
 
     def in_pool(self, pool: Pool) -> bool:
         return self.labels.get(pool.label_key) == pool.label_value
@@ -226,14 +235,16 @@ class Node:
         return next((t for t in self.taints if t.key == pool.taint.key and t.effect == pool.taint.effect), None)
 
     def fingerprint(self, pool: Pool | None = None) -> dict[str, Any]:
-        """What GPU sharing changes on a node; two equal fingerprints mean "unchanged"."""
+        """What GPU sharing changes on a node; two equal fingerprints mean "unchanged" (a quantity of
+        0 is none: the kubelet never removes a resource a plugin once served)."""
         status = self.raw.get("status") or {}
         labels = self.labels
         keys = SHARING_LABELS + ((pool.label_key,) if pool else ())
         return {
-            "capacity": {k: str(v) for k, v in (status.get("capacity") or {}).items() if k.startswith("nvidia.com/")},
+            "capacity": {k: str(v) for k, v in (status.get("capacity") or {}).items()
+                         if k.startswith("nvidia.com/") and quantity(v)},
             "allocatable": {k: str(v) for k, v in (status.get("allocatable") or {}).items()
-                            if k.startswith("nvidia.com/")},
+                            if k.startswith("nvidia.com/") and quantity(v)},
             "labels": {k: labels[k] for k in keys if k in labels},
             "taints": sorted(str(t) for t in self.taints),
             "unschedulable": self.unschedulable,
@@ -243,15 +254,21 @@ class Node:
 def fingerprint_changes(before: dict[str, Any], after: dict[str, Any], allocatable: bool = True,
                         schedulable: bool = True) -> list[str]:
     """What differs between two fingerprints, one short phrase per difference (without allocatable
-    or schedulability where a roll of the operator's changes them for a while)."""
+    or schedulability where a roll of the operator's changes them for a while). The capacity of a
+    resource no plugin serves, before or after (allocatable 0), is not compared: the kubelet keeps it
+    for its endpointStopGracePeriod, then drops it to 0, on its own."""
     changes = []
+    served = {k for fingerprint in (before, after) for k, v in (fingerprint.get("allocatable") or {}).items() if quantity(v)}
     for part in ("capacity", "allocatable", "labels"):
         if part == "allocatable" and not allocatable:
             continue
         was, now = before.get(part) or {}, after.get(part) or {}
         for key in sorted(set(was) | set(now)):
+            if part == "capacity" and key not in served:
+                continue
             if was.get(key) != now.get(key):
-                changes.append(f"{part} {key} {was.get(key, '(none)')} -> {now.get(key, '(none)')}")
+                absent = "(none)" if part == "labels" else "0"
+                changes.append(f"{part} {key} {was.get(key, absent)} -> {now.get(key, absent)}")
     if before.get("taints") != after.get("taints"):
         changes.append(f"taints {before.get('taints')} -> {after.get('taints')}")
     if schedulable and before.get("unschedulable") != after.get("unschedulable"):

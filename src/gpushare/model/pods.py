@@ -39,6 +39,7 @@ def pod_request(pod: dict[str, Any], resource: str) -> int:
 
 UNSCHEDULABLE = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
 TERMINAL = ("Succeeded", "Failed")
+DEFAULT_GRACE_S = 30  # PodSpec terminationGracePeriodSeconds when unset
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,13 @@ class Pod:
     @property
     def uses_emptydir(self) -> bool:
         return any("emptyDir" in v for v in self.spec.get("volumes") or [])
+
+    @property
+    def grace_period_s(self) -> int:
+        """How long the kubelet lets its containers stop once it is deleted or evicted before it kills
+        them (terminationGracePeriodSeconds): as long as the pod stays, holding its devices."""
+        value = self.spec.get("terminationGracePeriodSeconds")
+        return value if isinstance(value, int) and not isinstance(value, bool) else DEFAULT_GRACE_S
 
     def tolerations(self) -> list[dict[str, Any]]:
         return list(self.spec.get("tolerations") or [])
@@ -185,3 +193,19 @@ def _term_matches(term: dict[str, Any], name: str, labels: dict[str, str]) -> bo
         return False  # an empty term selects nothing
     return (all(_matches(e, labels.get(e.get("key", ""))) for e in expressions)
             and all(_matches(f, name if f.get("key") == "metadata.name" else None) for f in fields))
+
+
+def outlasting_drain(pods: list[Pod], grace_override: int | None, timeout_s: int, timeout_var: str,
+                     grace_var: str) -> list[str]:
+    """A refusal for each pod whose grace period (the drain's `grace_override`, else its own) is not
+    shorter than the drain's timeout: a pod whose process ignores SIGTERM stays that long, and the
+    drain would stop with the node cordoned."""
+    refusals = []
+    for pod in pods:
+        grace = pod.grace_period_s if grace_override is None else grace_override
+        if grace >= timeout_s:
+            own = "its terminationGracePeriodSeconds" if grace_override is None else grace_var
+            refusals.append(f"Pod {pod.ref} may take {grace} s to stop once evicted ({own}), and the drain waits at "
+                            f"most {timeout_s} s ({timeout_var}). Raise -e {timeout_var} above {grace}, or give the "
+                            f"evicted pods less time with -e {grace_var}=<seconds>.")
+    return refusals

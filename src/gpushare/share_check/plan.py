@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpushare import device_plugin_config as dpc
-from gpushare.model.node import GPU, SHARED, Node, Pool
+from gpushare.model.node import GPU, Node, Pool
 from gpushare.model.pods import Pod
 from gpushare.timeslicing.settings import DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE, NOTHING
 from gpushare.timeslicing.state import ClusterState
@@ -132,11 +132,6 @@ class SharePlan:
                 "leftovers": self.leftovers}
 
 
-def resource_of(node: Node) -> str:
-    """The resource a shared node hands its replicas out as (renamed, or still nvidia.com/gpu)."""
-    return SHARED if node.allocatable(SHARED) > 0 or node.capacity(SHARED) > 0 else GPU
-
-
 def is_check_pod(pod: Pod, namespace: str, name: str, node: str) -> bool:
     labels = pod.raw["metadata"].get("labels") or {}
     return pod.namespace == namespace and labels.get("app") == name and labels.get(NODE_LABEL) == node
@@ -192,7 +187,7 @@ def _node_check(inputs: Inputs, state: ClusterState, read: dict[str, Any], host:
         refuse.append(f"{name}: the check's pod names ({prefix}-overflow) must be DNS subdomains and the node name "
                       "a label value (at most 63 characters); shorten share_check_name.")
         return None
-    resource = resource_of(node)
+    resource = node.shared_resource  # renamed, or still nvidia.com/gpu
     mine = lambda pod: is_check_pod(pod, inputs.namespace, inputs.name, name)  # noqa: E731
     pods = [p for p in read.get("node_pods") or [] if Pod(p).node == name]
     allocatable = node.allocatable(resource)

@@ -3,14 +3,20 @@ as its kubelet and its containers see it, with no I/O:
 
 - the config ConfigMap as MOUNTED: a snapshot taken when the pod starts, refreshed by the kubelet
   only every `refresh_s` seconds (its sync period plus the ConfigMap cache TTL);
-- `config-manager-init` (ONESHOT): picks the key named by the node label (or DEFAULT_CONFIG, or the
-  empty config) from the mounted keys, or crash-loops;
+- `config-manager-init` (ONESHOT): up to v0.18.1 it waits for the node label and picks the key it
+  names (or DEFAULT_CONFIG, or the empty config) from the mounted keys, or crash-loops; from v0.18.2
+  its first read never waits (commit ab05acef5): it applies DEFAULT_CONFIG before its informer has
+  seen the label, and fails only when that key is missing;
 - the main container: loads the selected config at start, and again in place on SIGHUP;
-- the `config-manager` sidecar: on a label change, re-selects and SIGHUPs the main container; on a
-  key it cannot find it exits (crash-loops) and the loaded config stays in effect.
+- the `config-manager` sidecar: once its informer has delivered the node (`label_delay` after the
+  start, from v0.18.2), on a label the loaded key does not follow, re-selects and SIGHUPs the main
+  container; on a key it cannot find it exits (crash-loops) and the loaded config stays in effect.
+  So from v0.18.2 a pod started on a labelled node serves the default first, then the labelled key;
+  a label naming a missing key leaves init Completed, the main container on the default and the
+  sidecar in CrashLoopBackOff.
 
-Follows NVIDIA/k8s-device-plugin cmd/config-manager/main.go (updateConfigName with
-FALLBACK_STRATEGIES=empty, as the operator sets it)."""
+Follows NVIDIA/k8s-device-plugin cmd/config-manager/main.go (SyncableConfig.Get, updateConfigName
+with FALLBACK_STRATEGIES=empty, as the operator sets it)."""
 
 from __future__ import annotations
 
@@ -50,6 +56,10 @@ class ManagedPod(Generic[T]):
     uid: str
     config_map: str | None  # None: rendered without devicePlugin.config (no config-manager at all)
     default: str
+    # None: init waits for the node label (up to v0.18.1); else how long after init the sidecar's
+    # informer delivers the label (v0.18.2 and later)
+    label_delay: float | None = None
+    label_at: float | None = None  # when the sidecar is first told the node label (None: at once)
     mount: dict[str, str] | None = None  # the mounted ConfigMap data; None while it cannot be mounted
     mounted_at: float | None = None
     label: str | None = None  # the node label value the config-manager last acted on
@@ -79,10 +89,15 @@ class ManagedPod(Generic[T]):
         return self.running and self.sidecar_error is None
 
     def refresh_due(self, now: float, refresh_s: float) -> float | None:
-        """When the kubelet next refreshes the mounted ConfigMap (None: nothing mounted from one)."""
+        """When the pod next changes on its own: the kubelet refreshes the mounted ConfigMap, or the
+        sidecar is told the node label (None: nothing mounted from a ConfigMap)."""
         if self.config_map is None:
             return None
-        return (self.mounted_at or now) + refresh_s
+        refresh = (self.mounted_at or now) + refresh_s
+        return min(refresh, self.label_at) if self.label_at is not None and self.label_at > now else refresh
+
+    def sees_label(self, now: float) -> bool:
+        return self.label_at is None or now >= self.label_at
 
     def sync(self, label: str | None, configmap: dict[str, str] | None, now: float, refresh_s: float,
              load: Callable[[str], T]) -> bool:
@@ -93,16 +108,22 @@ class ManagedPod(Generic[T]):
         remounted = self._kubelet_mount(configmap, now, refresh_s)
         if not self.mounted:
             return self.visible() != before
-        if self.selected is None:
+        started = self.selected is None
+        if started:
             if self.config_map is None:
                 self._start(EMPTY, now, load)
-            elif remounted or self.init_restarts == 0 and self.init_error is None or label != self.label:
-                self._init(label, now, load)
-        else:
-            if self.config_map is not None and (label != self.label or self.sidecar_error and remounted):
-                self._sidecar(label, now, load)
-            if self.main_error and remounted:
-                self._start(self.selected, now, load)
+            elif remounted or self.init_restarts == 0 and self.init_error is None or (
+                    self.label_delay is None and label != self.label):
+                self._init(label if self.label_delay is None else None, now, load)
+                if self.selected is not None and self.label_delay is not None:
+                    self.label_at = now + self.label_delay
+            if self.selected is None:
+                return self.visible() != before
+        if self.config_map is not None and self.sees_label(now) and (
+                label != self.label or self.sidecar_error and remounted):
+            self._sidecar(label, now, load)
+        if self.main_error and remounted and not started:
+            self._start(self.selected, now, load)
         return self.visible() != before
 
     def visible(self) -> tuple:

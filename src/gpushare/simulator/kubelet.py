@@ -1,8 +1,13 @@
 """The kubelet's part, with no I/O: the node's extended resources from what the device plugin
-registers (pkg/kubelet/cm/devicemanager: a stopped plugin's devices turn unhealthy, so allocatable
-drops to 0 while capacity keeps them; a resource no longer registered stays at 0), the status of a
-config-managed pod (init containers, containers, conditions as kubectl reads them), and the device
-plugin's Allocate check for shared replicas (k8s-device-plugin internal/rm/rm.go)."""
+registers, the status of a config-managed pod (init containers, containers, conditions as kubectl
+reads them), and the device plugin's Allocate check for shared replicas (k8s-device-plugin
+internal/rm/rm.go).
+
+Resources follow kubernetes pkg/kubelet/cm/devicemanager (manager.go GetCapacity,
+markResourceUnhealthy; endpoint.go stopGracePeriodExpired) and pkg/kubelet/nodestatus/setters.go:
+when no running plugin serves a resource any more (the plugin stopped, or restarted serving other
+names), its devices turn unhealthy: allocatable 0, capacity kept for endpointStopGracePeriod
+(5 minutes), then capacity 0; the resource is never removed from the node's status."""
 
 from __future__ import annotations
 
@@ -14,16 +19,30 @@ from gpushare.simulator.node_view import GPU, SHARED
 
 Obj = dict[str, Any]
 EXTENDED = "nvidia.com/"
+ENDPOINT_STOP_GRACE_S = 300.0  # devicemanager endpointStopGracePeriod
 
 
-def node_resources(registered: dict[str, int] | None, capacity: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
-    """(capacity, allocatable) of the nvidia.com/ resources; `registered` is None while the plugin
-    does not run."""
+def node_resources(registered: dict[str, int] | None, capacity: dict[str, str], stopped: dict[str, float],
+                   now: float, grace_s: float) -> tuple[dict[str, str], dict[str, str], float | None]:
+    """(capacity, allocatable, when it next changes on its own) of the nvidia.com/ resources;
+    `registered` is None while no plugin runs. `stopped` (resource -> when its plugin stopped serving
+    it) is updated in place."""
+    served = registered or {}
     known = {k: v for k, v in capacity.items() if k.startswith(EXTENDED)}
-    if registered is None:
-        return dict(known), {k: "0" for k in known}
-    resources = {k: str(registered.get(k, 0)) for k in known.keys() | registered.keys()}
-    return resources, dict(resources)
+    new_capacity, allocatable, due = {}, {}, None
+    for name in sorted(known.keys() | served.keys()):
+        if name in served:
+            stopped.pop(name, None)
+            new_capacity[name] = allocatable[name] = str(served[name])
+            continue
+        since = stopped.setdefault(name, now)
+        unhealthy = known[name] != "0" and now < since + grace_s
+        new_capacity[name], allocatable[name] = (known[name] if unhealthy else "0"), "0"
+        if unhealthy:
+            due = since + grace_s if due is None else min(due, since + grace_s)
+    for name in set(stopped) - known.keys():
+        del stopped[name]
+    return new_capacity, allocatable, due
 
 
 def _waiting(reason: str, message: str | None = None) -> Obj:

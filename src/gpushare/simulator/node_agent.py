@@ -1,7 +1,9 @@
 """Everything that runs ON a simulated GPU node: the operator's node labels, the MIG manager, the
-device plugin and GFD pods with their config-manager (as their kubelet reports them) and the
-kubelet's extended resources. Decisions come from operator.node_labels, mig_manager, config_manager,
-node_view and kubelet; this module reads the Simulator's caches and writes the results."""
+device plugin and GFD pods with their config-manager (as their kubelet reports them), GFD's labels
+(on the node, or from v0.19 in its NFD NodeFeature object, which nfd_master copies to the node) and
+the kubelet's extended resources. Decisions come from operator.node_labels, mig_manager,
+config_manager, plugin_version, node_view, nfd and kubelet; this module reads the Simulator's caches
+and writes the results."""
 
 from __future__ import annotations
 
@@ -19,18 +21,22 @@ from gpushare.fleet import HARDWARE_ANNOTATION
 from gpushare.gpu_catalog import GpuProduct
 from gpushare.gpu_catalog import product as lookup_product
 from gpushare.simulator import clusterpolicy as cp
-from gpushare.simulator import mig_manager, operands
+from gpushare.simulator import mig_manager, nfd, operands
 from gpushare.simulator.config_manager import ManagedPod
 from gpushare.simulator.kubelet import managed_pod_status, node_resources
 from gpushare.simulator.mig import Layout
 from gpushare.simulator.node_view import gfd_labels, gfd_owns, plugin_resources
 from gpushare.simulator.operator import node_labels
+from gpushare.simulator.plugin_version import gfd_uses_node_feature_api, init_waits_for_label
 from gpushare.simulator.rest import STRATEGIC, Obj
 
 # A fault to test against: the device plugin on a node so annotated crashes with the annotation's
 # message whenever its config shares (as a driver that rejects time-slicing would), and never
 # becomes Ready until the node is back on a config that does not share.
 PLUGIN_FAULT_ANNOTATION = "sim.gpushare.io/device-plugin-fault"
+# A test's knob: the kubelet's endpointStopGracePeriod on this node, in seconds (the simulator's
+# option, 5 minutes like the kubelet, elsewhere).
+STOP_GRACE_ANNOTATION = "sim.gpushare.io/endpoint-stop-grace-seconds"
 
 if TYPE_CHECKING:
     from gpushare.simulator.simulator import Simulator
@@ -52,14 +58,14 @@ def _container(pod: Obj, name: str) -> Obj:
     return next((c for c in pod["spec"].get("containers") or [] if c["name"] == name), {})
 
 
-def config_source(pod: Obj) -> tuple[str | None, str]:
-    """(ConfigMap, DEFAULT_CONFIG) the pod's config-manager-init reads; (None, '') without one."""
+def config_source(pod: Obj) -> tuple[str | None, str, str]:
+    """(ConfigMap, DEFAULT_CONFIG, image) of the pod's config-manager-init; (None, '', '') without one."""
     init = next((c for c in pod["spec"].get("initContainers") or [] if c["name"] == "config-manager-init"), None)
     if init is None:
-        return None, ""
+        return None, "", ""
     mount = next((m["name"] for m in init.get("volumeMounts") or [] if m.get("mountPath") == "/available-configs"), None)
     volume = next((v for v in pod["spec"].get("volumes") or [] if v["name"] == mount), {})
-    return (volume.get("configMap") or {}).get("name"), _env(init).get("DEFAULT_CONFIG", "")
+    return (volume.get("configMap") or {}).get("name"), _env(init).get("DEFAULT_CONFIG", ""), init.get("image", "")
 
 
 def mig_strategy_of(pod: Obj, main: str) -> str:
@@ -73,6 +79,7 @@ class NodeAgent:
         self.managed: dict[str, ManagedPod[Any]] = {}  # by pod uid
         self.mig_runs: dict[str, mig_manager.MigRun] = {}
         self.wakeups: dict[str, float] = {}
+        self.stopped: dict[str, dict[str, float]] = {}  # node -> resource -> when no plugin served it any more
 
     def forget(self, uid: str) -> None:
         self.managed.pop(uid, None)
@@ -88,6 +95,7 @@ class NodeAgent:
         node = sim.nodes.get(name)
         if node is None:
             self.mig_runs.pop(name, None)
+            self.stopped.pop(name, None)
             return
         meta = node["metadata"]
         labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
@@ -106,13 +114,17 @@ class NodeAgent:
             plugin = self._config_managed(node, operands.DEVICE_PLUGIN, "nvidia-device-plugin", now,
                                           lambda pod: self._plugin_loader(pod, layout, fault))
             gfd = self._config_managed(node, operands.GFD, "gpu-feature-discovery", now, lambda pod: _gfd_loader)
-            self._kubelet_resources(node, plugin)
+            self._kubelet_resources(node, plugin, now)
             if gfd is not None and gfd[0].running:
                 state, pod = gfd
                 wanted = gfd_labels(product, state.loaded, mig_strategy_of(pod, "gpu-feature-discovery"), layout,
                                     int(state.started_at))
-                label_patch.update({k: v for k, v in wanted.items() if labels.get(k) != v})
-                label_patch.update({k: None for k in labels if gfd_owns(k) and k not in wanted})
+                main = _container(pod, "gpu-feature-discovery")
+                if gfd_uses_node_feature_api(main.get("image", ""), _env(main)):
+                    self._publish_node_feature(name, pod, wanted)
+                else:
+                    label_patch.update({k: v for k, v in wanted.items() if labels.get(k) != v})
+                    label_patch.update({k: None for k in labels if gfd_owns(k) and k not in wanted})
         label_patch = {k: v for k, v in label_patch.items() if labels.get(k) != v}
         annotation_patch = {k: v for k, v in annotation_patch.items() if annotations.get(k) != v}
         if label_patch or annotation_patch:
@@ -182,8 +194,9 @@ class NodeAgent:
         state = self.managed.get(uid)
         first = state is None
         if state is None:
-            config_map, default = config_source(pod)
-            state = self.managed[uid] = ManagedPod(uid, config_map, default)
+            config_map, default, image = config_source(pod)
+            delay = None if init_waits_for_label(image) else sim.options.config_manager_label_seconds
+            state = self.managed[uid] = ManagedPod(uid, config_map, default, label_delay=delay)
         data = None
         if state.config_map is not None:
             config_map_obj = sim.configmaps.get(state.config_map)
@@ -204,11 +217,14 @@ class NodeAgent:
                       f"Back-off restarting failed container {container_name} in pod "
                       f"{pod['metadata']['name']}_{sim.namespace}({uid}): {message}", uid=uid, component="kubelet")
         state.events.clear()
-        due = state.refresh_due(now, sim.options.configmap_refresh_seconds)
+        self._wake(name, state.refresh_due(now, sim.options.configmap_refresh_seconds), now)
+        return state, pod
+
+    def _wake(self, name: str, due: float | None, now: float) -> None:
+        """Reconcile the node again at `due`, unless a wake-up at or before it is pending."""
         if due is not None and not (now < self.wakeups.get(name, 0) <= due):
             self.wakeups[name] = due
-            sim.queue.add_after(f"node/{name}", due - now + 0.05)
-        return state, pod
+            self.sim.queue.add_after(f"node/{name}", due - now + 0.05)
 
     def _write_pod_status(self, pod: Obj, state: ManagedPod[Any], main: str) -> None:
         meta = pod["metadata"]
@@ -219,15 +235,37 @@ class NodeAgent:
             if err.status != 404:
                 raise
 
+    # ---- GFD's NodeFeature (v0.19 and later) ------------------------------------------------------------
+    def _publish_node_feature(self, node: str, pod: Obj, labels: dict[str, str]) -> None:
+        """nodeFeatureObject.Output: create GFD's NodeFeature, or update it when its labels or owners differ."""
+        sim = self.sim
+        meta = pod["metadata"]
+        owners = [{"apiVersion": ref["apiVersion"], "kind": "DaemonSet", "name": ref["name"], "uid": ref["uid"],
+                   "controller": True} for ref in meta.get("ownerReferences") or [] if ref.get("kind") == "DaemonSet"][:1]
+        owners.append({"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]})
+        wanted = nfd.gfd_object(node, sim.namespace, labels, owners)
+        current = sim.node_features.get(f"{sim.namespace}/{nfd.gfd_object_name(node)}")
+        path = f"/apis/{nfd.GROUP}/{nfd.VERSION}/namespaces/{sim.namespace}/{nfd.PLURAL}"
+        if current is None:
+            sim.remember(sim.node_features, sim.rest.create(path, wanted))
+        elif (current.get("spec") or {}).get("labels") != labels or current["metadata"].get("ownerReferences") != owners:
+            wanted["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+            sim.remember(sim.node_features, sim.rest.replace(f"{path}/{wanted['metadata']['name']}", wanted))
+
     # ---- the kubelet's extended resources ----------------------------------------------------------
-    def _kubelet_resources(self, node: Obj, plugin: tuple[ManagedPod[Any], Obj] | None) -> None:
+    def _kubelet_resources(self, node: Obj, plugin: tuple[ManagedPod[Any], Obj] | None, now: float) -> None:
         status = node.get("status") or {}
+        name = node["metadata"]["name"]
         registered = plugin[0].loaded[1] if plugin is not None and plugin[0].running else None
-        capacity, allocatable = node_resources(registered, status.get("capacity") or {})
+        grace = (node["metadata"].get("annotations") or {}).get(STOP_GRACE_ANNOTATION)
+        capacity, allocatable, due = node_resources(registered, status.get("capacity") or {},
+                                                    self.stopped.setdefault(name, {}), now,
+                                                    float(grace) if grace else self.sim.options.endpoint_stop_grace_seconds)
+        self._wake(name, due, now)
         current_capacity = {k: v for k, v in (status.get("capacity") or {}).items() if k.startswith("nvidia.com/")}
         current_allocatable = {k: v for k, v in (status.get("allocatable") or {}).items() if k.startswith("nvidia.com/")}
         if capacity != current_capacity or allocatable != current_allocatable:
-            self.sim.patch_node_status(node["metadata"]["name"], {"capacity": capacity, "allocatable": allocatable})
+            self.sim.patch_node_status(name, {"capacity": capacity, "allocatable": allocatable})
 
 
 def _gfd_loader(text: str) -> PluginConfig:

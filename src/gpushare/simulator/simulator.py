@@ -1,6 +1,7 @@
 """The simulated GPU Operator as one process: informers on what it watches, a work queue, and the
 controllers (operator.Operator: ClusterPolicy, node labels, driver upgrades; node_agent.NodeAgent:
-MIG manager, device plugin, GFD, kubelet; plus the kubelet's device admission of workload pods).
+MIG manager, device plugin, GFD, kubelet; nfd_master.NfdMaster: NodeFeature labels onto nodes; plus
+the kubelet's device admission of workload pods).
 Operand pods are real pods of real DaemonSets: kube-controller-manager creates them and KWOK runs
 them, except the device-plugin and GFD pods, whose status the simulator writes as their kubelet."""
 
@@ -17,9 +18,10 @@ from kubernetes.client.exceptions import ApiException
 
 from gpushare.kube import api_client, wait_for
 from gpushare.simulator import clusterpolicy as cp
-from gpushare.simulator import operands, operator_objects
+from gpushare.simulator import nfd, operands, operator_objects
 from gpushare.simulator.informer import Informer, name_key, namespaced_key
-from gpushare.simulator.kubelet import admission_rejection
+from gpushare.simulator.kubelet import ENDPOINT_STOP_GRACE_S, admission_rejection
+from gpushare.simulator.nfd_master import NfdMaster
 from gpushare.simulator.node_agent import NodeAgent
 from gpushare.simulator.operator import Operator
 from gpushare.simulator.rest import Obj, Rest
@@ -35,6 +37,9 @@ OPERAND_APPS = frozenset(name for name, *_ in operands.OPERANDS)
 class Options:
     configmap_refresh_seconds: float = 60.0  # kubelet sync period + ConfigMap cache TTL
     mig_reboot_seconds: float = 5.0  # how long a simulated node takes to reboot for a MIG mode change
+    # from device plugin v0.18.2: how long after a config-manager starts its informer tells it the node label
+    config_manager_label_seconds: float = 0.5
+    endpoint_stop_grace_seconds: float = ENDPOINT_STOP_GRACE_S  # the kubelet's endpointStopGracePeriod
 
 
 def _now() -> str:
@@ -54,6 +59,7 @@ class Simulator:
         self.stop = threading.Event()
         self.operator = Operator(self)
         self.agent = NodeAgent(self)
+        self.nfd_master = NfdMaster(self)
         self.admitted: set[str] = set()
         # Status patches of the pods admission rejected, by UID: KWOK, which saw the pod Pending,
         # may still mark it Running after the rejection, and the kubelet never would.
@@ -71,6 +77,8 @@ class Simulator:
                                          lambda _, old, new: self._queue(POLICY) if new is None else None)
         self.nodes = Informer(rest, "/api/v1/nodes", name_key, self._node_changed)
         self.pods = Informer(rest, "/api/v1/pods", namespaced_key, self._pod_changed)
+        self.node_features = Informer(rest, f"/apis/{nfd.GROUP}/{nfd.VERSION}/{nfd.PLURAL}", namespaced_key,
+                                      self._node_feature_changed)
 
     # ---- caches ------------------------------------------------------------------------------------
     def pods_on(self, node: str, app: str | None = None) -> list[Obj]:
@@ -91,18 +99,19 @@ class Simulator:
         """The live (not terminating) pod of an operand DaemonSet on a node."""
         return next((p for p in self.pods_on(node, app) if "deletionTimestamp" not in p["metadata"]), None)
 
-    def _remember(self, informer: Informer, key: str, obj: Obj) -> None:
+    def remember(self, informer: Informer, obj: Obj) -> None:
         """Put a write's response in the cache unless the watch already brought something newer."""
+        key = informer.key(obj)
         with informer.lock:
             current = informer.cache.get(key)
             if current is None or _rv(current) < _rv(obj):
                 informer.cache[key] = obj
 
     def patch_node(self, name: str, body: Obj) -> None:
-        self._remember(self.nodes, name, self.rest.patch(f"/api/v1/nodes/{name}", body))
+        self.remember(self.nodes, self.rest.patch(f"/api/v1/nodes/{name}", body))
 
     def patch_node_status(self, name: str, status: Obj) -> None:
-        self._remember(self.nodes, name, self.rest.patch(f"/api/v1/nodes/{name}/status", {"status": status}))
+        self.remember(self.nodes, self.rest.patch(f"/api/v1/nodes/{name}/status", {"status": status}))
 
     def event(self, kind: str, name: str, namespace: str, event_type: str, reason: str, message: str,
               uid: str | None = None, component: str = "gpushare-gpu-operator-sim") -> None:
@@ -143,6 +152,10 @@ class Simulator:
     def _node_changed(self, key: str, old: Obj | None, new: Obj | None) -> None:
         self._queue(f"node/{key}", UPGRADE)
 
+    def _node_feature_changed(self, key: str, old: Obj | None, new: Obj | None) -> None:
+        for node in {nfd.node_of(o) for o in (old, new) if o is not None} - {""}:
+            self.queue.add(f"nfd/{node}")
+
     def _pod_changed(self, key: str, old: Obj | None, new: Obj | None) -> None:
         pod = new or old
         assert pod is not None  # noqa: S101 - narrows the type: the informer passes one of them
@@ -179,18 +192,24 @@ class Simulator:
 
     # ---- start-up ----------------------------------------------------------------------------------
     def install(self) -> None:
-        """The chart's install: CRD, namespace, ClusterPolicy instance (kept if present)."""
-        try:
-            self.rest.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", cp.crd())
-        except ApiException as err:
-            if err.status != 409:
-                raise
+        """The chart's install: CRDs (ClusterPolicy; NodeFeature, from its NFD subchart), namespace,
+        ClusterPolicy instance (kept if present)."""
+        for crd in (cp.crd(), nfd.crd()):
+            try:
+                self.rest.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+            except ApiException as err:
+                if err.status != 409:
+                    raise
 
         def established() -> bool:
-            crd = self.rest.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{cp.PLURAL}.{cp.GROUP}")
-            return any(c["type"] == "Established" and c["status"] == "True" for c in crd.get("status", {}).get("conditions") or [])
+            for name in (f"{cp.PLURAL}.{cp.GROUP}", f"{nfd.PLURAL}.{nfd.GROUP}"):
+                crd = self.rest.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+                if not any(c["type"] == "Established" and c["status"] == "True"
+                           for c in crd.get("status", {}).get("conditions") or []):
+                    return False
+            return True
 
-        wait_for(established, 30, "the ClusterPolicy CRD to be established")
+        wait_for(established, 30, "the ClusterPolicy and NodeFeature CRDs to be established")
         for path, body in (("/api/v1/namespaces", {"metadata": {"name": self.namespace}}),
                            (f"/apis/{cp.GROUP}/{cp.VERSION}/{cp.PLURAL}", cp.default_instance())):
             try:
@@ -201,7 +220,8 @@ class Simulator:
 
     def run(self, ready_file: Path | None) -> None:
         self.install()
-        informers = (self.policies, self.daemonsets, self.revisions, self.configmaps, self.service_accounts, self.nodes, self.pods)
+        informers = (self.policies, self.daemonsets, self.revisions, self.configmaps, self.service_accounts, self.nodes,
+                     self.pods, self.node_features)
         for informer in informers:
             threading.Thread(target=informer.run, args=(self.stop,), name=informer.name, daemon=True).start()
         for informer in informers:
@@ -225,6 +245,8 @@ class Simulator:
                     self.operator.reconcile_upgrades()
                 elif key.startswith("node/"):
                     self.agent.reconcile(key.removeprefix("node/"))
+                elif key.startswith("nfd/"):
+                    self.nfd_master.reconcile(key.removeprefix("nfd/"))
                 elif key.startswith("pod/"):
                     self.admit(key.removeprefix("pod/"))
             except ApiException as err:

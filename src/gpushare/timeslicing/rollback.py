@@ -15,11 +15,11 @@ import yaml
 
 from gpushare.k8s.patch import json_patch, resolve
 from gpushare.model.node import CONFIG_LABEL, CORDONED_BY, MARK, Node, Pool
-from gpushare.model.pods import UNSCHEDULABLE, Pod
+from gpushare.model.pods import UNSCHEDULABLE, Pod, outlasting_drain
 from gpushare.timeslicing.enable import (CONFIG, CONFIG_NAME, RUNBOOK as ENABLE, TOLERATIONS, driver_upgrades,
                                          field_ops, operator_roll)
 from gpushare.timeslicing.records import FieldChange, Intent, Record, new_record, record_name, state_patch
-from gpushare.timeslicing.settings import DEFAULT_KEY, NOTHING
+from gpushare.timeslicing.settings import DEFAULT_KEY, NOTHING, optional_int
 from gpushare.timeslicing.state import ClusterState, operator_problems
 
 RUNBOOK = "rollback-timeslicing"
@@ -42,6 +42,8 @@ class RollbackSettings:
     backup_name: str  # an explicit backup: a run record ConfigMap, or a backup file (then backup_text)
     backup_text: str
     unprepare: bool = False  # undo the prepare runs too (the operator then rolls the fleet's plugin and GFD)
+    drain_timeout: int = 300
+    drain_grace_period: int | None = None  # the grace given to each evicted pod (None: its own)
 
     @classmethod
     def of(cls, values: dict[str, Any]) -> RollbackSettings:
@@ -54,7 +56,8 @@ class RollbackSettings:
                    bool(values.get("confirm_cluster_scope")), bool(values.get("confirm_overwrite")),
                    bool(values.get("drain_force")), bool(values.get("drain_delete_emptydir_data")),
                    str(values.get("backup") or ""), str(values.get("backup_text") or ""),
-                   bool(values.get("unprepare")))
+                   bool(values.get("unprepare")), int(values.get("drain_timeout") or 300),
+                   optional_int(values.get("drain_grace_period")))
 
 
 def explicit_backup(state: ClusterState, settings: RollbackSettings) -> tuple[dict[str, Any] | None, str]:
@@ -121,7 +124,7 @@ def shared_keys(state: ClusterState, settings: RollbackSettings) -> set[str]:
 def shared_resources(node: Node) -> tuple[str, ...]:
     """The resources that are shares on this node: nvidia.com/gpu.shared, and nvidia.com/gpu when
     the node time-slices without renaming."""
-    return SHARED_RESOURCES if node.shares and node.capacity(SHARED_RESOURCES[0]) == 0 else SHARED_RESOURCES[:1]
+    return SHARED_RESOURCES if node.shares and node.shared_resource == SHARED_RESOURCES[1] else SHARED_RESOURCES[:1]
 
 
 def _has_sharing(node: Node, keys: set[str], pool: Pool) -> bool:
@@ -273,6 +276,9 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
         warning = _comeback_warning(pod, state.nodes[pod.node], settings.pool)
         if warning:
             result.warnings.append(warning)
+    result.refusals += [f"{r} {NOTHING}" for r in outlasting_drain(
+        evictable, settings.drain_grace_period, settings.drain_timeout, "timeslicing_rollback_drain_timeout",
+        "timeslicing_rollback_drain_grace_period")]
     if result.refusals:
         return result
     result.record = record_name(RUNBOOK, now)

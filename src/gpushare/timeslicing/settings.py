@@ -29,6 +29,11 @@ def _bool(value: Any) -> bool:
     return str(value).strip().lower() in ("true", "yes", "on", "1")
 
 
+def optional_int(value: Any) -> int | None:
+    """An optional whole number as a role passes it (null renders as None or "")."""
+    return None if value is None or str(value).strip() in ("", "None") else int(value)
+
+
 @dataclass(frozen=True)
 class Settings:
     replicas: int
