@@ -196,7 +196,13 @@ def test_gpu_pods_are_evicted_once_the_window_is_confirmed() -> None:
     pytest.param(state(mig_manager={"config": {"name": "team"}}), {}, "ConfigMap gpu-operator/team (named by the "
                  "ClusterPolicy (migManager.config.name)) does not exist", id="custom-configmap-missing"),
     pytest.param(state(configmaps=[configmap("default-mig-parted-config", "version: v1\nmig-configs: [")]), {},
-                 "key config.yaml is not a config the MIG manager can read: error parsing config file: unmarshal error: yaml: line 2:", id="unreadable-config"),
+                 "key config.yaml is not a config the MIG manager can read: error parsing config file: unmarshal error: "
+                 "error converting YAML to JSON: yaml: line 2:", id="unreadable-config"),
+    pytest.param(state(configmaps=[configmap("default-mig-parted-config", "version: v1\nmig-configs: {on: [{devices: all, "
+                                                                        "mig-enabled: false}]}\n")]), {"config": "on"},
+                 "MIG config 'on' is not in ConfigMap gpu-operator/default-mig-parted-config (the GPU Operator's default). "
+                 "The configs there that apply to its NVIDIA-A100-SXM4-40GB GPUs: true. A key written on there is read by "
+                 "mig-parted's YAML 1.1 as 'true': quote it in the file (\"on\").", id="yaml-1.1-boolean-name"),
     pytest.param(state([gpu_node(labels={"nvidia.com/mig.capable": "false"})]), {}, "gpu-node-mig is not MIG-capable",
                  id="not-capable"),
     pytest.param(state([gpu_node(labels={"nvidia.com/gpu.sharing-strategy": "time-slicing",

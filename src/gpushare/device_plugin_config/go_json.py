@@ -171,6 +171,21 @@ def slice_of(elem: Decode, type_name: str) -> Decode:
     return decode
 
 
+def map_of(elem: Decode, type_name: str) -> Decode:
+    """map[string]T: null sets nil; each member decoded into a fresh element (a value of the wrong
+    type is saved, as for a struct field, but without a field path: a map key is not one)."""
+
+    def decode(d: Decoder, value: Any, current: Any) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            d.mismatch(value, type_name)
+            return current
+        return {**(current or {}), **{key: elem(d, item, None) for key, item in value.items()}}
+
+    return decode
+
+
 def raw_map(d: Decoder, value: Any, current: Any) -> Any:
     """map[string]json.RawMessage."""
     if value is None or isinstance(value, dict):

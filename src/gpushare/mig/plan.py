@@ -15,7 +15,7 @@ from gpushare.mig import parted
 from gpushare.mig.fit import WHOLE, Fit, fit, smallest_fit
 from gpushare.mig.hardware import GpuModel, Profile, model
 from gpushare.mig.settings import ENABLE, MARK, NOTHING, ROLLBACK, RUNBOOKS, Mark, MigSettings
-from gpushare.mig_parted_config import MigConfigError, MigConfigSpec, parse_configs
+from gpushare.mig_parted_config import MigConfigError, MigConfigSpec, parse_configs, yaml_key
 from gpushare.model.node import CORDONED_BY, GPU, MIG_CONFIG, MIG_STATE, Node
 from gpushare.model.pods import Pod
 from gpushare.timeslicing.records import Intent, new_record, record_name, state_patch
@@ -140,8 +140,11 @@ def _config_refusals(name: str, node: Node, state: ClusterState, settings: MigSe
     current = node.mig_config or parted.DISABLED
     if target not in configs:
         usable = [c for c in sorted(configs) if not parted.apply(configs[c], gpu, [None] * gpus)[1]]
+        read_as = yaml_key(target)
+        hint = (f" A key written {target} there is read by mig-parted's YAML 1.1 as {read_as!r}: quote it in the file "
+                f"(\"{target}\")." if read_as != target and read_as in configs else "")
         return None, [f"{name}: MIG config {target!r} is not in {where} ({source.why}). The configs there that apply "
-                      f"to its {gpu.product} GPUs: {', '.join(usable) or 'none'}."], []
+                      f"to its {gpu.product} GPUs: {', '.join(usable) or 'none'}.{hint}"], []
     before = parted.apply(configs[current], gpu, [None] * gpus)[0] if current in configs else None
     after, refusals, warnings = parted.apply(configs[target], gpu, before or [None] * gpus)
     refusals = [f"{name}: MIG config {target} of {where} does not fit its {gpus} {gpu.product} GPU(s): {r}."
