@@ -1,6 +1,7 @@
 """The simulated GPU Operator as one process: informers on what it watches, a work queue, and the
 controllers (operator.Operator: ClusterPolicy, node labels, driver upgrades; node_agent.NodeAgent:
-MIG manager, device plugin, GFD, kubelet; plus the kubelet's device admission of workload pods).
+MIG manager, device plugin, GFD, kubelet; driver_manager.DriverManager: the driver pods' init
+container; plus the kubelet's device admission of workload pods).
 Operand pods are real pods of real DaemonSets: kube-controller-manager creates them and KWOK runs
 them, except the device-plugin and GFD pods, whose status the simulator writes as their kubelet."""
 
@@ -19,6 +20,7 @@ from gpushare.kube import api_client, wait_for
 from gpushare.simulator import clusterpolicy as cp
 from gpushare.simulator import operands, operator_objects
 from gpushare.simulator.informer import Informer, name_key, namespaced_key
+from gpushare.simulator.driver_manager import DriverManager
 from gpushare.simulator.kubelet import admission_rejection
 from gpushare.simulator.node_agent import NodeAgent
 from gpushare.simulator.operator import Operator
@@ -35,6 +37,7 @@ OPERAND_APPS = frozenset(name for name, *_ in operands.OPERANDS)
 class Options:
     configmap_refresh_seconds: float = 60.0  # kubelet sync period + ConfigMap cache TTL
     mig_reboot_seconds: float = 5.0  # how long a simulated node takes to reboot for a MIG mode change
+    driver_manager_timeout_seconds: float = 300.0  # k8s-driver-manager defaultGracePeriod
 
 
 def _now() -> str:
@@ -54,6 +57,7 @@ class Simulator:
         self.stop = threading.Event()
         self.operator = Operator(self)
         self.agent = NodeAgent(self)
+        self.driver_manager = DriverManager(self)
         self.admitted: set[str] = set()
         # Status patches of the pods admission rejected, by UID: KWOK, which saw the pod Pending,
         # may still mark it Running after the rejection, and the kubelet never would.
@@ -166,6 +170,8 @@ class Simulator:
         app = (pod["metadata"].get("labels") or {}).get("app")
         if pod["metadata"].get("namespace") == self.namespace and app in OPERAND_APPS:
             self.queue.add(f"node/{node}")
+            if app == operands.DRIVER or new is None:
+                self.queue.add(f"driver/{node}")
             if app in (operands.DRIVER, operands.VALIDATOR) or new is None:
                 self.queue.add(UPGRADE)
             return
@@ -206,6 +212,7 @@ class Simulator:
             threading.Thread(target=informer.run, args=(self.stop,), name=informer.name, daemon=True).start()
         for informer in informers:
             informer.synced.wait()
+        self.driver_manager.adopt()
         for i in range(WORKERS):
             threading.Thread(target=self._work, name=f"worker-{i}", daemon=True).start()
         self._queue(POLICY, UPGRADE)
@@ -225,6 +232,8 @@ class Simulator:
                     self.operator.reconcile_upgrades()
                 elif key.startswith("node/"):
                     self.agent.reconcile(key.removeprefix("node/"))
+                elif key.startswith("driver/"):
+                    self.driver_manager.reconcile(key.removeprefix("driver/"))
                 elif key.startswith("pod/"):
                     self.admit(key.removeprefix("pod/"))
             except ApiException as err:
