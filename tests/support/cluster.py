@@ -149,6 +149,7 @@ TEST_NAMESPACE_LABEL = "gpushare.test/scenario"
 # Node labels, annotations and taints the runbooks (or scenarios) may leave behind.
 SCENARIO_LABEL_KEYS = ("nvidia.com/device-plugin.config", "gpu-mode", "nvidia.com/gpu-driver-upgrade.skip")
 SCENARIO_ANNOTATION_PREFIXES = ("gpushare.io/", "sim.gpushare.io/mig-reboot", "sim.gpushare.io/mig-stall",
+                                "sim.gpushare.io/mig-client-timeout", "sim.gpushare.io/mig-discovery",
                                 "sim.gpushare.io/device-plugin-fault")
 DEPLOY_LABEL_PREFIX = "nvidia.com/gpu.deploy."
 RESET_TIMEOUT_S = 120
@@ -185,7 +186,8 @@ def reset_embedded(cluster: Cluster) -> None:
     core, ns = cluster.core, cluster.operator_namespace
     delete_test_namespaces(cluster, TEST_NAMESPACE_LABEL)
     for cm in core.list_namespaced_config_map(ns).items:
-        owned = any(o.kind == "ClusterPolicy" for o in cm.metadata.owner_references or [])
+        # the operator's, and the configs a MIG manager generated from its node's GPUs (owned by its pod)
+        owned = any(o.kind in ("ClusterPolicy", "Pod") for o in cm.metadata.owner_references or [])
         if cm.metadata.name != "kube-root-ca.crt" and not owned:
             core.delete_namespaced_config_map(cm.metadata.name, ns)
     coordination = client.CoordinationV1Api(cluster.api)

@@ -140,7 +140,9 @@ def step(run: MigRun | None, facts: NodeFacts, now: float, reboot_s: float) -> t
         if facts.labels.get(MIG_STATE) == "rebooting" and run.target is not None and mode_change(current, run.target):
             return run, _finish(run, "failed", Decision(event="MIG mode change did not take effect after rebooting"))
         run.phase, run.paused_at = "pending", now
-        return run, Decision(labels={MIG_STATE: "pending", **_paused(run.previous)})
+        # look again at once: a node already pending with its clients paused (a new MIG manager
+        # retrying) gets no write from this, so no node event would bring it back
+        return run, Decision(labels={MIG_STATE: "pending", **_paused(run.previous)}, wake_after=0.0)
     if run.phase == "pending":
         if facts.annotations.get(STALL_ANNOTATION) == "true":
             return run, None  # never finishing
