@@ -51,7 +51,8 @@ class Policy:
         """From a ClusterPolicy spec."""
         policy = _section(_section(spec, "driver"), "upgradePolicy")
         deletion, drain = _section(policy, "podDeletion"), _section(policy, "drain")
-        return cls(bool(policy.get("autoUpgrade")), int(policy.get("maxParallelUpgrades") or 0),
+        parallel = policy.get("maxParallelUpgrades")  # the CRD's default is 1 (upgrade_spec.go)
+        return cls(bool(policy.get("autoUpgrade")), 1 if parallel is None else int(parallel),
                    bool(deletion.get("force")), bool(deletion.get("deleteEmptyDir")), bool(drain.get("enable")),
                    bool(drain.get("force")), bool(drain.get("deleteEmptyDir")), str(drain.get("podSelector") or ""))
 
@@ -163,3 +164,57 @@ def ways_out(policy: Policy, reasons: list[str]) -> list[str]:
                     "(every pod of drain.podSelector, all by default), and the drain leaves DaemonSet pods running")
     ways.append(f"keep the upgrade off those nodes: label them {SKIP_LABEL}=true (their driver stays as it is)")
     return ways
+
+
+# --- what the runbooks say -----------------------------------------------------------------------
+
+
+def upgraded_nodes(nodes: list[Any]) -> list[str]:
+    """The GPU nodes (gpushare.model.node.Node) a driver upgrade walks: a driver pod runs there (not
+    `nvidia.com/gpu.deploy.driver=false` or `pre-installed`) and no skip label keeps it out."""
+    return [n.name for n in nodes if n.gpu_present and n.labels.get("nvidia.com/gpu.deploy.driver", "true") == "true"
+            and n.labels.get(SKIP_LABEL) != "true"]
+
+
+def _stop(policy: Policy) -> str:
+    if policy.max_parallel == 1:
+        return "and with maxParallelUpgrades 1 the upgrade of every other GPU node stops there"
+    if policy.max_parallel:
+        return f"and it holds one of the {policy.max_parallel} upgrade slots (maxParallelUpgrades) until dealt with"
+    return "until someone deals with it"
+
+
+def refusal(pods_by_node: dict[str, list[dict[str, Any]]], policy: Policy, change: str) -> str | None:
+    """Why a change that starts a driver upgrade on these nodes must not be made now: the pods the
+    upgrade cannot take off, each with its node and why, and the ways out; None when there are none."""
+    found = [(node, pod, why) for node, pods in sorted(pods_by_node.items()) for pod, why in blockers(pods, policy)]
+    if not found:
+        return None
+    named = "; ".join(f"{p['metadata'].get('namespace', '')}/{p['metadata']['name']} on {node} ({why})"
+                      for node, p, why in found)
+    nodes = sorted({node for node, _, _ in found})
+    return (f"{change} starts a driver upgrade on every GPU node ({POLICY}.autoUpgrade), and under the ClusterPolicy's "
+            f"upgrade policy it cannot take these pods off their node: {named}. {', '.join(nodes)} would end "
+            f"{FAILED}, still cordoned, {_stop(policy)}. Ways out: {'; '.join(ways_out(policy, [w for *_, w in found]))}.")
+
+
+def failure(node: str, pods: list[dict[str, Any]], policy: Policy) -> str:
+    """What the runbook says of a node it finds `upgrade-failed`: why, as far as its pods tell, and
+    the way on (its state label set back to upgrade-required once the cause is gone)."""
+    blocked = blockers(pods, policy)
+    held = [p for p in pods if gpu_pod(p)]
+    if blocked:
+        cause = "the upgrade cannot take these pods off it: " + "; ".join(
+            f"{p['metadata'].get('namespace', '')}/{p['metadata']['name']} ({why})" for p, why in blocked)
+        ways = ways_out(policy, [why for _, why in blocked])
+    elif held:
+        cause = (f"its GPU pods were not evicted within {POLICY}.podDeletion.timeoutSeconds: "
+                 + ", ".join(f"{p['metadata'].get('namespace', '')}/{p['metadata']['name']}" for p in held)
+                 + " (a PodDisruptionBudget that allows no disruption, or pods slow to stop)")
+        ways = ["let them go (relax the PodDisruptionBudget, or move them)"]
+    else:
+        cause = f"nothing on it blocks the upgrade now; its events say what did (kubectl describe node {node})"
+        ways = []
+    again = f"kubectl label node {node} {STATE_LABEL}=upgrade-required --overwrite (the upgrade starts over there)"
+    return (f"{node}: its driver upgrade failed ({STATE_LABEL}={FAILED}) and it stays cordoned, {_stop(policy)}: "
+            f"{cause}. " + (f"Ways on: {'; '.join(ways)}; then {again}." if ways else f"Way on: {again}."))

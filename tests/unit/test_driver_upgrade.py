@@ -93,7 +93,7 @@ def test_the_policy_from_a_clusterpolicy_spec() -> None:
                                          "podDeletion": {"force": False, "timeoutSeconds": 300, "deleteEmptyDir": True},
                                          "drain": {"enable": True, "force": True, "podSelector": "a=b"}}}}
     assert du.Policy.of(spec) == du.Policy(True, 1, False, True, True, True, False, "a=b")
-    assert du.Policy.of({}) == du.Policy(auto_upgrade=False, max_parallel=0)
+    assert du.Policy.of({}) == du.Policy(auto_upgrade=False, max_parallel=1)
 
 
 @pytest.mark.parametrize(("selector", "selected"), [
