@@ -73,14 +73,14 @@ def _resource_problems(node: Node, wanted: dict[str, int]) -> list[str]:
 
 
 def mig_settled(session: Session, expected: dict[str, Any], namespace: str = "", started: str = "",
-                client_timeout: float = 0) -> list[str]:
+                client_timeout: float | str = 0) -> list[str]:
     """The MIG manager has finished on every target: failed, or success with the device plugin
     advertising the new instances (a success left from the previous config does not count). A target
     still pending with its GPU clients paused `client_timeout` seconds after `started` (the wait's
     start, right after the label was set) is a dead end: the MIG manager gave up on its clients."""
     problems = []
     since = parse_time(started)
-    gave_up = bool(since and client_timeout and (utc_now() - since).total_seconds() > client_timeout)
+    gave_up = bool(since and float(client_timeout) and (utc_now() - since).total_seconds() > float(client_timeout))
     for name, want in sorted(expected["targets"].items()):
         node = _nodes(session, [name]).get(name)
         if node is None:
