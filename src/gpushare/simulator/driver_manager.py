@@ -102,7 +102,7 @@ def waited_apps(labels: dict[str, str]) -> tuple[str, ...]:
 class DriverManager:
     """The driver managers of every node, as the Simulator drives them (key `driver/<node>`)."""
 
-    def __init__(self, sim: Simulator):
+    def __init__(self, sim: Simulator) -> None:
         self.sim = sim
         self.loaded: set[str] = set()  # nodes whose driver a driver pod has loaded
         self.runs: dict[str, Run] = {}  # by node
@@ -134,7 +134,8 @@ class DriverManager:
             if node not in self.loaded:
                 self.runs[node] = Run(uid, phase="done")
             else:
-                self.runs[node] = run = Run(uid, dict(labels), deadline=time.monotonic() + sim.options.driver_manager_timeout_seconds)
+                deadline = time.monotonic() + sim.options.driver_manager_timeout_seconds
+                self.runs[node] = Run(uid, dict(labels), deadline=deadline)
                 log.info("%s: new driver pod, shutting down the GPU Operator components", node)
                 sim.patch_node(node, {"metadata": {"labels": pause_labels(labels)}})
         run = self.runs[node]
