@@ -160,9 +160,10 @@ def _node_patch(node: Any) -> dict[str, Any] | None:
     labels = node.metadata.labels or {}
     annotations = node.metadata.annotations or {}
     label_patch: dict[str, Any] = {k: None for k in SCENARIO_LABEL_KEYS if k in labels}
-    # a deploy label a scenario turned off comes back as the operator sets it ("true")
+    # a deploy label a scenario turned off comes back as the operator sets it ("true"); one a MIG
+    # manager or a driver manager paused is theirs to restore
     label_patch.update({k: None for k, v in labels.items()
-                        if k.startswith(DEPLOY_LABEL_PREFIX) and v not in ("true", "paused-for-mig-change")})
+                        if k.startswith(DEPLOY_LABEL_PREFIX) and v != "true" and "paused-for-" not in v})
     if labels.get("nvidia.com/mig.config", "all-disabled") != "all-disabled":
         label_patch["nvidia.com/mig.config"] = "all-disabled"
     patch: dict[str, Any] = {"metadata": {

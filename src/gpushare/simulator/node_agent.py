@@ -131,6 +131,9 @@ class NodeAgent:
         pod = sim.operand_pod(name, operands.MIG_MANAGER)
         if pod is None or pod.get("status", {}).get("phase") != "Running":
             return None
+        driver = sim.operand_pod(name, operands.DRIVER)
+        if driver is not None and sim.driver_manager.busy(name, driver):
+            return None  # its toolkit-validation init container waits for the driver (KWOK ran the pod anyway)
         annotations = node["metadata"].get("annotations") or {}
         env = _env(_container(pod, "nvidia-mig-manager"))
         timeout = annotations.get(mig_manager.CLIENT_TIMEOUT_ANNOTATION)
