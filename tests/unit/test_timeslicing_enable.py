@@ -306,6 +306,8 @@ def test_a_confirmed_operand_roll_says_what_the_driver_upgrade_does(auto_upgrade
     assert ("running workloads keep their GPUs" in roll) is not auto_upgrade
     # the upgrade controller cordons the other nodes in turn: the verify does not call that a change of theirs
     assert result.expected["compare_schedulable"] is not auto_upgrade
+    # the waits after it end at once on a node that upgrade leaves upgrade-failed
+    assert result.expected["driver_upgrade"] == ("cluster-policy" if auto_upgrade else "")
     assert not result.expected["compare_allocatable"]
 
 
