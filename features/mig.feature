@@ -129,13 +129,59 @@ Feature: MIG partitioning when hard isolation is needed, and back to whole cards
     And node "gpu-node-mig" advertises 28 "nvidia.com/gpu"
     And node "gpu-node-mig" is schedulable
 
-  Scenario: A MIG mode change that needs a reboot is waited for
+  Scenario: A MIG mode change that needs a reboot fails, and after the reboot a re-run finishes it
+    The GPU Operator runs its MIG manager without WITH_REBOOT: it does not reboot the node.
     Given a MIG mode change on "gpu-node-mig" needs a reboot
+    When the operator runs "enable-mig.yml -l gpu-node-mig -e mig_config=all-1g.5gb"
+    Then the run fails saying "the MIG manager could not apply all-1g.5gb (nvidia.com/mig.config.state=failed)"
+    And the run fails saying "runs without WITH_REBOOT, fails instead of rebooting the node. Reboot gpu-node-mig (it stays cordoned; at its start the MIG manager applies all-1g.5gb again), then re-run this command"
+    And node "gpu-node-mig" is cordoned
+    When the operator runs "enable-mig.yml -l gpu-node-mig -e mig_config=all-1g.5gb"
+    Then the run is refused with "It turns MIG mode on or off, which takes effect only once the GPUs are reset"
+    When the operator reboots "gpu-node-mig"
+    And the operator runs "enable-mig.yml -l gpu-node-mig -e mig_config=all-1g.5gb"
+    Then the run succeeds
+    And node "gpu-node-mig" advertises 28 "nvidia.com/gpu"
+    And node "gpu-node-mig" is schedulable
+
+  Scenario: With WITH_REBOOT set in the ClusterPolicy, a MIG mode change that needs a reboot is waited for
+    Given the ClusterPolicy sets WITH_REBOOT for the MIG manager
+    And a MIG mode change on "gpu-node-mig" needs a reboot
     When the operator runs "enable-mig.yml -l gpu-node-mig -e mig_config=all-1g.5gb"
     Then the run succeeds
     And the MIG manager of "gpu-node-mig" went through "rebooting" before "success"
     And node "gpu-node-mig" advertises 28 "nvidia.com/gpu"
     And node "gpu-node-mig" is schedulable
+
+  Scenario: A MIG manager that gave up on a GPU client that did not stop is found, and the way out works
+    The MIG manager waits for its GPU clients' pods to go (5 minutes; here 3 seconds), then leaves
+    the node pending with its clients paused, and does not look again until its pod restarts.
+    Given a GPU client pod on "gpu-node-mig" never stops
+    When the operator runs "enable-mig.yml -l gpu-node-mig -e mig_config=all-1g.5gb -e mig_manager_client_timeout=3"
+    Then the run fails saying "gpu-node-mig: the MIG manager gave up waiting for its GPU clients to stop and left nvidia.com/mig.config.state=pending"
+    And the run fails saying "(terminating since"
+    And the run fails saying "Way out: restart the node's MIG manager"
+    And the run fails saying "The node(s) this run cordoned stay cordoned: gpu-node-mig"
+    And node "gpu-node-mig" has label "nvidia.com/mig.config.state" set to "pending"
+    And node "gpu-node-mig" is cordoned
+    When the GPU client pod stops
+    And the operator restarts the MIG manager of "gpu-node-mig"
+    And the operator runs "enable-mig.yml -l gpu-node-mig -e mig_config=all-1g.5gb"
+    Then the run succeeds
+    And node "gpu-node-mig" advertises 28 "nvidia.com/gpu"
+    And node "gpu-node-mig" has label "nvidia.com/gpu.deploy.dcgm-exporter" set to "true"
+    And node "gpu-node-mig" is schedulable
+
+  Scenario: A MIG manager that discovers no MIG profile reads the operator's default config
+    Since v0.15 the MIG manager generates the node's configs from its GPUs (ConfigMap
+    <node>-mig-config) and falls back to default-mig-parted-config only when it discovers nothing.
+    Given the MIG manager of "gpu-node-mig" discovers no MIG profile
+    When the operator runs "enable-mig.yml -l gpu-node-mig -e mig_config=all-2g.20gb"
+    Then the run is refused with "MIG config all-2g.20gb of ConfigMap gpu-operator/default-mig-parted-config does not fit its 4 NVIDIA-A100-SXM4-40GB GPU(s): 2g.20gb is not a MIG profile of NVIDIA-A100-SXM4-40GB"
+    And nothing was written to the cluster
+    When the operator runs "enable-mig.yml -l gpu-node-mig -e mig_config=all-1g.5gb"
+    Then the run succeeds
+    And the output says "mig-parted config: ConfigMap gpu-operator/default-mig-parted-config (the GPU Operator's default)"
 
   Scenario: The GPU clients come back as they were before the change
     Given the operator has turned off "dcgm-exporter" on "gpu-node-mig"
@@ -176,8 +222,8 @@ Feature: MIG partitioning when hard isolation is needed, and back to whole cards
 
     Examples:
       | problem                               | situation                                                             | command                                                                                          | message                                                                                           |
-      | a config the node's MIG manager lacks | the cluster is as the GPU Operator installed it                       | enable-mig.yml -l gpu-node-mig -e mig_config=all-9g.99gb                                         | MIG config 'all-9g.99gb' is not in ConfigMap gpu-operator/default-mig-parted-config                |
-      | a config for another GPU              | the cluster is as the GPU Operator installed it                       | enable-mig.yml -l gpu-node-mig -e mig_config=all-2g.20gb                                         | 2g.20gb is not a MIG profile of NVIDIA-A100-SXM4-40GB                                             |
+      | a config the node's MIG manager lacks | the cluster is as the GPU Operator installed it                       | enable-mig.yml -l gpu-node-mig -e mig_config=all-9g.99gb                                         | MIG config 'all-9g.99gb' is not in ConfigMap gpu-operator/gpu-node-mig-mig-config (generated by the MIG manager from the node's GPUs) |
+      | a config for another GPU              | the cluster is as the GPU Operator installed it                       | enable-mig.yml -l gpu-node-mig -e mig_config=all-2g.20gb                                         | The configs there that apply to its NVIDIA-A100-SXM4-40GB GPUs: all-1g.10gb, all-1g.5gb, all-2g.10gb |
       | a GPU node without MIG                | a GPU node without MIG, "gpu-node-l4" with an NVIDIA-L4, has joined   | enable-mig.yml -l gpu-node-l4 -e mig_config=all-1g.5gb                                           | gpu-node-l4 is not MIG-capable                                                                    |
       | a CPU-only node                       | the inventory lists "cpu-node" as a GPU node                          | enable-mig.yml -l cpu-node -e mig_config=all-1g.5gb                                              | cpu-node is not a GPU node of this cluster (no nvidia.com/gpu.present=true label)                 |
       | a time-sliced node                    | time-slicing is enabled on "gpu-node" with 2 replicas                 | enable-mig.yml -l gpu-node -e mig_config=all-1g.10gb                                             | gpu-node is time-sliced                                                                           |

@@ -73,3 +73,31 @@ Feature: A trial on one node disturbs no other node, on the chart-default GPU Op
     When the operator runs "enable-timeslicing.yml -l gpu-node -e timeslicing_pool_taint_key=gpu-mode"
     Then the run is refused with "Adding that toleration re-renders every operand DaemonSet"
     And nothing was written to the cluster
+
+  Scenario: Confirmed, the fleet-wide toleration change is refused while the driver upgrade could not evict a GPU pod
+    The driver upgrade it starts deletes each node's GPU pods with kubectl's drain rules and the
+    ClusterPolicy's podDeletion (the chart's: force and deleteEmptyDir false): a GPU pod without a
+    controller would leave its node upgrade-failed and cordoned, and stop the upgrade of the fleet.
+    Given the trial node is "gpu-node"
+    And a pod using a whole GPU without a controller runs on "gpu-node-2"
+    When the operator runs "enable-timeslicing.yml -l gpu-node -e timeslicing_pool_taint_key=gpu-mode -e timeslicing_confirm_operand_roll=true"
+    Then the run is refused with "cannot take these pods off their node"
+    And the run is refused with "/notebook on gpu-node-2 (it has no controller and spec.driver.upgradePolicy.podDeletion.force is false)"
+    And the run is refused with "gpu-node-2 would end upgrade-failed, still cordoned, and with maxParallelUpgrades 1 the upgrade of every other GPU node stops there"
+    And the run is refused with "spec.driver.upgradePolicy.podDeletion.force=true"
+    And nothing was written to the cluster
+    When the operator deletes the GPU pod without a controller
+    And the operator runs "enable-timeslicing.yml -l gpu-node -e timeslicing_pool_taint_key=gpu-mode -e timeslicing_confirm_operand_roll=true"
+    Then the run succeeds
+    And every GPU node finished its driver upgrade and takes pods again
+
+  Scenario: Confirmed, a node the driver upgrade leaves upgrade-failed ends the run with why and the way on
+    Given 2 pods using a whole GPU run on "gpu-node-2"
+    And a PodDisruptionBudget allows no disruption of the GPU pods
+    And the driver upgrade gives up evicting GPU pods after 2 seconds
+    And the trial node is "gpu-node"
+    When the operator runs "enable-timeslicing.yml -l gpu-node -e timeslicing_pool_taint_key=gpu-mode -e timeslicing_confirm_operand_roll=true"
+    Then the run fails saying "gpu-node-2: its driver upgrade failed (nvidia.com/gpu-driver-upgrade-state=upgrade-failed) and it stays cordoned"
+    And the run fails saying "its GPU pods were not evicted within spec.driver.upgradePolicy.podDeletion.timeoutSeconds"
+    And the run fails saying "kubectl label node gpu-node-2 nvidia.com/gpu-driver-upgrade-state=upgrade-required --overwrite"
+    And node "gpu-node-2" is cordoned

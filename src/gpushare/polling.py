@@ -19,3 +19,11 @@ def pauses(interval_s: float) -> Iterator[float]:
     while True:
         pause = min(pause * 2, interval_s)
         yield pause
+
+
+class DeadEnd(Exception):
+    """A wait that cannot end well: what its check found ends it at once, with these problems."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems

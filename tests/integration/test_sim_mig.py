@@ -1,7 +1,8 @@
 """The MIG manager on gpu-node-mig (4 x A100-SXM4-40GB), driven by `kubectl label node ...
 nvidia.com/mig.config=<name>`: the states it writes, the GPU clients it pauses and restores (their
-pods really go and come back), what the plugin and GFD show per `mig.strategy`, and the reboot and
-never-finishing paths (contract section "MIG"; mig-parted pkg/mig/reconfigure)."""
+pods really go and come back), what the plugin and GFD show per `mig.strategy`, the configs it
+generates from the GPUs, and the reboot, stuck-client and never-finishing paths (contract section
+"MIG"; mig-parted v0.15 pkg/mig/reconfigure, cmd/nvidia-mig-manager)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ from tests.support.cluster import Cluster
 pytestmark = pytest.mark.cluster
 __all__ = ["simulated_gpus"]
 PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
+HOLD = "gpushare.test/hold"  # a finalizer that keeps a pod terminating until the test removes it
+
 
 
 def states(node: Any) -> tuple:
@@ -78,9 +81,9 @@ def test_mig_label_round_trip(clean_cluster: Cluster, strategy: str) -> None:
 
     assert sequence(relabel(cluster, "no-such-config")) == ["failed"]  # assert --valid-config fails before pending
     assert sequence(relabel(cluster, "all-1g.5gb")) == ["success"]  # already applied
-    assert sequence(relabel(cluster, "all-7g.80gb")) == ["pending", "failed"]  # exists, but no 80gb instance on a 40GB card
-    # the clients were paused and restored around the failed attempt: their new pods find the same devices
-    wait_for(lambda: advertised(cluster, MIG_NODE)[0] == mig_view, TIMEOUT_S, "the MIG devices back after the failed change")
+    # not among the configs generated from the node's GPUs (no 80gb instance on a 40GB card): fails before pending
+    assert sequence(relabel(cluster, "all-7g.80gb")) == ["failed"]
+    wait_for(lambda: advertised(cluster, MIG_NODE)[0] == mig_view, TIMEOUT_S, "the MIG devices as they were")
 
     assert sequence(relabel(cluster, "all-disabled")) == ["pending", "success"]
     # the plugin and GFD restart on their own schedules: whole cards first, GFD's MIG labels gone after
@@ -99,11 +102,65 @@ def test_a_deploy_label_set_to_false_stays_false(clean_cluster: Cluster) -> None
     assert history[-1] == ("success", "true", "false")
 
 
-def test_a_node_that_needs_a_reboot_passes_through_rebooting(clean_cluster: Cluster) -> None:
+def test_a_mode_change_that_needs_a_reboot_fails_without_with_reboot(clean_cluster: Cluster) -> None:
+    """The GPU Operator does not set WITH_REBOOT: the mode change does not take effect and the run
+    ends failed, its clients back; with `migManager.env` WITH_REBOOT=true it reboots instead."""
     cluster = clean_cluster
     cluster.kubectl("annotate", "node", MIG_NODE, f"{mm.REBOOT_ANNOTATION}=true")
+    assert sequence(relabel(cluster, "all-1g.5gb")) == ["pending", "failed"]
+    assert states(cluster.node(MIG_NODE))[1:] == ("true", "true")
+    wait_for(lambda: shows(cluster, GPU, 4), TIMEOUT_S, "the 4 whole cards back")
+    label_node(cluster, MIG_NODE, mm.MIG_CONFIG, "all-disabled")
+    wait_for(lambda: states(cluster.node(MIG_NODE))[0] == "success", TIMEOUT_S, "all-disabled, applied already")
+    patch_policy_and_wait(cluster, {"migManager": {"env": [{"name": "WITH_REBOOT", "value": "true"}]}})
     assert sequence(relabel(cluster, "all-1g.5gb")) == ["pending", "rebooting", "pending", "success"]
     wait_for(lambda: shows(cluster, GPU, 28), TIMEOUT_S, "28 x nvidia.com/gpu after the reboot")
+
+
+def test_gpu_clients_that_do_not_go_leave_the_node_pending_until_the_mig_manager_restarts(clean_cluster: Cluster) -> None:
+    """waitForPodsToBeDeleted gives up (5 minutes; here the node's knob makes it 3 s) and the run
+    ends with nothing restored; the pods going later changes nothing; a new MIG manager pod runs the
+    label again."""
+    cluster = clean_cluster
+    cluster.kubectl("annotate", "node", MIG_NODE, f"{mm.CLIENT_TIMEOUT_ANNOTATION}=3")
+    exporter = operand_pods(cluster, "nvidia-dcgm-exporter")[MIG_NODE].metadata.name
+    held = ["-n", cluster.operator_namespace, "pod", exporter]
+    cluster.kubectl("patch", *held, "--type", "merge", "-p", json.dumps({"metadata": {"finalizers": [HOLD]}}))
+    assert sequence(relabel(cluster, "all-1g.5gb", until=lambda s: s[0] == "pending" and s[1] != "true")) == ["pending"]
+    stays(lambda: states(cluster.node(MIG_NODE))[:2] == ("pending", "paused-for-mig-change"), 6,
+          "the pending MIG change past the MIG manager's wait")
+    cluster.kubectl("patch", *held, "--type", "json", "-p", json.dumps([{"op": "remove", "path": "/metadata/finalizers"}]))
+    wait_for(lambda: not cluster.core.list_namespaced_pod(cluster.operator_namespace, field_selector=f"metadata.name={exporter}").items,
+             TIMEOUT_S, "the held pod to go")
+    stays(lambda: states(cluster.node(MIG_NODE))[:2] == ("pending", "paused-for-mig-change"), 3,
+          "the MIG manager, which does not retry")
+    manager = operand_pods(cluster, operands.MIG_MANAGER)[MIG_NODE].metadata.name
+    cluster.kubectl("delete", "pod", "-n", cluster.operator_namespace, manager)
+    wait_for(lambda: states(cluster.node(MIG_NODE)) == ("success", "true", "true"), TIMEOUT_S,
+             "the restarted MIG manager to apply all-1g.5gb")
+    wait_for(lambda: shows(cluster, GPU, 28), TIMEOUT_S, "28 x nvidia.com/gpu")
+
+
+def test_the_configs_come_from_the_gpus_and_the_default_only_when_discovery_finds_nothing(clean_cluster: Cluster) -> None:
+    """setupMigConfig: ConfigMap <node>-mig-config (owned by the MIG manager's pod) with the node's own
+    configs; all-2g.20gb, a config of the operator's default for the 80 GB cards, is not among them:
+    failed at once. A MIG manager whose discovery finds nothing uses default-mig-parted-config, where
+    all-2g.20gb exists (for every GPU): it tries it, and mig-parted fails on the 40 GB card."""
+    cluster = clean_cluster
+    generated = f"{MIG_NODE}-mig-config"
+    configmap = cluster.core.read_namespaced_config_map(generated, cluster.operator_namespace)
+    manager = operand_pods(cluster, operands.MIG_MANAGER)[MIG_NODE]
+    assert [(o.kind, o.uid) for o in configmap.metadata.owner_references] == [("Pod", manager.metadata.uid)]
+    assert "all-2g.20gb" not in yaml.safe_load(configmap.data["config.yaml"])["mig-configs"]
+    assert sequence(relabel(cluster, "all-2g.20gb")) == ["failed"]
+    cluster.kubectl("annotate", "node", MIG_NODE, f"{mm.DISCOVERY_ANNOTATION}=none")
+    before = cluster.node(MIG_NODE)
+    cluster.kubectl("delete", "pod", "-n", cluster.operator_namespace, manager.metadata.name)
+    assert sequence(node_history(cluster, MIG_NODE, states, before, lambda s: s[0] == "failed")) == ["pending", "failed"]
+    assert not cluster.core.list_namespaced_config_map(cluster.operator_namespace,
+                                                       field_selector=f"metadata.name={generated}").items, \
+        f"{generated} went with its pod, and no new one"
+    wait_for(lambda: shows(cluster, GPU, 4), TIMEOUT_S, "the 4 whole cards back: nothing changed")
 
 
 def test_a_mig_manager_that_never_finishes_stays_pending(clean_cluster: Cluster) -> None:

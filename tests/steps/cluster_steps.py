@@ -305,3 +305,22 @@ def clusterpolicy_as_before(kube: Cluster, before: Before) -> None:
 
 def backups(directory: Path) -> list[Path]:
     return sorted(directory.glob("clusterpolicy-*.yaml"))
+
+
+# ---- the driver upgrade (k8s-operator-libs pkg/upgrade) ----------------------------------------------------
+UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"
+
+
+@given(parsers.parse("the driver upgrade gives up evicting GPU pods after {seconds:d} seconds"))
+def pod_deletion_timeout(kube: Cluster, seconds: int) -> None:
+    """spec.driver.upgradePolicy.podDeletion.timeoutSeconds (the chart's 300; the reset puts it back)."""
+    kube.custom.patch_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", "cluster-policy", {
+        "spec": {"driver": {"upgradePolicy": {"podDeletion": {"timeoutSeconds": seconds}}}}})
+
+
+@then("every GPU node finished its driver upgrade and takes pods again")
+def driver_upgraded(kube: Cluster) -> None:
+    nodes = [kube.node(n) for n in kube.gpu_nodes()]
+    assert all((n.metadata.labels or {}).get(UPGRADE_STATE) == "upgrade-done" and not n.spec.unschedulable
+               for n in nodes), {n.metadata.name: ((n.metadata.labels or {}).get(UPGRADE_STATE), n.spec.unschedulable)
+                                 for n in nodes}

@@ -29,6 +29,10 @@ from tests.support.cluster import TEST_NAMESPACE_LABEL, WORKLOAD_GRACE_S, Cluste
 MIG_STATE = "nvidia.com/mig.config.state"
 STALL = "sim.gpushare.io/mig-stall"
 REBOOT = "sim.gpushare.io/mig-reboot-required"
+CLIENT_TIMEOUT = "sim.gpushare.io/mig-client-timeout-seconds"
+DISCOVERY = "sim.gpushare.io/mig-discovery"
+HOLD = "gpushare.test/hold"  # a finalizer that keeps a pod terminating
+MIG_MANAGER = "nvidia-mig-manager"
 WORKLOAD = "gpu-workload"
 TIMEOUT_S = 60
 
@@ -112,6 +116,27 @@ def gpu_pods_run(kube: Cluster, gpu_workload: GpuWorkload, count: int, node: str
     })
     wait_for(lambda: len(_running(kube, gpu_workload)) == count, TIMEOUT_S, f"{count} GPU pods Running on {node}")
     gpu_workload.pods = {p.metadata.uid: p.metadata.name for p in _running(kube, gpu_workload)}
+
+
+@given(parsers.parse('a pod using a whole GPU without a controller runs on "{node}"'))
+def bare_gpu_pod(kube: Cluster, gpu_workload: GpuWorkload, node: str) -> None:
+    gpu_workload.namespace, gpu_workload.node = f"bare-{uuid.uuid4().hex[:8]}", node
+    kube.core.create_namespace({"metadata": {"name": gpu_workload.namespace, "labels": {TEST_NAMESPACE_LABEL: "bare"}}})
+    wait_for(lambda: kube.core.read_namespaced_service_account("default", gpu_workload.namespace), TIMEOUT_S,
+             "the default ServiceAccount")
+    kube.core.create_namespaced_pod(gpu_workload.namespace, {
+        "metadata": {"name": "notebook", "labels": {"app": WORKLOAD}},
+        "spec": {"nodeSelector": {"kubernetes.io/hostname": node}, "terminationGracePeriodSeconds": 0,
+                 "containers": [{"name": "lab", "image": "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu22.04",
+                                 "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}})
+    wait_for(lambda: len(_running(kube, gpu_workload)) == 1, TIMEOUT_S, f"the GPU pod Running on {node}")
+    gpu_workload.pods = {p.metadata.uid: p.metadata.name for p in _running(kube, gpu_workload)}
+
+
+@when("the operator deletes the GPU pod without a controller")
+def delete_bare_pod(kube: Cluster, gpu_workload: GpuWorkload) -> None:
+    kube.core.delete_namespaced_pod("notebook", gpu_workload.namespace)
+    wait_for(lambda: not _running(kube, gpu_workload), TIMEOUT_S, "the GPU pod to go")
 
 
 @given("a PodDisruptionBudget allows no disruption of the GPU pods")
@@ -248,7 +273,105 @@ def mig_enabled(kube: Cluster, tmp_path: Path, run_counter: Iterator[int], runbo
     assert done.run.ok, done.describe()
 
 
+@given("the ClusterPolicy sets WITH_REBOOT for the MIG manager")
+def with_reboot(kube: Cluster) -> None:
+    """migManager.env (the operator sets no WITH_REBOOT of its own; the reset puts the chart's spec back)."""
+    kube.custom.patch_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", "cluster-policy",
+                                            {"spec": {"migManager": {"env": [{"name": "WITH_REBOOT", "value": "true"}]}}})
+
+    def rendered() -> bool:
+        pods = kube.core.list_namespaced_pod(kube.operator_namespace, label_selector=f"app={MIG_MANAGER}").items
+        return bool(pods) and all(p.status.phase == "Running" and not p.metadata.deletion_timestamp and any(
+            e.name == "WITH_REBOOT" for e in p.spec.containers[0].env or []) for p in pods)
+
+    wait_for(rendered, TIMEOUT_S, "the MIG manager pods to run with WITH_REBOOT")
+
+
+@pytest.fixture
+def held_pods(kube: Cluster) -> Iterator[list[tuple[str, str]]]:
+    """(namespace, pod) a scenario holds with a finalizer; released afterwards."""
+    held: list[tuple[str, str]] = []
+    yield held
+    for namespace, name in held:
+        _release(kube, namespace, name)
+
+
+def _release(kube: Cluster, namespace: str, name: str) -> None:
+    try:
+        kube.core.patch_namespaced_pod(name, namespace, [{"op": "remove", "path": "/metadata/finalizers"}])
+    except ApiException as err:
+        if err.status not in (404, 422):
+            raise
+
+
+@given(parsers.parse('a GPU client pod on "{node}" never stops'))
+def client_never_stops(kube: Cluster, node_annotations: list[tuple[str, str]], held_pods: list[tuple[str, str]],
+                       node: str) -> None:
+    """The DCGM exporter's pod held Terminating by a finalizer; the simulated MIG manager waits 3 s for
+    its clients instead of 5 minutes (the runs say -e mig_manager_client_timeout=3 to match)."""
+    if not kube.embedded:
+        pytest.skip("holds an operand pod and shortens the simulated MIG manager's wait; embedded cluster only")
+    [pod] = kube.core.list_namespaced_pod(kube.operator_namespace, label_selector="app=nvidia-dcgm-exporter",
+                                          field_selector=f"spec.nodeName={node}").items
+    kube.core.patch_namespaced_pod(pod.metadata.name, kube.operator_namespace, {"metadata": {"finalizers": [HOLD]}})
+    held_pods.append((kube.operator_namespace, pod.metadata.name))
+    _node_annotation(kube, node, CLIENT_TIMEOUT, "3")
+    node_annotations.append((node, CLIENT_TIMEOUT))
+
+
+@given(parsers.parse('the MIG manager of "{node}" discovers no MIG profile'))
+def discovery_finds_nothing(kube: Cluster, node_annotations: list[tuple[str, str]], node: str) -> None:
+    """As with an older driver: the MIG manager falls back to the operator's default-mig-parted-config
+    (it decides at its start, so it restarts; its generated <node>-mig-config goes with its old pod)."""
+    if not kube.embedded:
+        pytest.skip("MIG profile discovery is the simulated hardware's; embedded cluster only")
+    _node_annotation(kube, node, DISCOVERY, "none")
+    node_annotations.append((node, DISCOVERY))
+    _restart_mig_manager(kube, node)
+    wait_for(lambda: not kube.core.list_namespaced_config_map(
+        kube.operator_namespace, field_selector=f"metadata.name={node}-mig-config").items, TIMEOUT_S,
+        f"{node}-mig-config to go with the MIG manager's old pod")
+
+
+def _restart_mig_manager(kube: Cluster, node: str) -> None:
+    pods = kube.core.list_namespaced_pod(kube.operator_namespace, label_selector=f"app={MIG_MANAGER}",
+                                         field_selector=f"spec.nodeName={node}").items
+    old = {p.metadata.uid for p in pods}
+    for pod in pods:
+        kube.core.delete_namespaced_pod(pod.metadata.name, kube.operator_namespace)
+
+    def new_one_runs() -> bool:
+        now = kube.core.list_namespaced_pod(kube.operator_namespace, label_selector=f"app={MIG_MANAGER}",
+                                            field_selector=f"spec.nodeName={node}").items
+        return any(p.metadata.uid not in old and p.status.phase == "Running" for p in now)
+
+    wait_for(new_one_runs, TIMEOUT_S, f"a new MIG manager pod on {node}")
+
+
 # ---- when ---------------------------------------------------------------------------------------
+@when(parsers.parse('the operator reboots "{node}"'))
+def reboot(kube: Cluster, node: str) -> None:
+    """What a reboot does to the simulated node: the MIG mode set before it takes effect, and the
+    MIG manager starts again, applying the node's label (its state leaves `failed`)."""
+    if not kube.embedded:
+        pytest.skip("reboots a simulated node; embedded cluster only")
+    _node_annotation(kube, node, REBOOT, None)
+    _restart_mig_manager(kube, node)
+    wait_for(lambda: (kube.node(node).metadata.labels or {}).get(MIG_STATE) == "success", TIMEOUT_S,
+             f"the MIG manager of {node} to apply its config after the reboot")
+
+
+@when("the GPU client pod stops")
+def client_stops(kube: Cluster, held_pods: list[tuple[str, str]]) -> None:
+    for namespace, name in held_pods:
+        _release(kube, namespace, name)
+        wait_for(lambda name=name: not kube.core.list_namespaced_pod(namespace, field_selector=f"metadata.name={name}").items,
+                 TIMEOUT_S, f"pod {namespace}/{name} to go")
+
+
+@when(parsers.parse('the operator restarts the MIG manager of "{node}"'))
+def restart_mig_manager(kube: Cluster, node: str) -> None:
+    _restart_mig_manager(kube, node)
 @when("the operator deletes the PodDisruptionBudget of the GPU pods")
 def delete_budget(kube: Cluster, gpu_workload: GpuWorkload) -> None:
     client.PolicyV1Api(kube.api).delete_namespaced_pod_disruption_budget(f"{WORKLOAD}-budget", gpu_workload.namespace)

@@ -154,6 +154,7 @@ WORKLOAD_GRACE_S = 2
 # Node labels, annotations and taints the runbooks (or scenarios) may leave behind.
 SCENARIO_LABEL_KEYS = ("nvidia.com/device-plugin.config", "gpu-mode", "nvidia.com/gpu-driver-upgrade.skip")
 SCENARIO_ANNOTATION_PREFIXES = ("gpushare.io/", "sim.gpushare.io/mig-reboot", "sim.gpushare.io/mig-stall",
+                                "sim.gpushare.io/mig-client-timeout", "sim.gpushare.io/mig-discovery",
                                 "sim.gpushare.io/device-plugin-fault", "sim.gpushare.io/endpoint-stop-grace")
 DEPLOY_LABEL_PREFIX = "nvidia.com/gpu.deploy."
 RESET_TIMEOUT_S = 120
@@ -164,9 +165,10 @@ def _node_patch(node: Any) -> dict[str, Any] | None:
     labels = node.metadata.labels or {}
     annotations = node.metadata.annotations or {}
     label_patch: dict[str, Any] = {k: None for k in SCENARIO_LABEL_KEYS if k in labels}
-    # a deploy label a scenario turned off comes back as the operator sets it ("true")
+    # a deploy label a scenario turned off comes back as the operator sets it ("true"); one a MIG
+    # manager or a driver manager paused is theirs to restore
     label_patch.update({k: None for k, v in labels.items()
-                        if k.startswith(DEPLOY_LABEL_PREFIX) and v not in ("true", "paused-for-mig-change")})
+                        if k.startswith(DEPLOY_LABEL_PREFIX) and v != "true" and "paused-for-" not in v})
     if labels.get("nvidia.com/mig.config", "all-disabled") != "all-disabled":
         label_patch["nvidia.com/mig.config"] = "all-disabled"
     patch: dict[str, Any] = {"metadata": {
@@ -187,7 +189,8 @@ def reset_embedded(cluster: Cluster) -> None:
     core, ns = cluster.core, cluster.operator_namespace
     delete_test_namespaces(cluster, TEST_NAMESPACE_LABEL)
     for cm in core.list_namespaced_config_map(ns).items:
-        owned = any(o.kind == "ClusterPolicy" for o in cm.metadata.owner_references or [])
+        # the operator's, and the configs a MIG manager generated from its node's GPUs (owned by its pod)
+        owned = any(o.kind in ("ClusterPolicy", "Pod") for o in cm.metadata.owner_references or [])
         if cm.metadata.name != "kube-root-ca.crt" and not owned:
             core.delete_namespaced_config_map(cm.metadata.name, ns)
     coordination = client.CoordinationV1Api(cluster.api)

@@ -178,7 +178,8 @@ CASES = [
     # upstream in replicas_test.go (TestUnmarshalReplicatedResource: "$invalid$" name and rename)
     case(entry("name: gpu, replicas: 3"), ts(3), id="name-short-form"),
     case(entry("name: nvidia.com/gpu, replicas: 3"), ts(3), id="name-full-form"),
-    case(entry("name: mig-1g.10gb, replicas: 3"), NO_SHARING.sharing, id="name-mig-leaves-gpu-whole"),
+    case(entry("name: mig-1g.10gb, replicas: 3"), Sharing("none", mig=(("nvidia.com/mig-1g.10gb", 3),)),
+         id="name-mig-leaves-gpu-whole"),
     case(entry("name: vendor.com/x, replicas: 2"),
          JSON + f"incorrect format for resource name 'nvidia.com/vendor.com/x': {RFC1123}", id="name-other-vendor"),
     case(entry("name: GPU, replicas: 2"), JSON + f"incorrect format for resource name 'nvidia.com/GPU': {RFC1123}",

@@ -89,22 +89,6 @@ def test_custom_config_per_device_index_and_overcommit() -> None:
         apply(a100, [None] * 4, select(configs, "too-big"))
 
 
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        pytest.param("version: v2\nmig-configs: {a: [{devices: all, mig-enabled: false}]}", "unknown version", id="version"),
-        pytest.param("version: v1\nmig-configs: {a: [{devices: all}]}", "missing required field: mig-enabled", id="no-mig-enabled"),
-        pytest.param("version: v1\nmig-configs: {a: [{devices: all, mig-enabled: true}]}", "'mig-devices' when 'mig-enabled' is true",
-                     id="enabled-without-devices"),
-        pytest.param("version: v1\nmig-configs: {a: [{devices: some, mig-enabled: false}]}", "invalid input for 'devices'", id="devices"),
-        pytest.param("version: v1\nmig-configs: {}", "at least one entry", id="empty"),
-    ],
-)
-def test_config_file_errors(text: str, message: str) -> None:
-    with pytest.raises(MigConfigError, match=message):
-        parse_configs(text)
-
-
 def test_mode_change() -> None:
     assert mode_change([None, None], [["1g.5gb"], None])
     assert not mode_change([["1g.5gb"], None], [["2g.10gb"], None])  # only the devices change

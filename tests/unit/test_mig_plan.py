@@ -14,6 +14,7 @@ import yaml
 from gpushare.mig.plan import advertised, plan
 from gpushare.mig.settings import ENABLE, MARK, ROLLBACK, MigSettings
 from gpushare.model.node import unpacked
+from gpushare.timeslicing.records import Intent, new_record
 from gpushare.timeslicing.state import ClusterState
 
 NOW = dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.timezone.utc)
@@ -196,7 +197,13 @@ def test_gpu_pods_are_evicted_once_the_window_is_confirmed() -> None:
     pytest.param(state(mig_manager={"config": {"name": "team"}}), {}, "ConfigMap gpu-operator/team (named by the "
                  "ClusterPolicy (migManager.config.name)) does not exist", id="custom-configmap-missing"),
     pytest.param(state(configmaps=[configmap("default-mig-parted-config", "version: v1\nmig-configs: [")]), {},
-                 "key config.yaml is not a config the MIG manager can read: error parsing config file: unmarshal error: yaml: line 2:", id="unreadable-config"),
+                 "key config.yaml is not a config the MIG manager can read: error parsing config file: unmarshal error: "
+                 "error converting YAML to JSON: yaml: line 2:", id="unreadable-config"),
+    pytest.param(state(configmaps=[configmap("default-mig-parted-config", "version: v1\nmig-configs: {on: [{devices: all, "
+                                                                        "mig-enabled: false}]}\n")]), {"config": "on"},
+                 "MIG config 'on' is not in ConfigMap gpu-operator/default-mig-parted-config (the GPU Operator's default). "
+                 "The configs there that apply to its NVIDIA-A100-SXM4-40GB GPUs: true. A key written on there is read by "
+                 "mig-parted's YAML 1.1 as 'true': quote it in the file (\"on\").", id="yaml-1.1-boolean-name"),
     pytest.param(state([gpu_node(labels={"nvidia.com/mig.capable": "false"})]), {}, "gpu-node-mig is not MIG-capable",
                  id="not-capable"),
     pytest.param(state([gpu_node(labels={"nvidia.com/gpu.sharing-strategy": "time-slicing",
@@ -279,3 +286,64 @@ def test_a_rollback_may_take_over_its_own_stalled_change() -> None:
                     annotations={"gpushare.io/cordoned-by": ENABLE})
     result = rollback(state([node]))
     assert result["refusals"] == [] and result["cordons"] == ["gpu-node-mig"]
+
+
+# ---- the MIG manager's dead ends (mig-parted v0.15 pkg/mig/reconfigure, cmd/nvidia-mig-manager) ----------
+PAUSED = "paused-for-mig-change"
+
+
+def stuck_node() -> dict[str, Any]:
+    return gpu_node(config="all-1g.5gb", state="pending", unschedulable=True, gpu=0,
+                    annotations={"gpushare.io/cordoned-by": ENABLE},
+                    labels={"nvidia.com/gpu.deploy.device-plugin": PAUSED, "nvidia.com/gpu.deploy.dcgm-exporter": "false"})
+
+
+def run_record(started: dt.datetime) -> dict[str, Any]:
+    intent = Intent(ENABLE, ["gpu-node-mig"], node_labels={"gpu-node-mig": {
+        "nvidia.com/mig.config": "all-disabled", "nvidia.com/mig.config.state": "success",
+        "nvidia.com/gpu.deploy.device-plugin": "true"}})
+    return new_record("gpushare-run-enable-mig-20261201t083000z-abcd", "gpu-operator", intent, None, started, WHO)
+
+
+def held_exporter() -> dict[str, Any]:
+    return {"metadata": {"name": "nvidia-dcgm-exporter-x1", "namespace": "gpu-operator", "labels": {"app": "nvidia-dcgm-exporter"},
+                         "deletionTimestamp": "2026-12-01T08:31:00Z"},
+            "spec": {"nodeName": "gpu-node-mig"}, "status": {"phase": "Running"}}
+
+
+def test_a_re_run_on_a_node_its_mig_manager_gave_up_on_says_how_to_get_out() -> None:
+    """The MIG manager waits 5 minutes for its GPU clients, then leaves the node pending with them
+    paused and does not look again until the label changes or its pod restarts: a re-run would wait
+    for nothing. The run record says the run began more than the drain and that wait ago."""
+    cluster = state([stuck_node()], [configmap("default-mig-parted-config"), run_record(NOW - dt.timedelta(minutes=11))])
+    manager = {"metadata": {"name": "nvidia-mig-manager-abc", "namespace": "gpu-operator",
+                            "labels": {"app": "nvidia-mig-manager"}}, "spec": {"nodeName": "gpu-node-mig"}}
+    result = plan(cluster, [held_exporter(), manager], settings(), ["gpu-node-mig"], WHO, NOW).as_dict()
+    message = " ".join(result["refusals"])
+    assert "gpu-node-mig: the MIG manager gave up waiting for its GPU clients to stop and left " \
+           "nvidia.com/mig.config.state=pending" in message
+    assert "gpu-operator/nvidia-dcgm-exporter-x1 (terminating since 2026-12-01T08:31:00Z)" in message
+    assert "kubectl -n gpu-operator delete pod nvidia-mig-manager-abc" in message
+    assert "run record gpushare-run-enable-mig-20261201t083000z-abcd keeps the node as it was: " \
+           "nvidia.com/gpu.deploy.device-plugin=true, nvidia.com/mig.config=all-disabled" in message
+    recent = state([stuck_node()], [configmap("default-mig-parted-config"), run_record(NOW - dt.timedelta(minutes=9))])
+    assert plan(recent, [], settings(), ["gpu-node-mig"], WHO, NOW).refusals == [], \
+        "not certain yet (the drain may have taken 5 of those minutes): the re-run waits, and its wait tells"
+
+
+def test_a_failed_mode_change_says_reboot_then_re_run() -> None:
+    mark = json.dumps({"previous": "all-disabled", "config": "all-1g.5gb", "gpus": 4, "run": "r"})
+    failed = state([gpu_node(config="all-1g.5gb", state="failed", annotations={MARK: mark})])
+    message = refused_text(failed)
+    assert "It turns MIG mode on or off" in message and "reboot gpu-node-mig" in message
+    assert "turns MIG mode" not in refused_text(state([gpu_node(config="all-1g.5gb", state="failed")])), \
+        "without the mark the config before is unknown"
+    planned = enable(state([gpu_node()]))
+    assert planned["expected"]["targets"]["gpu-node-mig"]["mode_change"] is True
+    assert enable(state([gpu_node(config="all-3g.20gb")]))["expected"]["targets"]["gpu-node-mig"]["mode_change"] is False
+
+
+def refused_text(cluster: ClusterState) -> str:
+    result = enable(cluster)
+    assert result["refusals"]
+    return " ".join(result["refusals"])

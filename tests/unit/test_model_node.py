@@ -170,6 +170,11 @@ def test_schedulability_left_out_while_the_driver_upgrade_cordons_the_nodes_in_t
     before = Node(node("gpu-node-2", 8)).fingerprint(POOL)
     upgrading = Node(node("gpu-node-2", 8, unschedulable=True)).fingerprint(POOL)
     assert fingerprint_changes(before, upgrading, schedulable=False) == []
+    # kube-controller-manager adds the cordon's taint a moment later: it comes and goes with the cordon
+    cordoned = node("gpu-node-2", 8, unschedulable=True)
+    cordoned["spec"]["taints"] = [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]
+    assert fingerprint_changes(before, Node(cordoned).fingerprint(POOL), schedulable=False) == []
+    assert fingerprint_changes(before, Node(cordoned).fingerprint(POOL))[0].startswith("taints [] ->")
     assert fingerprint_changes(before, upgrading) == ["cordoned"]
 
 

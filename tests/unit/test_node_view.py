@@ -93,7 +93,7 @@ def test_mig_mixed_advertises_one_resource_and_count_label_per_profile(config: P
         "nvidia.com/mig-1g.5gb": 8, "nvidia.com/mig-2g.10gb": 4, "nvidia.com/mig-3g.20gb": 4}
     labels = gfd_labels(A100, config, "mixed", BALANCED, 0)
     assert {k: v for k, v in labels.items() if k.endswith(".count")} == {
-        "nvidia.com/gpu.count": "4",  # the MIG-enabled cards
+        "nvidia.com/gpu.count": "4",  # every card of the model
         "nvidia.com/mig-1g.5gb.count": "8", "nvidia.com/mig-2g.10gb.count": "4", "nvidia.com/mig-3g.20gb.count": "4"}
     # "sharing-strategy label `none` under mixed": MIG-enabled cards are labelled without sharing
     assert labels["nvidia.com/gpu.sharing-strategy"] == "none"
@@ -118,6 +118,46 @@ def test_invalid_layout_under_single_labels_mig_invalid_and_stops_the_plugin(lay
     assert (labels["nvidia.com/gpu.count"], labels["nvidia.com/gpu.replicas"], labels["nvidia.com/gpu.memory"]) == ("0", "0", "0")
     with pytest.raises(ConfigError, match=problem):
         plugin_resources(NO_SHARING, "single", layout)
+
+
+def test_gpu_count_is_every_card_of_the_model_mig_or_not() -> None:
+    """internal/lm/mig-strategy.go newGPULabelers: counts[name]++ over MIG-enabled and full cards alike."""
+    half = [["1g.5gb"] * 7, ["1g.5gb"] * 7, None, None]
+    assert gfd_labels(A100, NO_SHARING, "mixed", half, 0)["nvidia.com/gpu.count"] == "4"
+    assert plugin_resources(NO_SHARING, "mixed", half) == {GPU: 2, "nvidia.com/mig-1g.5gb": 14}
+    labels = gfd_labels(A100, shared(2, renamed=False), "mixed", half, 0)
+    assert (labels["nvidia.com/gpu.count"], labels["nvidia.com/gpu.replicas"]) == ("4", "2")
+
+
+def mig_shared(renamed: bool) -> PluginConfig:
+    """Time-slicing of one MIG profile's instances (the mixed strategy's resource name), 3 ways."""
+    return parse(f"""
+version: v1
+sharing:
+  timeSlicing:
+    renameByDefault: {str(renamed).lower()}
+    resources:
+    - name: nvidia.com/mig-1g.5gb
+      replicas: 3
+""")
+
+
+def test_under_mixed_time_slicing_replicates_mig_devices_too() -> None:
+    """internal/rm/device_map.go updateDeviceMapWithReplicas replicates every listed resource, so an
+    nvidia.com/mig-* entry multiplies that profile's instances; GFD labels it as shared
+    (internal/lm/resource.go NewMIGResourceLabeler with the config)."""
+    config = mig_shared(renamed=False)
+    assert plugin_resources(config, "mixed", BALANCED) == {
+        "nvidia.com/mig-1g.5gb": 24, "nvidia.com/mig-2g.10gb": 4, "nvidia.com/mig-3g.20gb": 4}
+    labels = gfd_labels(A100, config, "mixed", BALANCED, 0)
+    assert (labels["nvidia.com/mig-1g.5gb.replicas"], labels["nvidia.com/mig-1g.5gb.sharing-strategy"],
+            labels["nvidia.com/mig-1g.5gb.product"]) == ("3", "time-slicing", "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb-SHARED")
+    assert (labels["nvidia.com/mig-2g.10gb.replicas"], labels["nvidia.com/mig-2g.10gb.sharing-strategy"]) == ("1", "none")
+    assert labels["nvidia.com/gpu.sharing-strategy"] == "none", "nvidia.com/gpu itself is not shared"
+    renamed = mig_shared(renamed=True)
+    assert plugin_resources(renamed, "mixed", ALL_1G5) == {"nvidia.com/mig-1g.5gb.shared": 84}
+    assert gfd_labels(A100, renamed, "mixed", ALL_1G5, 0)["nvidia.com/mig-1g.5gb.product"] == \
+        "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"
 
 
 def test_strategy_none_ignores_mig() -> None:

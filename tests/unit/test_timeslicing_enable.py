@@ -306,7 +306,62 @@ def test_a_confirmed_operand_roll_says_what_the_driver_upgrade_does(auto_upgrade
     assert ("running workloads keep their GPUs" in roll) is not auto_upgrade
     # the upgrade controller cordons the other nodes in turn: the verify does not call that a change of theirs
     assert result.expected["compare_schedulable"] is not auto_upgrade
+    # the waits after it end at once on a node that upgrade leaves upgrade-failed
+    assert result.expected["driver_upgrade"] == ("cluster-policy" if auto_upgrade else "")
     assert not result.expected["compare_allocatable"]
+
+
+def gpu_workload(name: str, node: str, owner: str | None = "ReplicaSet", empty_dir: bool = False) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name, "namespace": "team"}
+    if owner:
+        metadata["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner, "name": f"{name}-x", "controller": True}]
+    return {"metadata": metadata, "status": {"phase": "Running"}, "spec": {
+        "nodeName": node, "volumes": [{"name": "tmp", "emptyDir": {}}] if empty_dir else [],
+        "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+
+
+def confirmed_roll(workloads: list[dict[str, Any]] | None, auto_upgrade: bool = True,
+                   skip: tuple[str, ...] = ()) -> EnablePlan:
+    cluster = read(policy=clusterpolicy(auto_upgrade=auto_upgrade), daemonsets=[daemonset(n) for n in OPERANDS])
+    for entry in cluster["nodes"]:
+        if entry["metadata"]["name"] in skip:
+            entry["metadata"]["labels"]["nvidia.com/gpu-driver-upgrade.skip"] = "true"
+    if workloads is not None:
+        cluster["workloads"] = workloads
+    return enable(cluster, ["gpu-node"], pool_taint_key="gpu-mode", confirm_operand_roll=True)
+
+
+def test_a_confirmed_operand_roll_first_reads_every_pod_for_the_driver_upgrade() -> None:
+    result = confirmed_roll(None)
+    assert result.needs_workloads and result.refusals == []
+    assert not confirmed_roll(None, auto_upgrade=False).needs_workloads, "no driver upgrade: no pod to judge"
+
+
+def test_a_confirmed_operand_roll_is_refused_while_the_driver_upgrade_could_not_evict_a_gpu_pod() -> None:
+    """k8s-operator-libs pod_manager.go with the chart's podDeletion (force, deleteEmptyDir false): each
+    pod it cannot delete is named with its node and why, with the ways out, before any write."""
+    workloads = [gpu_workload("infer", "gpu-node"), gpu_workload("bare", "gpu-node-2", owner=None),
+                 gpu_workload("scratch", "gpu-node-2", empty_dir=True), gpu_workload("agent", "gpu-node-mig", owner="DaemonSet")]
+    message = refused(confirmed_roll(workloads), "cannot take these pods off their node")
+    assert ("team/bare on gpu-node-2 (it has no controller and spec.driver.upgradePolicy.podDeletion.force is false); "
+            "team/scratch on gpu-node-2 (it uses an emptyDir volume and spec.driver.upgradePolicy.podDeletion."
+            "deleteEmptyDir is false); team/agent on gpu-node-mig (DaemonSet agent-x runs it, and the driver upgrade's "
+            "GPU-pod deletion never deletes a DaemonSet's pod)") in message
+    assert "team/infer" not in message
+    assert "gpu-node-2, gpu-node-mig would end upgrade-failed, still cordoned, and with maxParallelUpgrades 1 the " \
+           "upgrade of every other GPU node stops there" in message
+    for way in ("podDeletion.force=true", "podDeletion.deleteEmptyDir=true", "drain.enable=true",
+                "nvidia.com/gpu-driver-upgrade.skip=true", "-e timeslicing_pool_taint_key=nvidia.com/gpu"):
+        assert way in message, way
+
+
+def test_pods_the_driver_upgrade_can_evict_or_does_not_reach_do_not_stop_a_confirmed_operand_roll() -> None:
+    evictable = [gpu_workload("infer", "gpu-node"), gpu_workload("done", "gpu-node-2", owner=None) | {
+        "status": {"phase": "Succeeded"}}]
+    result = confirmed_roll(evictable)
+    assert result.refusals == [] and not result.needs_workloads and result.writes
+    assert confirmed_roll([gpu_workload("bare", "gpu-node-2", owner=None)], skip=("gpu-node-2",)).refusals == [], \
+        "a node with the upgrade's skip label keeps its driver: its pods are not evicted"
 
 
 def test_the_tolerations_change_is_refused_if_someone_changed_them_meanwhile() -> None:

@@ -173,6 +173,8 @@ def test_removing_the_toleration_a_trial_added_rolls_every_operand(auto_upgrade:
     # the other nodes' allocatable dips in the roll, and the upgrade controller cordons them in turn
     assert not result.expected["compare_allocatable"]
     assert result.expected["compare_schedulable"] is not auto_upgrade
+    # the waits after it end at once on a node that upgrade leaves upgrade-failed
+    assert result.expected["driver_upgrade"] == ("cluster-policy" if auto_upgrade else "")
 
 
 def test_undoing_the_preparation_too_restores_the_clusterpolicy_and_deletes_the_configmap() -> None:

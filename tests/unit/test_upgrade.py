@@ -15,8 +15,9 @@ POLICY: dict[str, Any] = {"autoUpgrade": True, "maxParallelUpgrades": 1, "maxUna
 
 def node(name: str, state: str = "", **facts: Any) -> u.NodeUpgrade:
     base = u.NodeUpgrade(name=name, state=state, unschedulable=False, ready=True, driver_in_sync=True, driver_ready=True,
-                         driver_terminating=False, gpu_pods=0, eviction_timed_out=False, validator_ready=True,
-                         initial_unschedulable=False, skip=False, requested=False)
+                         driver_terminating=False, gpu_pods=0, undeletable=0, eviction_timed_out=False, drain_pods=0,
+                         drain_errors=(), drain_timed_out=False, validator_ready=True, initial_unschedulable=False,
+                         skip=False, requested=False)
     return replace(base, **facts)
 
 
@@ -50,6 +51,9 @@ def test_one_upgrade_at_a_time() -> None:
         pytest.param(node("a", u.POD_DELETION, gpu_pods=2), None, [("a", "evict")], id="evict-gpu-pods"),
         pytest.param(node("a", u.POD_DELETION), u.POD_RESTART, [], id="gpu-pods-gone"),
         pytest.param(node("a", u.POD_DELETION, gpu_pods=1, eviction_timed_out=True), u.FAILED, [], id="pdb-blocks-too-long"),
+        # pod_manager.go: a GPU pod kubectl's drain filters refuse or skip fails the node at once
+        pytest.param(node("a", u.POD_DELETION, gpu_pods=2, undeletable=1), u.FAILED, [], id="a-gpu-pod-it-cannot-delete"),
+        pytest.param(node("a", u.DRAIN), u.POD_RESTART, [], id="drain-disabled"),
         pytest.param(node("a", u.POD_RESTART, driver_in_sync=False), None, [("a", "restart-driver")], id="restart-driver"),
         pytest.param(node("a", u.POD_RESTART, driver_in_sync=False, driver_terminating=True), None, [], id="driver-terminating"),
         pytest.param(node("a", u.POD_RESTART, driver_ready=False), None, [], id="new-driver-starting"),
@@ -63,6 +67,43 @@ def test_state_machine(current: u.NodeUpgrade, expected_state: str | None, expec
     steps = u.plan([current], POLICY)
     assert states(steps).get("a") == expected_state
     assert actions(steps) == expected_actions
+
+
+DRAIN_ON = {**POLICY, "drain": {"enable": True, "timeoutSeconds": 300}}
+
+
+@pytest.mark.parametrize(
+    ("current", "expected_state", "expected_actions", "event"),
+    [
+        pytest.param(node("a", u.POD_DELETION, gpu_pods=1, undeletable=1), u.DRAIN, [],
+                     "Pod deletion failed but drain is enabled in spec. Will attempt a node drain", id="deletion-fails"),
+        pytest.param(node("a", u.DRAIN, drain_pods=3), None, [("a", "drain")], None, id="drain"),
+        pytest.param(node("a", u.DRAIN), u.POD_RESTART, [], None, id="drained"),
+        pytest.param(node("a", u.DRAIN, drain_pods=1, drain_errors=("cannot delete Pods with local storage (use "
+                                                                    "--delete-emptydir-data to override): t/x",)),
+                     u.FAILED, [], "Failed to drain the node, cannot delete Pods with local storage (use "
+                                   "--delete-emptydir-data to override): t/x", id="drain-refused"),
+        pytest.param(node("a", u.DRAIN, drain_pods=1, drain_timed_out=True), u.FAILED, [],
+                     "Failed to drain the node, global timeout reached", id="drain-timeout"),
+    ],
+)
+def test_with_drain_enabled(current: u.NodeUpgrade, expected_state: str | None, expected_actions: list,
+                            event: str | None) -> None:
+    """pod_manager.go updateNodeToDrainOrFailed, drain_manager.go ScheduleNodesDrain."""
+    steps = u.plan([current], DRAIN_ON)
+    assert states(steps).get("a") == expected_state
+    assert actions(steps) == expected_actions
+    assert [s.event for s in steps if s.event] == ([event] if event else [])
+
+
+def test_a_failed_node_holds_the_only_slot_so_the_fleet_stops() -> None:
+    """common_manager.go GetUpgradesInProgress counts upgrade-failed; with maxParallelUpgrades 1 no
+    other node starts until it is dealt with (it also stays cordoned, which maxUnavailable counts)."""
+    nodes = [node("a", u.FAILED, driver_in_sync=False, unschedulable=True)] + [
+        node(n, u.REQUIRED, driver_in_sync=False) for n in "bcd"]
+    assert u.plan(nodes, POLICY) == []
+    nodes[0] = node("a", u.REQUIRED, driver_in_sync=False, unschedulable=True)  # kubectl label ... upgrade-required
+    assert states(u.plan(nodes, POLICY)) == {"a": u.CORDON}, "a cordoned node starts again without a free slot"
 
 
 def test_a_node_cordoned_before_the_upgrade_is_marked() -> None:

@@ -73,6 +73,8 @@ class Sharing:
     rename_by_default: bool = False
     fail_requests_greater_than_one: bool = False
     replicas: int = 1  # replicas of nvidia.com/gpu (1 = not shared)
+    # replicas of the nvidia.com/mig-<profile> resources it shares (the mixed MIG strategy's names)
+    mig: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -138,14 +140,22 @@ def _judge(text: str, env: Mapping[str, str]) -> tuple[Any, dict[str, Any], Plug
     except GoError as err:
         raise ConfigError(VALIDATE_ERROR + str(err)) from None
     replicated = mps if mps is not None else sharing.get("timeSlicing") or {}
-    gpu = next((r for r in replicated.get("resources") or [] if r["name"] == "nvidia.com/gpu"), None)
+    resources = replicated.get("resources") or []
+    gpu = next((r for r in resources if r["name"] == "nvidia.com/gpu"), None)
+    first: dict[str, int] = {}
+    for resource in resources:  # a name listed twice: GFD labels the first (internal/lm/resource.go replicationInfo)
+        if resource["name"].startswith("nvidia.com/mig-"):
+            first.setdefault(resource["name"], resource["replicas"])
+    mig = tuple(first.items())
+    rename = bool(replicated.get("renameByDefault"))
     if gpu is None:
-        return document, config, PluginConfig(mig_strategy, Sharing("none"))
+        return document, config, PluginConfig(mig_strategy, Sharing("none", rename_by_default=rename and bool(mig), mig=mig))
     shared = Sharing(
         _strategy(config),
-        rename_by_default=bool(replicated.get("renameByDefault")),
+        rename_by_default=rename,
         fail_requests_greater_than_one=bool(replicated.get("failRequestsGreaterThanOne")),
         replicas=gpu["replicas"],
+        mig=mig,
     )
     return document, config, PluginConfig(mig_strategy, shared)
 

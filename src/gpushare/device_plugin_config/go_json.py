@@ -156,19 +156,35 @@ def pointer_to(elem: Decode) -> Decode:
     return decode
 
 
-def slice_of(elem: Decode, type_name: str) -> Decode:
-    """[]T: null sets nil; an array is decoded element by element into the existing ones."""
+def _collection(json_type: type, type_name: str, fill: Decode) -> Decode:
+    """A slice or map type: null sets nil, a value of another JSON type is a mismatch, else `fill`."""
 
     def decode(d: Decoder, value: Any, current: Any) -> Any:
         if value is None:
             return None
-        if not isinstance(value, list):
+        if not isinstance(value, json_type):
             d.mismatch(value, type_name)
             return current
+        return fill(d, value, current)
+
+    return decode
+
+
+def slice_of(elem: Decode, type_name: str) -> Decode:
+    """[]T: an array is decoded element by element into the existing ones."""
+
+    def fill(d: Decoder, value: list[Any], current: Any) -> Any:
         old = current or []
         return [elem(d, item, old[i] if i < len(old) else None) for i, item in enumerate(value)]
 
-    return decode
+    return _collection(list, type_name, fill)
+
+
+def map_of(elem: Decode, type_name: str) -> Decode:
+    """map[string]T: each member decoded into a fresh element (a value of the wrong type is saved, as
+    for a struct field, but without a field path: a map key is not one)."""
+    return _collection(dict, type_name, lambda d, value, current: {
+        **(current or {}), **{key: elem(d, item, None) for key, item in value.items()}})
 
 
 def raw_map(d: Decoder, value: Any, current: Any) -> Any:

@@ -1,9 +1,11 @@
 """YAML text to the JSON value the device plugin decodes, as sigs.k8s.io/yaml v1.6.0 makes it.
 
 sigs.k8s.io/yaml (yaml.go: Unmarshal) decodes the first YAML document with go-yaml v2 (go_yaml),
-turns map keys into strings and the scalar under Config's only string field (`version`) into
-its string form (convertToJSONableObject), and writes the result with encoding/json, which
-cannot write NaN or infinities, then hands that JSON to the plugin's structs (go_json, api_v1).
+turns map keys into strings and the scalar under a top-level string field of the target struct
+(the device plugin's Config has one, `version`) into its string form (convertToJSONableObject; a
+target with its own UnmarshalJSON, as mig-parted's Spec, gets no such conversion), and writes the
+result with encoding/json, which cannot write NaN or infinities, then hands that JSON to the
+target's decoding (go_json; api_v1 for the plugin, gpushare.mig_parted_config for mig-parted).
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ from gpushare.device_plugin_config.go_json import Number, fold
 from gpushare.device_plugin_config.go_yaml import GoMap, YAMLError, decode
 
 
-def to_json(text: str) -> Any:
-    """The JSON value (None, bool, str, Number, list, dict in Go's key order) sigs.k8s.io/yaml makes of text."""
-    return _marshal(_jsonable(decode(text), top=True))
+def to_json(text: str, string_fields: tuple[str, ...] = ("version",)) -> Any:
+    """The JSON value (None, bool, str, Number, list, dict in Go's key order) sigs.k8s.io/yaml makes of
+    text for a target struct whose top-level Go string fields are `string_fields`."""
+    return _marshal(_jsonable(decode(text), string_fields))
 
 
-def _jsonable(value: Any, top: bool = False) -> Any:
-    """convertToJSONableObject: string keys; the scalar under Config.version becomes a string."""
+def _jsonable(value: Any, string_fields: tuple[str, ...] = ()) -> Any:
+    """convertToJSONableObject: string keys; the scalar under a string field becomes a string."""
     if isinstance(value, list):
         return [_jsonable(item) for item in value]
     if not isinstance(value, GoMap):
@@ -42,7 +45,7 @@ def _jsonable(value: Any, top: bool = False) -> Any:
             name = {"+Inf": ".inf", "-Inf": "-.inf", "NaN": ".nan"}.get(name, name)
         else:
             name = str(key)
-        if top and fold(name) == "version" and not isinstance(item, list | dict | type(None)):
+        if any(fold(name) == fold(f) for f in string_fields) and not isinstance(item, list | dict | type(None)):
             result[name] = _go_string_form(item)
         else:
             result[name] = _jsonable(item)

@@ -50,6 +50,9 @@ def apply(entries: list[MigConfigSpec], gpu: GpuModel, current: Layout) -> tuple
     if filtered and not gpu.device_ids:
         return layout, [f"its entries select GPUs by device-filter and the runbook does not know the PCI device ID of "
                         f"{gpu.product} (gpushare.mig.hardware.DEVICE_IDS), so it cannot tell which entry applies"], []
+    if any(e.filters_by_subsystem for e in entries):
+        warnings.append("an entry's device-filter names a PCI subsystem ID, which the runbook does not know for "
+                        f"{gpu.product}: it judged that entry as not applying (the MIG manager reads the real one)")
     matched = False
     for entry in entries:
         for index in range(len(layout)):

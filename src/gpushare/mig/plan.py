@@ -11,14 +11,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpushare.clock import parse_time
 from gpushare.mig import parted
+from gpushare.mig.checks import stuck
 from gpushare.mig.fit import WHOLE, Fit, fit, smallest_fit
 from gpushare.mig.hardware import GpuModel, Profile, model
 from gpushare.mig.settings import ENABLE, MARK, NOTHING, ROLLBACK, RUNBOOKS, Mark, MigSettings
-from gpushare.mig_parted_config import MigConfigError, MigConfigSpec, parse_configs
+from gpushare.mig_parted_config import MigConfigError, MigConfigSpec, parse_configs, yaml_key
 from gpushare.model.node import CORDONED_BY, GPU, MIG_CONFIG, MIG_STATE, Node
 from gpushare.model.pods import Pod, outlasting_drain
-from gpushare.timeslicing.records import Intent, new_record, record_name, state_patch
+from gpushare.timeslicing.records import Intent, Record, new_record, record_name, state_patch
 from gpushare.timeslicing.state import ClusterState, operator_problems
 
 STRATEGIES = ("single", "mixed")
@@ -40,6 +42,7 @@ class NodePlan:
     resources: tuple[str, ...] = ()  # the GPU resources a pod of the node may hold
     cordon: bool = False  # this run cordons (or holds a MIG runbook's cordon) and uncordons at the end
     relabel: bool = False
+    mode_change: bool = False  # MIG mode goes on or off on a GPU: it takes effect only once the GPUs reset
 
 
 @dataclass
@@ -139,8 +142,11 @@ def _config_refusals(name: str, node: Node, state: ClusterState, settings: MigSe
     current = node.mig_config or parted.DISABLED
     if target not in configs:
         usable = [c for c in sorted(configs) if not parted.apply(configs[c], gpu, [None] * gpus)[1]]
+        read_as = yaml_key(target)
+        hint = (f" A key written {target} there is read by mig-parted's YAML 1.1 as {read_as!r}: quote it in the file "
+                f"(\"{target}\")." if read_as != target and read_as in configs else "")
         return None, [f"{name}: MIG config {target!r} is not in {where} ({source.why}). The configs there that apply "
-                      f"to its {gpu.product} GPUs: {', '.join(usable) or 'none'}."], []
+                      f"to its {gpu.product} GPUs: {', '.join(usable) or 'none'}.{hint}"], []
     before = parted.apply(configs[current], gpu, [None] * gpus)[0] if current in configs else None
     after, refusals, warnings = parted.apply(configs[target], gpu, before or [None] * gpus)
     refusals = [f"{name}: MIG config {target} of {where} does not fit its {gpus} {gpu.product} GPU(s): {r}."
@@ -159,7 +165,8 @@ def _config_refusals(name: str, node: Node, state: ClusterState, settings: MigSe
     result = fit(settings.workloads if settings.runbook == ENABLE else [], profiles,
                  _pool(before) if before is not None else None, _pool(after))
     previous = mark.previous if mark else current
-    plan = NodePlan(name, gpus, gpu.product, target, current, previous, source, after, result)
+    plan = NodePlan(name, gpus, gpu.product, target, current, previous, source, after, result,
+                    mode_change=_mode_change(configs, gpu, gpus, previous if current == target else current, after))
     if result.unfit:
         fitting = [c for c in sorted(configs) if c != parted.DISABLED and _all_fit(configs[c], gpu, gpus, settings)]
         largest = max((profiles[k] for k in result.after), key=lambda p: p.memory_mib, default=None)
@@ -169,6 +176,30 @@ def _config_refusals(name: str, node: Node, state: ClusterState, settings: MigSe
             f"(the largest: {largest.name if largest else 'none'}, {largest.memory_gib if largest else 0:.2f} GiB). "
             f"{result.coverage()}. Configs of {where} that fit every listed workload: {', '.join(fitting) or 'none'}.")
     return plan, refusals, warnings
+
+
+def _gave_up(state: ClusterState, node: Node, target: str, settings: MigSettings, now: dt.datetime) -> Record | None:
+    """The run record of a MIG run whose MIG manager has given up on its GPU clients on `node` for
+    sure: the node is pending on `target` with its clients paused, the run cordoned it, and the run
+    started longer ago than its drain may take plus the MIG manager's wait (the label came after the
+    drain). None when that is not certain (a re-run then waits again, and its wait tells)."""
+    if node.mig_config != target or node.mig_state != "pending" or PAUSED not in node.deploy_labels.values():
+        return None
+    if node.cordoned_by not in RUNBOOKS:
+        return None
+    for record in state.interrupted():
+        started = parse_time(record.started)
+        if record.runbook in RUNBOOKS and node.name in record.intent.nodes and started is not None and (
+                now - started).total_seconds() > settings.drain_timeout + settings.client_timeout:
+            return record
+    return None
+
+
+def _mode_change(configs: dict[str, list[MigConfigSpec]], gpu: GpuModel, gpus: int, from_config: str,
+                 after: parted.Layout) -> bool:
+    """Whether going from `from_config` to the layout `after` turns MIG mode on or off on a GPU."""
+    before = parted.apply(configs[from_config], gpu, [None] * gpus)[0] if from_config in configs else [None] * gpus
+    return any((b is None) != (a is None) for b, a in zip(before, after))
 
 
 def _shape(gpu: dict[str, int] | None) -> str:
@@ -256,9 +287,19 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: MigSettings,
         if not node.mig_capable:  # a rollback of a node without MIG: nothing is partitioned there
             continue
         if node.mig_config == target and node.mig_state == "failed":
+            node_plan = _config_refusals(name, node, state, settings, strategy, target)[0]
+            reboot = (f" It turns MIG mode on or off, which takes effect only once the GPUs are reset, and the MIG "
+                      f"manager runs without WITH_REBOOT: if the node needs a reboot for that, reboot {name} (at its "
+                      f"start the MIG manager applies {target} again) and re-run this command once it reports success."
+                      if node_plan is not None and node_plan.mode_change else "")
             refuse(f"The MIG manager already failed to apply {target} on {name} (nvidia.com/mig.config.state=failed): "
-                   f"its log says why (kubectl -n {settings.namespace} logs -l app=nvidia-mig-manager). Roll back with "
-                   "playbooks/rollback-mig.yml, or fix the cause and set the label again.")
+                   f"its log says why (kubectl -n {settings.namespace} logs -l app=nvidia-mig-manager).{reboot} Roll "
+                   "back with playbooks/rollback-mig.yml, or fix the cause and set the label again.")
+            continue
+        record = _gave_up(state, node, target, settings, now)
+        if record is not None:
+            refuse(stuck(name, target, settings.namespace, [p for p in pods if (p.get("spec") or {}).get("nodeName") == name],
+                         record.name, record.intent.node_labels.get(name)))
             continue
         if node.mig_config != target and node.mig_state in ("pending", "rebooting") and not ours:
             refuse(f"The MIG manager is still applying {node.mig_config} on {name} (nvidia.com/mig.config.state="
@@ -290,13 +331,21 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: MigSettings,
         "strategy": strategy,
         "targets": {p.name: {"config": p.config, "resources": advertised(p.after, strategy),
                              "product": product_label(p.product, p.after, strategy),
-                             "deploy": {k: v for k, v in state.nodes[p.name].deploy_labels.items() if v != PAUSED}}
+                             "deploy": {k: v for k, v in state.nodes[p.name].deploy_labels.items() if v != PAUSED},
+                             "mode_change": p.mode_change}
                     for p in plans},
+        # what the waits' advice names: this run's record and the labels it kept of each node before
+        "record": result.record, "before_labels": {p.name: _kept(state.nodes[p.name]) for p in plans},
         **state.bystanders(result.nodes),
     }
     result.before = {p.name: facts(state.nodes[p.name]) for p in plans}
     result.lines = _lines(state, settings, strategy, plans, result)
     return result
+
+
+def _kept(node: Node) -> dict[str, str | None]:
+    """The node labels a MIG run records before it changes them."""
+    return {MIG_CONFIG: node.labels.get(MIG_CONFIG), MIG_STATE: node.labels.get(MIG_STATE), **node.deploy_labels}
 
 
 def facts(node: Node) -> dict[str, Any]:
@@ -313,9 +362,7 @@ def facts(node: Node) -> dict[str, Any]:
 
 def _changes(state: ClusterState, settings: MigSettings, plans: list[NodePlan], record: str,
              invocation: dict[str, str], now: dt.datetime) -> dict[str, list[dict[str, Any]]]:
-    saved = {p.name: {MIG_CONFIG: state.nodes[p.name].labels.get(MIG_CONFIG),
-                      MIG_STATE: state.nodes[p.name].labels.get(MIG_STATE), **state.nodes[p.name].deploy_labels}
-             for p in plans}
+    saved = {p.name: _kept(state.nodes[p.name]) for p in plans}
     intent = Intent(settings.runbook, [p.name for p in plans], node_labels=saved)
     cordon, reconfigure, uncordon = [], [], []
     for p in plans:

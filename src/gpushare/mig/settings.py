@@ -56,10 +56,11 @@ class MigSettings:
     drain_force: bool
     drain_delete_emptydir_data: bool
     reconfigure_timeout: int
+    drain_timeout: int
+    client_timeout: int  # how long the MIG manager waits for its GPU clients to stop (mig_manager_client_timeout)
     namespace: str
     clusterpolicy: str
     problems: list[str] = field(default_factory=list)
-    drain_timeout: int = 300
     drain_grace_period: int | None = None  # the grace given to each evicted pod (None: its own)
 
     @classmethod
@@ -80,6 +81,6 @@ class MigSettings:
                             "config name.")
         return cls(runbook, configs, rollback_to, workloads, _bool(values.get("confirm_eviction_window")),
                    _bool(values.get("drain_force")), _bool(values.get("drain_delete_emptydir_data")),
-                   int(values.get("reconfigure_timeout") or 600), str(values["namespace"]),
-                   str(values["clusterpolicy_name"]), problems, int(values.get("drain_timeout") or 300),
-                   optional_int(values.get("drain_grace_period")))
+                   int(values.get("reconfigure_timeout") or 600), int(values.get("drain_timeout") or 300),
+                   int(values.get("client_timeout") or 300), str(values["namespace"]),
+                   str(values["clusterpolicy_name"]), problems, optional_int(values.get("drain_grace_period")))

@@ -251,6 +251,9 @@ class Node:
         }
 
 
+CORDON_TAINT = "node.kubernetes.io/unschedulable:"
+
+
 def fingerprint_changes(before: dict[str, Any], after: dict[str, Any], allocatable: bool = True,
                         schedulable: bool = True) -> list[str]:
     """What differs between two fingerprints, one short phrase per difference (without allocatable
@@ -269,7 +272,11 @@ def fingerprint_changes(before: dict[str, Any], after: dict[str, Any], allocatab
             if was.get(key) != now.get(key):
                 absent = "(none)" if part == "labels" else "0"
                 changes.append(f"{part} {key} {was.get(key, absent)} -> {now.get(key, absent)}")
-    if before.get("taints") != after.get("taints"):
+    # a cordon's own taint (kube-controller-manager's) comes and goes with it
+    was, now = (before.get("taints"), after.get("taints")) if schedulable else (
+        [t for t in before.get("taints") or [] if not t.startswith(CORDON_TAINT)],
+        [t for t in after.get("taints") or [] if not t.startswith(CORDON_TAINT)])
+    if was != now:
         changes.append(f"taints {before.get('taints')} -> {after.get('taints')}")
     if schedulable and before.get("unschedulable") != after.get("unschedulable"):
         changes.append("cordoned" if after.get("unschedulable") else "uncordoned")

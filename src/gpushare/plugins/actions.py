@@ -25,7 +25,7 @@ from gpushare.k8s.kinds import UnknownKind
 from gpushare.k8s.session import ApiError, KindNotServed, Session, Unreachable
 from gpushare.model.node import packed, trimmed
 from gpushare.plugins.checks import CHECKS
-from gpushare.polling import pauses
+from gpushare.polling import DeadEnd, pauses
 
 
 # What an argument spec keeps of a documented option (ansible-core's ArgumentSpecValidator reads these).
@@ -216,7 +216,8 @@ class ApplyAction(KubeAction):
 class WaitAction(KubeAction):
     """`check: <name>` with `args`, polled for at most `timeout` seconds (gpushare.polling: quickly at
     first, then every `interval` seconds).
-    Returns `problems` (empty: done); on timeout fails naming what is still wrong, plus `advice`."""
+    Returns `problems` (empty: done); on timeout fails naming what is still wrong, plus `advice`; a
+    check that finds a dead end (gpushare.polling.DeadEnd) fails it at once."""
 
     def act(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
         name = args["check"]
@@ -226,7 +227,11 @@ class WaitAction(KubeAction):
         session = self.session(task_vars)
         started, pause = time.monotonic(), pauses(interval)
         while True:
-            problems = CHECKS[name](session, **args["args"])
+            try:
+                problems = CHECKS[name](session, **args["args"])
+            except DeadEnd as end:  # waiting longer cannot help
+                return {"changed": False, "problems": end.problems, "waited": round(time.monotonic() - started, 1),
+                        "failed": True, "msg": "; ".join(end.problems)}
             waited = time.monotonic() - started
             if not problems or waited >= timeout:
                 break

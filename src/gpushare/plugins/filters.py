@@ -49,13 +49,19 @@ def read_resources(read: dict[str, Any]) -> dict[str, Any]:
 
 
 def timeslicing_enable_plan(read: dict[str, Any], inputs: dict[str, Any], targets: list[str],
-                            fleet: dict[str, Any] | None = None) -> dict[str, Any]:
+                            fleet: dict[str, Any] | None = None, workloads: dict[str, Any] | None = None) -> dict[str, Any]:
     """The enable runbook's plan (gpushare.timeslicing.enable) from one gpushare_read of the cluster.
     A read whose `nodes` are only the targets, with the nodes that carry a device-plugin config as
     `configured_nodes`, gives a plan that says `needs_fleet` unless it is decided without the other
-    nodes; `fleet` (a read of every node) then makes the plan again."""
+    nodes; `fleet` (a read of every node) then makes the plan again. A plan that says
+    `needs_workloads` is made again with `workloads`, a read of every pod not finished (`pods`).
+    A read a skipped task registered counts as none."""
     read, inputs, targets = plain(read), plain(inputs), plain(targets)
+    fleet = None if not fleet or plain(fleet).get("skipped") else fleet
+    workloads = None if not workloads or plain(workloads).get("skipped") else plain(workloads)
     resources = read_resources(read)
+    if workloads:
+        resources["workloads"] = (workloads.get("resources") or {}).get("pods") or []
     partial = "configured_nodes" in resources and not fleet
     if fleet:
         fleet = plain(fleet)

@@ -24,7 +24,7 @@ from gpushare.simulator import clusterpolicy as cp
 from gpushare.simulator import mig_manager, nfd, operands
 from gpushare.simulator.config_manager import ManagedPod
 from gpushare.simulator.kubelet import managed_pod_status, node_resources
-from gpushare.simulator.mig import Layout
+from gpushare.simulator.mig import Layout, generated_config
 from gpushare.simulator.node_view import gfd_labels, gfd_owns, plugin_resources
 from gpushare.simulator.operator import node_labels
 from gpushare.simulator.plugin_version import gfd_uses_node_feature_api, init_waits_for_label
@@ -78,6 +78,7 @@ class NodeAgent:
         self.sim = sim
         self.managed: dict[str, ManagedPod[Any]] = {}  # by pod uid
         self.mig_runs: dict[str, mig_manager.MigRun] = {}
+        self.generated: dict[str, str] = {}  # node -> the mig-manager pod that wrote <node>-mig-config
         self.wakeups: dict[str, float] = {}
         self.stopped: dict[str, dict[str, float]] = {}  # node -> resource -> when no plugin served it any more
 
@@ -96,6 +97,7 @@ class NodeAgent:
         if node is None:
             self.mig_runs.pop(name, None)
             self.stopped.pop(name, None)
+            self.generated.pop(name, None)
             return
         meta = node["metadata"]
         labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
@@ -141,15 +143,23 @@ class NodeAgent:
         pod = sim.operand_pod(name, operands.MIG_MANAGER)
         if pod is None or pod.get("status", {}).get("phase") != "Running":
             return None
-        volume = next((v for v in pod["spec"].get("volumes") or [] if v["name"] == "mig-parted-config"), {})
-        config_map = sim.configmaps.get((volume.get("configMap") or {}).get("name", ""))
+        driver = sim.operand_pod(name, operands.DRIVER)
+        if driver is not None and sim.driver_manager.busy(name, driver):
+            return None  # its toolkit-validation init container waits for the driver (KWOK ran the pod anyway)
+        annotations = node["metadata"].get("annotations") or {}
+        env = _env(_container(pod, "nvidia-mig-manager"))
+        timeout = annotations.get(mig_manager.CLIENT_TIMEOUT_ANNOTATION)
         facts = mig_manager.NodeFacts(
             labels={**(node["metadata"].get("labels") or {}), **{k: v for k, v in label_patch.items() if v is not None}},
-            annotations=node["metadata"].get("annotations") or {},
+            annotations=annotations,
             product=product, gpus=gpus,
-            config_text=(config_map.get("data") or {}).get("config.yaml") if config_map else None,
+            config_text=self._mig_configs(name, pod, env, product, annotations),
             pod_uid=pod["metadata"]["uid"],
-            clients_running=any(sim.pods_on(name, app) for app in MIG_CLIENT_APPS),
+            # reconfigure.go waitForPodsToBeDeleted, waitForPodsWithNodeSelector
+            clients_running=any(sim.pods_on(name, app) for app in MIG_CLIENT_APPS) or any(
+                mig_manager.client_daemonset_pod(p) for p in sim.pods_on(name)),
+            with_reboot=env.get("WITH_REBOOT", "") in ("1", "t", "T", "TRUE", "true", "True"),  # strconv.ParseBool
+            client_timeout=float(timeout) if timeout else mig_manager.CLIENT_TIMEOUT_S,
         )
         run, decision = mig_manager.step(copy.deepcopy(self.mig_runs.get(name)), facts, now, sim.options.mig_reboot_seconds)
         if decision is None:
@@ -168,6 +178,41 @@ class NodeAgent:
         if decision.wake_after is not None:
             sim.queue.add_after(f"node/{name}", decision.wake_after)
         return run
+
+    def _mig_configs(self, node: str, pod: Obj, env: dict[str, str], product: GpuProduct,
+                     annotations: dict[str, str]) -> str | None:
+        """The config file of this MIG manager (cmd/nvidia-mig-manager/main.go setupMigConfig): the
+        custom ConfigMap (CONFIG_FILE); else the one it generated from the GPUs at its start, kept in
+        ConfigMap <node>-mig-config (owned by its pod); else, when discovery finds no MIG profile, the
+        operator's default (DEFAULT_CONFIG_FILE). Both ConfigMaps are its `mig-parted-config` volume."""
+        sim = self.sim
+        if not env.get("CONFIG_FILE") and annotations.get(mig_manager.DISCOVERY_ANNOTATION) != "none":
+            text = generated_config(product)
+            if self.generated.get(node) != pod["metadata"]["uid"]:
+                self._write_generated(node, pod, text)
+                self.generated[node] = pod["metadata"]["uid"]
+            return text
+        volume = next((v for v in pod["spec"].get("volumes") or [] if v["name"] == "mig-parted-config"), {})
+        config_map = sim.configmaps.get((volume.get("configMap") or {}).get("name", ""))
+        return (config_map.get("data") or {}).get("config.yaml") if config_map else None
+
+    def _write_generated(self, node: str, pod: Obj, text: str) -> None:
+        """createNodeConfigMap: create <node>-mig-config, or update it when it exists."""
+        sim = self.sim
+        name = f"{node}-mig-config"
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"config.yaml": text}, "metadata": {
+            "name": name, "namespace": sim.namespace,
+            "labels": {"app.kubernetes.io/component": "nvidia-mig-manager", "nvidia.com/node-name": node},
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pod["metadata"]["name"],
+                                 "uid": pod["metadata"]["uid"]}]}}
+        path = f"/api/v1/namespaces/{sim.namespace}/configmaps"
+        try:
+            sim.rest.create(path, body)
+        except ApiException as err:
+            if err.status != 409:
+                raise
+            body["metadata"]["resourceVersion"] = sim.rest.get(f"{path}/{name}")["metadata"]["resourceVersion"]
+            sim.rest.replace(f"{path}/{name}", body)
 
     # ---- device plugin and GFD with their config-manager ------------------------------------------
     def _plugin_loader(self, pod: Obj, layout: Layout, fault: str | None) -> Any:

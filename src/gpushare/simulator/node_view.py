@@ -1,6 +1,8 @@
 """What a GPU node shows for a hardware, a loaded config and a MIG layout, with no I/O: the
-resources the device plugin advertises (k8s-device-plugin internal/rm/device_map.go) and the labels
-GFD writes (internal/lm/resource.go, mig-strategy.go, nvml.go, timestamp.go)."""
+resources the device plugin advertises (k8s-device-plugin internal/rm/device_map.go
+updateDeviceMapWithReplicas: every shared resource replicated, nvidia.com/mig-* under the mixed
+strategy too) and the labels GFD writes (internal/lm/resource.go, mig-strategy.go, nvml.go,
+timestamp.go: `nvidia.com/gpu.count` counts every GPU of the model, MIG-enabled or not)."""
 
 from __future__ import annotations
 
@@ -26,13 +28,18 @@ def gfd_owns(label: str) -> bool:
 
 
 def _replicate(resources: dict[str, int], config: PluginConfig) -> dict[str, int]:
+    """Each shared resource the plugin registers R times, under `<name>.shared` when renamed."""
     sharing = config.sharing
-    if sharing.strategy == "none" or GPU not in resources:
-        return resources
-    total = resources[GPU] * sharing.replicas
-    if sharing.rename_by_default:
-        return {**{k: v for k, v in resources.items() if k != GPU}, SHARED: total}
-    return {**resources, GPU: total}
+    replicas = dict(sharing.mig)
+    if sharing.strategy != "none":
+        replicas[GPU] = sharing.replicas
+    result: dict[str, int] = {}
+    for name, count in resources.items():
+        if name in replicas:
+            result[name + ".shared" if sharing.rename_by_default else name] = count * replicas[name]
+        else:
+            result[name] = count
+    return result
 
 
 def _single_strategy_problem(layout: Layout) -> str | None:
@@ -84,10 +91,10 @@ def gfd_labels(product: GpuProduct, config: PluginConfig, mig_strategy: str, lay
         "nvidia.com/mps.capable": str(sharing.strategy == "mps" and not mig_enabled).lower(),
     }
     gpu: dict[str, str] = {}
-    if mig_enabled:  # MIG-enabled cards are labelled without sharing
-        gpu = _base(product.name, len(mig_enabled), 0, "none", product.memory_mib, False)
-    if len(mig_enabled) < len(layout):
-        gpu = _base(product.name, len(layout) - len(mig_enabled), sharing.replicas, sharing.strategy,
+    if mig_enabled:  # MIG-enabled cards are labelled without sharing; the count is every card of the model
+        gpu = _base(product.name, len(layout), 0, "none", product.memory_mib, False)
+    if len(mig_enabled) < len(layout):  # the full cards' labels override those of the MIG-enabled ones
+        gpu = _base(product.name, len(layout), sharing.replicas, sharing.strategy,
                     product.memory_mib, shared and not sharing.rename_by_default)
     if mig_strategy != "none":
         labels["nvidia.com/mig.strategy"] = mig_strategy
@@ -103,9 +110,12 @@ def gfd_labels(product: GpuProduct, config: PluginConfig, mig_strategy: str, lay
             gpu.update({"slices.gi": str(profile.compute_slices), "slices.ci": str(profile.compute_slices)})
     labels.update({f"{GPU}.{k}": v for k, v in gpu.items()})
     if mig_strategy == "mixed":
+        shares = dict(sharing.mig)
         for name, total in counts.items():
             profile = product.mig_profiles[name]
-            mig = _base(f"{product.name}-MIG-{name}", total, 1, "none", profile.memory_mib, False)
+            replicas = shares.get(f"nvidia.com/mig-{name}", 1)
+            mig = _base(f"{product.name}-MIG-{name}", total, replicas, "time-slicing" if replicas > 1 else "none",
+                        profile.memory_mib, replicas > 1 and not sharing.rename_by_default)
             mig.update({"slices.gi": str(profile.compute_slices), "slices.ci": str(profile.compute_slices)})
             labels.update({f"nvidia.com/mig-{name}.{k}": v for k, v in mig.items()})
     return labels

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubernetes.client.exceptions import ApiException
 
+from gpushare import driver_upgrade as du
 from gpushare.simulator import clusterpolicy as cp
 from gpushare.simulator import operands, operator_objects, upgrade
 from gpushare.simulator.rest import Obj
@@ -59,23 +60,6 @@ def _ready_condition(pod: Obj) -> bool:
 def containers_ready(pod: Obj) -> bool:
     statuses = pod.get("status", {}).get("containerStatuses") or []
     return pod.get("status", {}).get("phase") == "Running" and bool(statuses) and all(s.get("ready") for s in statuses)
-
-
-def uses_gpus(pod: Obj) -> bool:
-    """cmd/gpu-operator/main.go gpuPodSpecFilter: Running or Pending, asking for nvidia.com/gpu* or
-    nvidia.com/mig-* in a container's limits or requests."""
-    if pod.get("status", {}).get("phase") not in ("Running", "Pending"):
-        return False
-    for container in pod["spec"].get("containers") or []:
-        resources = container.get("resources") or {}
-        for names in (resources.get("limits") or {}, resources.get("requests") or {}):
-            if any(n.startswith("nvidia.com/gpu") or n.startswith("nvidia.com/mig-") for n in names):
-                return True
-    return False
-
-
-def _owned_by_daemonset(pod: Obj) -> bool:
-    return any(o.get("kind") == "DaemonSet" for o in pod["metadata"].get("ownerReferences") or [])
 
 
 class Operator:
@@ -155,7 +139,9 @@ class Operator:
         revision = operands.current_revision(self.sim.revisions.items(), ds)
         pods = operands.owned_by(self.sim.pods_of(ds["metadata"]["labels"]["app"]), ds)
         return bool(pods) and revision is not None and all(
-            p["metadata"].get("labels", {}).get("controller-revision-hash") == revision and containers_ready(p) for p in pods)
+            p["metadata"].get("labels", {}).get("controller-revision-hash") == revision and containers_ready(p)
+            and not (ds["metadata"]["name"] == operands.DRIVER and self.sim.driver_manager.busy(p["spec"].get("nodeName", ""), p))
+            for p in pods)
 
     # ---- driver upgrades ----------------------------------------------------------------------
     def reconcile_upgrades(self) -> None:
@@ -177,10 +163,11 @@ class Operator:
             node = sim.nodes.get(pod["spec"].get("nodeName", ""))
             if node is not None:
                 states.append(self._node_upgrade(node, pod, revision, upgrade_policy))
+        rules = du.Policy.of(policy.get("spec") or {})
         for step in upgrade.plan(states, upgrade_policy):
-            self._execute(step)
-        waiting = [s.name for s in states if s.state == upgrade.POD_DELETION]
-        self.eviction_started = {n: t for n, t in self.eviction_started.items() if n in waiting}
+            self._execute(step, rules)
+        waiting = {s.name for s in states if s.state in (upgrade.POD_DELETION, upgrade.DRAIN)}
+        self.eviction_started = {n: t for n, t in self.eviction_started.items() if n.split("/")[0] in waiting}
         if waiting:
             sim.queue.add_after("upgrade", 1.0)  # evictions refused by a PodDisruptionBudget are retried
 
@@ -191,33 +178,60 @@ class Operator:
         state = labels.get(upgrade.STATE_LABEL, "")
         # As in ApplyState, a node's pods are looked at only in the states that act on them: on a large
         # fleet this pass runs on every node event.
-        on_node = self.sim.pods_on(name) if state in (upgrade.POD_DELETION, upgrade.VALIDATION) else []
+        on_node = self.sim.pods_on(name) if state in (upgrade.POD_DELETION, upgrade.DRAIN, upgrade.VALIDATION) else []
         validators = [p for p in on_node if (p["metadata"].get("labels") or {}).get("app") == operands.VALIDATOR]
-        timeout = float(cp.section(policy, "podDeletion").get("timeoutSeconds") or 300)
-        started = self.eviction_started.get(name)
+        rules = du.Policy.of({"driver": {"upgradePolicy": policy}})
+        gpu = [p for p in on_node if du.gpu_pod(p)] if state == upgrade.POD_DELETION else []
+        drain = on_node if state == upgrade.DRAIN else []
+        errors: dict[str, list[str]] = {}
+        for pod in drain:
+            verdict = du.drain_filters(pod, rules.drain_force, rules.drain_empty_dir)
+            if verdict not in ("delete", "skip") and du.selects(rules.drain_selector, pod["metadata"].get("labels") or {}):
+                errors.setdefault(verdict, []).append(f"{pod['metadata']['namespace']}/{pod['metadata']['name']}")
         return upgrade.NodeUpgrade(
             name=name,
             state=state,
             unschedulable=bool(node["spec"].get("unschedulable")),
             ready=any(c.get("type") == "Ready" and c.get("status") == "True" for c in node.get("status", {}).get("conditions") or []),
             driver_in_sync=(driver_pod["metadata"].get("labels") or {}).get("controller-revision-hash") == revision,
-            driver_ready=containers_ready(driver_pod),
+            driver_ready=containers_ready(driver_pod) and not self.sim.driver_manager.busy(name, driver_pod),
             driver_terminating="deletionTimestamp" in driver_pod["metadata"],
-            gpu_pods=sum(1 for p in on_node if uses_gpus(p) and not _owned_by_daemonset(p)),
-            eviction_timed_out=started is not None and time.monotonic() - started > timeout,
+            gpu_pods=len(gpu),
+            undeletable=sum(1 for p in gpu if du.deletion_refusal(p, rules)),
+            eviction_timed_out=self._timed_out(name, cp.section(policy, "podDeletion"), 300),
+            drain_pods=len(self._drain_pods(drain, rules)),
+            # kubectl's PodDeleteList.errors: `cannot delete <fatal>: <pods>` (unmanagedFatal says it already)
+            drain_errors=tuple(f"{'' if fatal.startswith('cannot') else 'cannot delete '}{fatal}: {', '.join(pods)}"
+                               for fatal, pods in sorted(errors.items())),
+            drain_timed_out=self._timed_out(f"{name}/drain", cp.section(policy, "drain"), 0),
             validator_ready=any(_ready_condition(p) for p in validators),
             initial_unschedulable=upgrade.INITIAL_STATE_ANNOTATION in annotations,
             skip=labels.get(upgrade.SKIP_LABEL) == "true",
             requested=annotations.get(upgrade.REQUESTED_ANNOTATION) == "true",
         )
 
-    def _execute(self, step: upgrade.Step) -> None:
+    def _timed_out(self, key: str, spec: dict[str, Any], default: int) -> bool:
+        """drain.Helper's Timeout: `timeoutSeconds` since the first eviction (0: never)."""
+        value = spec.get("timeoutSeconds")
+        timeout = float(default if value is None else value)
+        started = self.eviction_started.get(key)
+        return bool(timeout) and started is not None and time.monotonic() - started > timeout
+
+    @staticmethod
+    def _drain_pods(pods: list[Obj], rules: du.Policy) -> list[Obj]:
+        """The pods the upgrade's drain evicts: those drain.podSelector selects that the filters let go."""
+        return [p for p in pods if du.selects(rules.drain_selector, p["metadata"].get("labels") or {})
+                and du.drain_filters(p, rules.drain_force, rules.drain_empty_dir) == "delete"]
+
+    def _execute(self, step: upgrade.Step, rules: du.Policy) -> None:
         sim = self.sim
         if step.state is not None:
             sim.patch_node(step.node, {"metadata": {"labels": {upgrade.STATE_LABEL: step.state or None}}})
             if step.state:
                 sim.event("Node", step.node, "", "Normal", upgrade.EVENT_REASON,
                           f"Successfully updated node state label to {step.state}")
+        if step.event:
+            sim.event("Node", step.node, "", "Warning", upgrade.EVENT_REASON, step.event)
         if step.action in ("cordon", "uncordon"):
             sim.patch_node(step.node, {"spec": {"unschedulable": True if step.action == "cordon" else None}})
         elif step.action in ("mark-initial", "clear-initial", "clear-requested"):
@@ -228,16 +242,21 @@ class Operator:
                 if (pod["metadata"].get("labels") or {}).get("app") == operands.DRIVER:
                     self._delete(f"/api/v1/namespaces/{self.ns}/pods/{pod['metadata']['name']}")
         elif step.action == "evict":
-            self._evict(step.node)
+            self._evict(step.node, step.node, [p for p in sim.pods_on(step.node) if du.gpu_pod(p)],
+                        "Deleted workload pods on the node for the driver upgrade")
+        elif step.action == "drain":
+            self._evict(step.node, f"{step.node}/drain", self._drain_pods(sim.pods_on(step.node), rules),
+                        "Successfully drained the node")
 
-    def _evict(self, node: str) -> None:
+    def _evict(self, node: str, key: str, pods: list[Obj], done: str) -> None:
+        """drain.Helper DeleteOrEvictPods: the Eviction API, retried while a PodDisruptionBudget refuses."""
         sim = self.sim
-        first = node not in self.eviction_started
-        self.eviction_started.setdefault(node, time.monotonic())
+        first = key not in self.eviction_started
+        self.eviction_started.setdefault(key, time.monotonic())
         refused = []
-        for pod in sim.pods_on(node):
+        for pod in pods:
             meta = pod["metadata"]
-            if not uses_gpus(pod) or _owned_by_daemonset(pod) or "deletionTimestamp" in meta:
+            if "deletionTimestamp" in meta:
                 continue
             eviction = {"apiVersion": "policy/v1", "kind": "Eviction",
                         "metadata": {"name": meta["name"], "namespace": meta["namespace"]}}
@@ -249,7 +268,7 @@ class Operator:
                 elif err.status != 404:
                     raise
         if first and not refused:
-            sim.event("Node", node, "", "Normal", upgrade.EVENT_REASON, "Deleted workload pods on the node for the driver upgrade")
+            sim.event("Node", node, "", "Normal", upgrade.EVENT_REASON, done)
         elif refused and first:
             sim.event("Node", node, "", "Warning", upgrade.EVENT_REASON,
                       f"Cannot evict {', '.join(refused)} yet (PodDisruptionBudget); retrying")

@@ -1,7 +1,8 @@
 """The simulated GPU Operator as one process: informers on what it watches, a work queue, and the
 controllers (operator.Operator: ClusterPolicy, node labels, driver upgrades; node_agent.NodeAgent:
-MIG manager, device plugin, GFD, kubelet; nfd_master.NfdMaster: NodeFeature labels onto nodes; plus
-the kubelet's device admission of workload pods).
+MIG manager, device plugin, GFD, kubelet; nfd_master.NfdMaster: NodeFeature labels onto nodes;
+driver_manager.DriverManager: the driver pods' init container; plus the kubelet's device admission
+of workload pods).
 Operand pods are real pods of real DaemonSets: kube-controller-manager creates them and KWOK runs
 them, except the device-plugin and GFD pods, whose status the simulator writes as their kubelet."""
 
@@ -20,6 +21,7 @@ from gpushare.kube import api_client, wait_for
 from gpushare.simulator import clusterpolicy as cp
 from gpushare.simulator import nfd, operands, operator_objects
 from gpushare.simulator.informer import Informer, name_key, namespaced_key
+from gpushare.simulator.driver_manager import DriverManager
 from gpushare.simulator.kubelet import ENDPOINT_STOP_GRACE_S, admission_rejection
 from gpushare.simulator.nfd_master import NfdMaster
 from gpushare.simulator.node_agent import NodeAgent
@@ -40,6 +42,7 @@ class Options:
     # from device plugin v0.18.2: how long after a config-manager starts its informer tells it the node label
     config_manager_label_seconds: float = 0.5
     endpoint_stop_grace_seconds: float = ENDPOINT_STOP_GRACE_S  # the kubelet's endpointStopGracePeriod
+    driver_manager_timeout_seconds: float = 300.0  # k8s-driver-manager defaultGracePeriod
 
 
 def _now() -> str:
@@ -60,6 +63,7 @@ class Simulator:
         self.operator = Operator(self)
         self.agent = NodeAgent(self)
         self.nfd_master = NfdMaster(self)
+        self.driver_manager = DriverManager(self)
         self.admitted: set[str] = set()
         # Status patches of the pods admission rejected, by UID: KWOK, which saw the pod Pending,
         # may still mark it Running after the rejection, and the kubelet never would.
@@ -179,6 +183,8 @@ class Simulator:
         app = (pod["metadata"].get("labels") or {}).get("app")
         if pod["metadata"].get("namespace") == self.namespace and app in OPERAND_APPS:
             self.queue.add(f"node/{node}")
+            if app == operands.DRIVER or new is None:
+                self.queue.add(f"driver/{node}")
             if app in (operands.DRIVER, operands.VALIDATOR) or new is None:
                 self.queue.add(UPGRADE)
             return
@@ -226,6 +232,7 @@ class Simulator:
             threading.Thread(target=informer.run, args=(self.stop,), name=informer.name, daemon=True).start()
         for informer in informers:
             informer.synced.wait()
+        self.driver_manager.adopt()
         for i in range(WORKERS):
             threading.Thread(target=self._work, name=f"worker-{i}", daemon=True).start()
         self._queue(POLICY, UPGRADE)
@@ -247,6 +254,8 @@ class Simulator:
                     self.agent.reconcile(key.removeprefix("node/"))
                 elif key.startswith("nfd/"):
                     self.nfd_master.reconcile(key.removeprefix("nfd/"))
+                elif key.startswith("driver/"):
+                    self.driver_manager.reconcile(key.removeprefix("driver/"))
                 elif key.startswith("pod/"):
                     self.admit(key.removeprefix("pod/"))
             except ApiException as err:

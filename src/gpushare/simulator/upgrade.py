@@ -5,7 +5,10 @@ by `app=nvidia-operator-validator`). Every node whose driver pod runs an older t
 driver DaemonSet (OnDelete) goes upgrade-required -> cordon-required -> wait-for-jobs-required ->
 pod-deletion-required -> pod-restart-required -> validation-required -> uncordon-required ->
 upgrade-done, `maxParallelUpgrades` (and `maxUnavailable`) at a time. Each node moves one state per
-pass, as in ApplyState, which reads the states once at the start."""
+pass, as in ApplyState, which reads the states once at the start. Which pods the GPU-pod deletion
+and the drain can take is gpushare.driver_upgrade's (pod_manager.go, drain_manager.go, kubectl's
+drain filters): a node they cannot empty goes upgrade-failed, or to drain-required first when
+`drain.enable` (pod_manager.go updateNodeToDrainOrFailed)."""
 
 from __future__ import annotations
 
@@ -13,14 +16,16 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
-SKIP_LABEL = "nvidia.com/gpu-driver-upgrade.skip"
+from gpushare.driver_upgrade import FAILED, SKIP_LABEL, STATE_LABEL
+
+__all__ = ["FAILED", "SKIP_LABEL", "STATE_LABEL", "NodeUpgrade", "Step", "plan"]
+
 INITIAL_STATE_ANNOTATION = "nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulable"
 REQUESTED_ANNOTATION = "nvidia.com/gpu-driver-upgrade-requested"
 EVENT_REASON = "GPUDriverUpgrade"
 DONE, REQUIRED, CORDON, WAIT_JOBS = "upgrade-done", "upgrade-required", "cordon-required", "wait-for-jobs-required"
 POD_DELETION, DRAIN, POD_RESTART = "pod-deletion-required", "drain-required", "pod-restart-required"
-VALIDATION, UNCORDON, FAILED = "validation-required", "uncordon-required", "upgrade-failed"
+VALIDATION, UNCORDON = "validation-required", "uncordon-required"
 IN_PROGRESS = (CORDON, WAIT_JOBS, POD_DELETION, FAILED, DRAIN, POD_RESTART, UNCORDON, VALIDATION)
 
 
@@ -35,7 +40,11 @@ class NodeUpgrade:
     driver_ready: bool  # Running with every container ready
     driver_terminating: bool
     gpu_pods: int  # pods still using the node's GPUs (terminating ones included); counted in POD_DELETION only
-    eviction_timed_out: bool
+    undeletable: int  # of those, the ones the GPU-pod deletion cannot delete (kubectl's drain filters)
+    eviction_timed_out: bool  # the GPU-pod deletion's podDeletion.timeoutSeconds has passed
+    drain_pods: int  # pods the drain still has to evict; counted in DRAIN only
+    drain_errors: tuple[str, ...]  # kubectl's `cannot delete ...` for the pods the drain refuses
+    drain_timed_out: bool
     validator_ready: bool  # read in VALIDATION only
     initial_unschedulable: bool  # INITIAL_STATE_ANNOTATION present
     skip: bool
@@ -46,7 +55,8 @@ class NodeUpgrade:
 class Step:
     node: str
     state: str | None = None  # new state label; "" removes it
-    action: str | None = None  # cordon | uncordon | evict | restart-driver | mark-initial | clear-initial | clear-requested
+    action: str | None = None  # cordon | uncordon | evict | drain | restart-driver | mark-initial | clear-initial | clear-requested
+    event: str | None = None  # a Warning event on the node
 
 
 def max_unavailable(policy: dict[str, Any], total: int) -> int:
@@ -82,6 +92,39 @@ def _finished(node: NodeUpgrade) -> list[Step]:
     return [Step(node.name, UNCORDON)]
 
 
+def _drain_enabled(policy: dict[str, Any]) -> bool:
+    drain = policy.get("drain")
+    return isinstance(drain, dict) and bool(drain.get("enable"))
+
+
+def _pod_deletion(node: NodeUpgrade, policy: dict[str, Any]) -> list[Step]:
+    """pod_manager.go SchedulePodEviction; a failure goes to drain-required or upgrade-failed."""
+    failed = DRAIN if _drain_enabled(policy) else FAILED
+    to_drain = "Pod deletion failed but drain is enabled in spec. Will attempt a node drain" if failed == DRAIN else None
+    if node.gpu_pods == 0:
+        return [Step(node.name, POD_RESTART)]
+    if node.undeletable:  # "Cannot delete all required pods": logged only, no event of its own
+        return [Step(node.name, failed, event=to_drain)]
+    if node.eviction_timed_out:
+        return [Step(node.name, failed, event="Failed to delete workload pods on the node for the driver upgrade, "
+                                              "global timeout reached")]
+    return [Step(node.name, action="evict")]
+
+
+def _drain(node: NodeUpgrade, policy: dict[str, Any]) -> list[Step]:
+    """common_manager.go ProcessDrainNodes (disabled: straight on) and drain_manager.go ScheduleNodesDrain."""
+    if not _drain_enabled(policy):
+        return [Step(node.name, POD_RESTART)]
+    if node.drain_errors:
+        errors = node.drain_errors[0] if len(node.drain_errors) == 1 else f"[{', '.join(node.drain_errors)}]"
+        return [Step(node.name, FAILED, event=f"Failed to drain the node, {errors}")]
+    if node.drain_pods == 0:
+        return [Step(node.name, POD_RESTART)]
+    if node.drain_timed_out:
+        return [Step(node.name, FAILED, event="Failed to drain the node, global timeout reached")]
+    return [Step(node.name, action="drain")]
+
+
 def plan(nodes: list[NodeUpgrade], policy: dict[str, Any]) -> list[Step]:
     """The writes of one ApplyState pass; with autoUpgrade off, the state labels are removed."""
     if not policy.get("autoUpgrade"):
@@ -108,14 +151,9 @@ def plan(nodes: list[NodeUpgrade], policy: dict[str, Any]) -> list[Step]:
         elif node.state == WAIT_JOBS:  # no waitForCompletion.podSelector: nothing to wait for
             steps.append(Step(node.name, POD_DELETION))
         elif node.state == POD_DELETION:
-            if node.gpu_pods == 0:
-                steps.append(Step(node.name, POD_RESTART))
-            elif node.eviction_timed_out:
-                steps.append(Step(node.name, FAILED))  # drain is disabled in the chart's policy
-            else:
-                steps.append(Step(node.name, action="evict"))
+            steps += _pod_deletion(node, policy)
         elif node.state == DRAIN:
-            steps.append(Step(node.name, POD_RESTART))
+            steps += _drain(node, policy)
         elif node.state == POD_RESTART:
             if not node.driver_in_sync:
                 if not node.driver_terminating:

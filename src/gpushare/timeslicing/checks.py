@@ -6,12 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from gpushare import driver_upgrade as du
 from gpushare.clock import utc_now
 from gpushare.k8s.session import Session
 from gpushare.k8s.watch import changed_since
 from gpushare.model.node import CONFIG_LABEL, GPU, SHARED, Node, Pool, fingerprint_changes, unpacked
-from gpushare.model.operands import CONFIG_READERS, DEVICE_PLUGIN, Operand, OperandPod
+from gpushare.model.operands import CONFIG_READERS, DEVICE_PLUGIN, DRIVER, Operand, OperandPod
 from gpushare.model.pods import UNSCHEDULABLE, Pod
+from gpushare.polling import DeadEnd
 
 STARTING_S = 120
 GPU_PRESENT = "nvidia.com/gpu.present=true"
@@ -70,9 +72,25 @@ def bystander_problems(nodes: dict[str, Node | None], bystanders: dict[str, Any]
     return problems
 
 
+def driver_upgrade_dead_ends(session: Session, clusterpolicy: str) -> None:
+    """In a run whose change starts a driver upgrade: a GPU node the upgrade left upgrade-failed stays
+    so (cordoned, and it holds the upgrade of the others) until someone acts: DeadEnd, with why and
+    the way on (gpushare.driver_upgrade.failure)."""
+    failed = session.list("Node", label_selector=f"{du.STATE_LABEL}={du.FAILED}")
+    if not failed:
+        return
+    policy = du.Policy.of((session.get("ClusterPolicy", clusterpolicy) or {}).get("spec") or {})
+    pods = session.pods_on([n["metadata"]["name"] for n in failed])
+    raise DeadEnd([du.failure(n["metadata"]["name"], [p for p in pods if p["spec"].get("nodeName") == n["metadata"]["name"]],
+                              policy) for n in sorted(failed, key=lambda n: n["metadata"]["name"])])
+
+
 def timeslicing_enabled(session: Session, namespace: str, expected: dict[str, Any]) -> list[str]:
     """The targets share as planned, their config readers are Ready on the current template, and,
-    once they are (the fleet is read only then), every other GPU node is as it was."""
+    once they are (the fleet is read only then), every other GPU node is as it was. In a run that
+    starts a driver upgrade, a node it leaves upgrade-failed ends the wait."""
+    if expected.get("driver_upgrade"):
+        driver_upgrade_dead_ends(session, expected["driver_upgrade"])
     nodes = _gpu_nodes(session, expected["targets"])
     pool = Pool.of(expected["pool"])
     replicas = int(expected["replicas"])
@@ -141,13 +159,24 @@ def operator_rendered(session: Session, namespace: str, configmap: str, mounted:
     return problems
 
 
-def operator_rolled_out(session: Session, namespace: str) -> list[str]:
+def operator_rolled_out(session: Session, namespace: str, driver_upgrade: str = "") -> list[str]:
     """The operator's roll of the config readers is over: every node on the current template and
     no pod of it still starting. A pod not Ready for longer than STARTING_S is a broken node, which
-    the roll does not wait for."""
+    the roll does not wait for. `driver_upgrade`: the ClusterPolicy, when the run's change started a
+    driver upgrade: it is over too (every driver pod on the current template, no node mid-upgrade),
+    and a node it leaves upgrade-failed ends the wait."""
     problems, unavailable = [], []
+    if driver_upgrade:
+        driver_upgrade_dead_ends(session, driver_upgrade)
+        problems += [f"{n['metadata']['name']}: its driver upgrade is at {n['metadata']['labels'][du.STATE_LABEL]}"
+                     for n in session.list("Node", label_selector=du.STATE_LABEL)
+                     if n["metadata"]["labels"][du.STATE_LABEL] != "upgrade-done"]
     for raw in session.list("DaemonSet", namespace):
         operand = Operand(raw)
+        if driver_upgrade and operand.name == DRIVER and operand.rolling:
+            updated, desired = operand.rollout()
+            problems.append(f"DaemonSet {DRIVER}: {updated} of {desired} GPU nodes run the new driver pod (the "
+                            "upgrade controller takes them maxParallelUpgrades at a time)")
         if operand.name not in CONFIG_READERS:
             continue
         updated, desired = operand.rollout()
@@ -193,8 +222,12 @@ def whole_cards(session: Session, nodes: dict[str, Any], found: dict[str, Node] 
 
 def timeslicing_disabled(session: Session, namespace: str, expected: dict[str, Any], clusterpolicy: str) -> list[str]:
     """The targets are whole again, their readers Ready on the current template, the ClusterPolicy
-    restored; once the targets are (the fleet is read only then), every other GPU node is as it was."""
+    restored; once the targets are (the fleet is read only then), every other GPU node is as it was.
+    In a run that starts a driver upgrade, a node it leaves upgrade-failed ends the wait."""
     from gpushare.k8s.patch import resolve  # noqa: PLC0415
+
+    if expected.get("driver_upgrade"):
+        driver_upgrade_dead_ends(session, clusterpolicy)
 
     nodes = _gpu_nodes(session, expected["targets"])
     pool = Pool.of(expected["pool"])

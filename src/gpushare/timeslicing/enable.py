@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpushare import device_plugin_config as dpc
+from gpushare import driver_upgrade as du
 from gpushare.k8s.patch import escape, pointer, resolve
 from gpushare.model.node import CONFIG_LABEL, MARK, Mark, Node
 from gpushare.model.operands import CONFIG_READERS, DRIVER
@@ -38,6 +39,7 @@ class EnablePlan:
     record: str = ""
     backup_file: str = ""  # where the ClusterPolicy goes on the control machine before it changes
     expected: dict[str, Any] = field(default_factory=dict)
+    needs_workloads: bool = False  # the pods of every GPU node decide it: read them, then plan again
 
     @property
     def writes(self) -> bool:
@@ -46,7 +48,7 @@ class EnablePlan:
     def as_dict(self) -> dict[str, Any]:
         return {"refusals": self.refusals, "interrupted": self.interrupted, "notes": self.notes, "lines": self.lines,
                 "changes": self.changes, "restart_nodes": self.restart_nodes, "known_readers": self.known_readers,
-                "rolls_fleet": self.rolls_fleet,
+                "rolls_fleet": self.rolls_fleet, "needs_workloads": self.needs_workloads,
                 "record": self.record, "backup_file": self.backup_file, "expected": self.expected,
                 "writes": self.writes}
 
@@ -229,6 +231,8 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
                 + ("; the driver DaemonSet's template changes, and with driver.upgradePolicy.autoUpgrade=true the "
                    "upgrade controller then cordons each GPU node in turn, evicts its GPU pods and reloads the driver"
                    if state.driver_auto_upgrade and DRIVER in operands else ""))
+        if settings.confirm_operand_roll and state.driver_auto_upgrade and DRIVER in operands:
+            _refuse_unevictable(result, state, f"Adding the toleration for {taint} to spec.daemonsets.tolerations")
         if settings.confirm_operand_roll:
             tolerations = state.operand_tolerations
             field_changes.append(FieldChange(TOLERATIONS, (state.spec.get("daemonsets") or {}).get("tolerations"),
@@ -343,6 +347,24 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
     return result
 
 
+def _refuse_unevictable(result: EnablePlan, state: ClusterState, change: str) -> None:
+    """The driver upgrade that `change` starts must be able to take every GPU pod off its node
+    (gpushare.driver_upgrade); without the pods read yet, the plan asks for them."""
+    if state.workloads is None:
+        result.needs_workloads = True
+        return
+    nodes = set(du.upgraded_nodes(state.gpu_nodes))
+    pods: dict[str, list[dict[str, Any]]] = {}
+    for pod in state.workloads:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node in nodes:
+            pods.setdefault(node, []).append(pod)
+    problem = du.refusal(pods, du.Policy.of(state.spec), change)
+    if problem:
+        _refuse(result, problem + " Or use a pool taint the operands already tolerate (the default: "
+                "-e timeslicing_pool_taint_key=nvidia.com/gpu), or -e timeslicing_pool_taint=false.")
+
+
 def decided_without_fleet(result: EnablePlan, settings: Settings) -> bool:
     """Whether a plan made from the targets and the nodes with a device-plugin config label is the
     plan: one that writes nothing, refuses nothing and has node scope. Every other node counts only
@@ -405,6 +427,7 @@ def _expected(state: ClusterState, settings: Settings, affected: list[str], targ
         "pool": settings.pool.as_dict(), "scope": settings.scope, "key": settings.key,
         **state.bystanders(affected, settings.pool, rolls_fleet),
         "compare_allocatable": not rolls_fleet, "compare_schedulable": not upgrades,
+        "driver_upgrade": settings.clusterpolicy if upgrades else "",  # its upgrade-failed nodes end the waits
     }
 
 

@@ -290,6 +290,7 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
         "pool": settings.pool.as_dict(), "keys": sorted(keys),
         **state.bystanders(rolled, settings.pool, result.rolls_fleet),
         "compare_allocatable": not result.rolls_fleet, "compare_schedulable": not driver_upgrades(state, restore_ops),
+        "driver_upgrade": settings.clusterpolicy if driver_upgrades(state, restore_ops) else "",
         "clusterpolicy": {c.path: c.after for c in restore_ops},
     }
     result.lines = _lines(state, settings, result, rolled, users, restore_ops, configmap_changes, evictable)

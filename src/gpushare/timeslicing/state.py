@@ -27,11 +27,13 @@ class ClusterState:
     records: list[Record] = field(default_factory=list)
     plugin_namespaces: list[str] = field(default_factory=list)  # where a device-plugin DaemonSet runs
     nodes_version: str = ""  # the resourceVersion `nodes` were listed at ("": read otherwise)
+    workloads: list[dict[str, Any]] | None = None  # every pod not finished, when read (the driver upgrade's view)
 
     @classmethod
     def of(cls, read: dict[str, Any]) -> ClusterState:
         """From a `gpushare_read` result with keys namespace, clusterpolicy, nodes (packed or not),
-        configmaps, daemonsets, pods, lease (missing kinds come as None), and nodes_version."""
+        configmaps, daemonsets, pods, lease (missing kinds come as None), nodes_version and, when read,
+        workloads."""
         configmaps = {c["metadata"]["name"]: c for c in read.get("configmaps") or []}
         return cls(
             namespace_exists=bool(read.get("namespace")),
@@ -45,6 +47,7 @@ class ClusterState:
             records=sorted((Record.of(c) for c in configmaps.values() if Record.is_record(c)), key=lambda r: r.name),
             plugin_namespaces=sorted({d["metadata"]["namespace"] for d in read.get("plugin_anywhere") or []}),
             nodes_version=str(read.get("nodes_version") or ""),
+            workloads=read.get("workloads"),
         )
 
     @property
