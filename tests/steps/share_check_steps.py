@@ -232,7 +232,7 @@ def entry_point_alone(kube: Cluster, tmp_path: Path, targeted: list[str], role: 
                       option: str) -> RunbookRun:
     """A one-task playbook that imports only this entry point, the way verify-sharing.yml does."""
     playbook = tmp_path / f"{role}-{entry}.yml"
-    imported = {"name": role, **({"tasks_from": entry} if entry != "main" else {})}
+    imported = {"name": f"gpushare.gpu_sharing.{role}", **({"tasks_from": entry} if entry != "main" else {})}
     playbook.write_text(yaml.safe_dump([{
         "name": f"{role} {entry} alone", "hosts": "gpu_nodes", "gather_facts": False,
         "tasks": [{"name": "The entry point", "ansible.builtin.import_role": imported}]}], sort_keys=False))
