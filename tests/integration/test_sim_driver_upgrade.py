@@ -217,10 +217,11 @@ def test_with_drain_enabled_a_daemonsets_gpu_pod_is_left_and_a_pod_without_contr
     workload(cluster, ns, "web", "gpu-node-2", kind="Pod")
     patch_policy(cluster, {"daemonsets": {"tolerations": POOL_TOLERATIONS}, "driver": {"upgradePolicy": {
         "maxParallelUpgrades": 0, "maxUnavailable": "100%", "drain": {"enable": True, "timeoutSeconds": 60}}}})
-    wait_for(lambda: (cluster.node("gpu-node-2").metadata.labels or {}).get(UPGRADE_STATE) == u.FAILED, 2 * TIMEOUT_S,
-             "gpu-node-2's drain to fail")
-    assert "Failed to drain the node, cannot delete Pods that declare no controller (use --force to override): drain/web" \
-        in node_events(cluster, "gpu-node-2", u.EVENT_REASON)
+    refused = "Failed to drain the node, cannot delete Pods that declare no controller (use --force to override): drain/web"
+    # the state label and the event are two writes: wait for both
+    wait_for(lambda: (cluster.node("gpu-node-2").metadata.labels or {}).get(UPGRADE_STATE) == u.FAILED
+             and refused in node_events(cluster, "gpu-node-2", u.EVENT_REASON), 2 * TIMEOUT_S,
+             "gpu-node-2's drain to fail, refusing drain/web")
     wait_for(lambda: (cluster.node("gpu-node").metadata.labels or {}).get(UPGRADE_STATE) == u.DONE, 2 * TIMEOUT_S,
              "gpu-node to finish its upgrade")
     events = node_events(cluster, "gpu-node", u.EVENT_REASON)

@@ -200,9 +200,13 @@ def test_without_a_mig_strategy_the_operator_sets_none_and_the_plugin_decides(cl
     cluster = clean_cluster
     before = {d.metadata.name for d in cluster.apps.list_namespaced_daemon_set(cluster.operator_namespace).items}
     cluster.kubectl("patch", POLICY, "--type", "json", "-p", json.dumps([{"op": "remove", "path": "/spec/mig/strategy"}]))
-    wait_for(lambda: all("nvidia.com/mig.strategy" not in advertised(cluster, n)[1] for n in ("gpu-node", MIG_NODE)),
-             TIMEOUT_S, "GFD to drop nvidia.com/mig.strategy")
-    for pod in operand_pods(cluster, operands.DEVICE_PLUGIN).values():
-        env = {e.name for e in pod.spec.containers[0].env or []}
-        assert "MIG_STRATEGY" not in env and "NVIDIA_MIG_MONITOR_DEVICES" in env
+    def plugin_envs() -> list[set[str]]:
+        return [{e.name for e in pod.spec.containers[0].env or []}
+                for pod in operand_pods(cluster, operands.DEVICE_PLUGIN).values()]
+
+    # GFD's labels can change before every plugin pod is replaced: wait for both
+    wait_for(lambda: all("nvidia.com/mig.strategy" not in advertised(cluster, n)[1] for n in ("gpu-node", MIG_NODE))
+             and all("MIG_STRATEGY" not in env for env in plugin_envs()), TIMEOUT_S,
+             "GFD to drop nvidia.com/mig.strategy and the device plugin pods to run without MIG_STRATEGY")
+    assert all("NVIDIA_MIG_MONITOR_DEVICES" in env for env in plugin_envs())
     assert {d.metadata.name for d in cluster.apps.list_namespaced_daemon_set(cluster.operator_namespace).items} == before
