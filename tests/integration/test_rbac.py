@@ -5,6 +5,7 @@ allowed by a role meant for that runbook (the audit log says so)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,27 @@ def test_real_requests_beyond_its_rights_are_refused(runbook_api: client.ApiClie
             attempt()
         statuses[what] = refused.value.status
     assert statuses == dict.fromkeys(attempts, 403)
+
+
+def _privileged_pod(node: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "gpushare-root-on-node"},
+            "spec": {"nodeName": node, "hostPID": True, "containers": [{
+                "name": "root", "image": "busybox", "command": ["nsenter", "-t", "1", "-a", "sh"],
+                "securityContext": {"privileged": True}}]}}
+
+
+def test_a_privileged_host_pid_pod_in_the_share_check_namespace_is_refused(runbook_api: client.ApiClient,
+                                                                           cluster: Cluster) -> None:
+    """The runbook identity may create pods in the share check's namespace; Pod Security admission
+    "restricted" on it refuses one that would be root on a node (its message names the profile)."""
+    (node, *_) = cluster.gpu_nodes()
+    core = client.CoreV1Api(runbook_api)
+    with pytest.raises(ApiException) as refused:
+        core.create_namespaced_pod(SHARE_CHECK_NAMESPACE, _privileged_pod(node), dry_run="All")
+    assert refused.value.status == 403
+    message = json.loads(refused.value.body)["message"]
+    assert 'violates PodSecurity "restricted:latest"' in message, message
+    assert "privileged" in message and "hostPID" in message, message
 
 
 def _granted(cluster: Cluster) -> list[Grant]:
