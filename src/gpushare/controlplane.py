@@ -97,6 +97,34 @@ class StateDir:
     def pid_files(self) -> list[Path]:
         return [self.pid_file(name) for name in COMPONENTS]
 
+    @property
+    def marker(self) -> Path:
+        """Written by `up` before anything else: `down` (and `up` over an old cluster) removes only a
+        directory that carries it."""
+        return self.root / MARKER
+
+    def ours(self) -> bool:
+        return self.marker.is_file() and self.marker.read_text().startswith(MARKER_TEXT)
+
+    def mark(self) -> None:
+        self.marker.write_text(f"{MARKER_TEXT} {self.root}; `gpushare sim down` removes this directory.\n")
+
+    def check_ours(self) -> None:
+        """Refuse a directory `up` did not create (an empty one is fine: there is nothing to lose)."""
+        if self.root.exists() and not self.ours() and (not self.root.is_dir() or any(self.root.iterdir())):
+            raise NotAStateDir(
+                f"{self.root} is not a state directory of `gpushare sim up` (it has no {MARKER} file): refusing to "
+                "stop or delete anything in it. Name the directory `up` used (--state-dir, $GPUSHARE_STATE_DIR), "
+                "or remove this one yourself.")
+
+
+class NotAStateDir(ComponentError):
+    """A --state-dir that `gpushare sim up` did not create; the message says why nothing was done."""
+
+
+MARKER = ".gpushare-sim-state"
+MARKER_TEXT = "gpushare sim up created"
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -206,6 +234,7 @@ class Launcher:
 
     def _prepare(self) -> dict[str, pki.KeyPair]:
         private_dir(self.state.root)
+        self.state.mark()
         ca = pki.ensure_ca(private_dir(self.state.pki))
         pki.ensure_serving_cert(self.state.pki, ca)
         pki.ensure_service_account_key(self.state.pki)
@@ -366,6 +395,10 @@ def restart(state: StateDir, name: str, timeout_s: float = 60.0) -> float:
 
 
 def down(state: StateDir) -> list[str]:
+    """Stop what `up` started and remove its directory; NotAStateDir (nothing touched) for any other.
+    A running cluster whose directory predates the marker is recognised by its live processes."""
+    if not running(state):
+        state.check_ours()
     stopped = stop_all([*state.pid_files(), *map(state.pid_file, ON_DEMAND_COMPONENTS)])
     if state.root.exists():
         shutil.rmtree(state.root)
