@@ -105,6 +105,15 @@ Feature: Rolling back time-slicing gives the node its whole cards back and loses
     And node "gpu-node" is schedulable
     And the ClusterPolicy is as before the first enable
 
+  Scenario: A run record edited to restore a ClusterPolicy field no enable writes is refused before any write
+    Given time-slicing was enabled on "gpu-node" with 2 replicas by the enable runbook
+    And someone with the runbook identity edits the enable run's record to restore "/spec/driver/repository" to "evil.example.com/driver"
+    When the operator rolls back time-slicing on "gpu-node"
+    Then the run is refused with "names ClusterPolicy path /spec/driver/repository, which no enable run changes"
+    And nothing was written to the cluster
+    And the ClusterPolicy is as the enable runbook left it
+    And node "gpu-node" advertises 2 "nvidia.com/gpu.shared"
+
   Scenario: A preview of the rollback writes nothing
     Given time-slicing was enabled on "gpu-node" with 2 replicas by the enable runbook
     When the operator runs "rollback-timeslicing.yml -l gpu-node --check --diff"

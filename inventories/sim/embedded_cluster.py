@@ -32,7 +32,10 @@ def main() -> int:
         return fail(f"no embedded cluster in {state_dir}; start it with `make sim-up` (gpushare sim up)")
     server = json.loads(info_file.read_text())["server"]
     context = ssl.create_default_context(cafile=str(pki / "ca.crt"))
-    context.load_cert_chain(str(pki / "admin.crt"), str(pki / "admin.key"))
+    # The runbooks run as deploy/rbac's identity (README.md), not as an administrator: the
+    # inventory reads the nodes with it too (the admin kubeconfig stays for kubectl).
+    identity = "runbook" if (pki / "runbook.crt").exists() else "admin"
+    context.load_cert_chain(str(pki / f"{identity}.crt"), str(pki / f"{identity}.key"))
     # The names only, as a server-side Table without the objects (what `kubectl get` asks for): on a
     # 500-node fleet the full list is megabytes, this a few hundred bytes a node.
     url = f"{server}/api/v1/nodes?labelSelector=nvidia.com%2Fgpu.present%3Dtrue&includeObject=None"
@@ -44,7 +47,8 @@ def main() -> int:
         return fail(f"the embedded cluster's API server at {server} does not answer ({err}); "
                     "is it running? `gpushare sim status`")
     name = [c["name"] for c in table["columnDefinitions"]].index("Name")
-    variables = {"gpushare_kubeconfig": str(state_dir / "kubeconfig"), "ansible_connection": "local"}
+    kubeconfig = state_dir / "kubeconfigs" / "runbook.yaml" if identity == "runbook" else state_dir / "kubeconfig"
+    variables = {"gpushare_kubeconfig": str(kubeconfig), "ansible_connection": "local"}
     prometheus = state_dir / "prometheus.json"  # written by `gpushare sim prometheus`
     if prometheus.exists():
         variables["baseline_prometheus_url"] = json.loads(prometheus.read_text())["url"]

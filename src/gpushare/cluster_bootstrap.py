@@ -39,6 +39,28 @@ def register_nodes(kubeconfig: Path, fleet: Fleet) -> None:
         list(pool.map(create, [n.manifest() for n in fleet.nodes if n.name not in existing]))
 
 
+# Components of the embedded cluster that only read: their own identity (no group), with only this.
+READERS_ROLE = "gpushare-sim-node-reader"
+
+
+def grant_readers(kubeconfig: Path, users: list[str]) -> None:
+    """A ClusterRole that reads nodes (get, list, watch) bound to `users` (the DCGM exporter
+    simulator: it lists the GPU nodes' hardware and writes nothing)."""
+    rbac = client.RbacAuthorizationV1Api(api_client(kubeconfig))
+    labels = {"app.kubernetes.io/managed-by": "gpushare-sim"}
+    role = {"metadata": {"name": READERS_ROLE, "labels": labels},
+            "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}]}
+    binding = {"metadata": {"name": READERS_ROLE, "labels": labels},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": READERS_ROLE},
+               "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": u} for u in users]}
+    for create in (lambda: rbac.create_cluster_role(role), lambda: rbac.create_cluster_role_binding(binding)):
+        try:
+            create()
+        except ApiException as err:
+            if err.status != 409:
+                raise
+
+
 def _ready(node: Obj) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in node.get("status", {}).get("conditions") or [])
 

@@ -46,11 +46,14 @@ IDENTITIES = {
     "kube-scheduler": ("system:kube-scheduler", None),
     "kwok": ("system:kwok", "system:masters"),
     "gpu-operator-sim": ("system:gpushare-gpu-operator-sim", "system:masters"),
-    "dcgm-exporter": ("system:gpushare-dcgm-exporter", "system:masters"),
+    # reads the nodes only (cluster_bootstrap.grant_readers), never an administrator
+    "dcgm-exporter": ("system:gpushare-dcgm-exporter", None),
     "kueue": ("system:kueue", "system:masters"),
     # The runbooks' identity: no group, only what deploy/rbac binds to the user gpushare-runbook.
     "runbook": (rbac.RUNBOOK_USER, None),
 }
+# The API server's client certificate for etcd (etcd takes no other client).
+ETCD_CLIENT = "apiserver-etcd-client"
 # Every request of the runbook identity (reads and denials too: the evidence deploy/rbac is derived
 # from); of the others, only the writes.
 AUDIT_POLICY = {
@@ -97,6 +100,34 @@ class StateDir:
     def pid_files(self) -> list[Path]:
         return [self.pid_file(name) for name in COMPONENTS]
 
+    @property
+    def marker(self) -> Path:
+        """Written by `up` before anything else: `down` (and `up` over an old cluster) removes only a
+        directory that carries it."""
+        return self.root / MARKER
+
+    def ours(self) -> bool:
+        return self.marker.is_file() and self.marker.read_text().startswith(MARKER_TEXT)
+
+    def mark(self) -> None:
+        self.marker.write_text(f"{MARKER_TEXT} {self.root}; `gpushare sim down` removes this directory.\n")
+
+    def check_ours(self) -> None:
+        """Refuse a directory `up` did not create (an empty one is fine: there is nothing to lose)."""
+        if self.root.exists() and not self.ours() and (not self.root.is_dir() or any(self.root.iterdir())):
+            raise NotAStateDir(
+                f"{self.root} is not a state directory of `gpushare sim up` (it has no {MARKER} file): refusing to "
+                "stop or delete anything in it. Name the directory `up` used (--state-dir, $GPUSHARE_STATE_DIR), "
+                "or remove this one yourself.")
+
+
+class NotAStateDir(ComponentError):
+    """A --state-dir that `gpushare sim up` did not create; the message says why nothing was done."""
+
+
+MARKER = ".gpushare-sim-state"
+MARKER_TEXT = "gpushare sim up created"
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -138,9 +169,9 @@ def _https_ok(url: str, context: ssl.SSLContext) -> bool:
         return False
 
 
-def _client_context(state: StateDir) -> ssl.SSLContext:
+def _client_context(state: StateDir, name: str = "admin") -> ssl.SSLContext:
     context = ssl.create_default_context(cafile=str(state.pki / "ca.crt"))
-    context.load_cert_chain(str(state.pki / "admin.crt"), str(state.pki / "admin.key"))
+    context.load_cert_chain(str(state.pki / f"{name}.crt"), str(state.pki / f"{name}.key"))
     return context
 
 
@@ -206,8 +237,13 @@ class Launcher:
 
     def _prepare(self) -> dict[str, pki.KeyPair]:
         private_dir(self.state.root)
+        self.state.mark()
         ca = pki.ensure_ca(private_dir(self.state.pki))
         pki.ensure_serving_cert(self.state.pki, ca)
+        # etcd serves TLS and takes client certificates only (its member cert is its peer cert too):
+        # no local user reaches the data behind RBAC and the audit log.
+        pki.ensure_serving_cert(self.state.pki, ca, "etcd", "etcd", client=True)
+        pki.ensure_client_cert(self.state.pki, ca, ETCD_CLIENT, "kube-apiserver-etcd-client", None)
         pki.ensure_service_account_key(self.state.pki)
         clients = {
             name: pki.ensure_client_cert(self.state.pki, ca, name, user, group)
@@ -245,17 +281,24 @@ class Launcher:
         for name, pair in clients.items():
             target = state.kubeconfig if name == "admin" else state.component_kubeconfig(name)
             write_kubeconfig(target, server, pki_dir / "ca.crt", pair, IDENTITIES[name][0])
-        etcd_url = f"http://127.0.0.1:{ports['etcd-client']}"
-        peer_url = f"http://127.0.0.1:{ports['etcd-peer']}"
+        etcd_url = f"https://127.0.0.1:{ports['etcd-client']}"
+        peer_url = f"https://127.0.0.1:{ports['etcd-peer']}"
+        etcd_pair = (pki_dir / "etcd.crt", pki_dir / "etcd.key")
         self.run("etcd", [
             str(bins / "etcd"), "--name=default", f"--data-dir={state.root / 'etcd-data'}",
             f"--listen-client-urls={etcd_url}", f"--advertise-client-urls={etcd_url}",
             f"--listen-peer-urls={peer_url}", f"--initial-advertise-peer-urls={peer_url}",
             f"--initial-cluster=default={peer_url}", "--unsafe-no-fsync", "--log-level=warn",
-        ], lambda: _http_ok(f"{etcd_url}/health"))
+            f"--cert-file={etcd_pair[0]}", f"--key-file={etcd_pair[1]}", "--client-cert-auth=true",
+            f"--trusted-ca-file={pki_dir / 'ca.crt'}",
+            f"--peer-cert-file={etcd_pair[0]}", f"--peer-key-file={etcd_pair[1]}", "--peer-client-cert-auth=true",
+            f"--peer-trusted-ca-file={pki_dir / 'ca.crt'}",
+        ], lambda: _https_ok(f"{etcd_url}/health", _client_context(state, ETCD_CLIENT)))
         client_context = _client_context(state)
         self.run("kube-apiserver", [
-            str(bins / "kube-apiserver"), f"--etcd-servers={etcd_url}",
+            str(bins / "kube-apiserver"), f"--etcd-servers={etcd_url}", f"--etcd-cafile={pki_dir / 'ca.crt'}",
+            f"--etcd-certfile={pki_dir / f'{ETCD_CLIENT}.crt'}", f"--etcd-keyfile={pki_dir / f'{ETCD_CLIENT}.key'}",
+            "--anonymous-auth=false",
             "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
             f"--secure-port={ports['kube-apiserver']}",
             f"--tls-cert-file={pki_dir / 'apiserver.crt'}", f"--tls-private-key-file={pki_dir / 'apiserver.key'}",
@@ -301,6 +344,7 @@ class Launcher:
                 f"--configmap-refresh-seconds={EMBEDDED_CONFIGMAP_REFRESH_S}",
                 f"--mig-reboot-seconds={EMBEDDED_MIG_REBOOT_S}",
             ], lambda: (state.root / "gpu-operator-sim.ready").exists())
+        cluster_bootstrap.grant_readers(state.kubeconfig, [IDENTITIES["dcgm-exporter"][0]])
         self.run("dcgm-exporter", [
             sys.executable, "-m", "gpushare", "sim", "dcgm-exporter",
             f"--kubeconfig={state.component_kubeconfig('dcgm-exporter')}", f"--port={ports['dcgm-exporter']}",
@@ -366,6 +410,10 @@ def restart(state: StateDir, name: str, timeout_s: float = 60.0) -> float:
 
 
 def down(state: StateDir) -> list[str]:
+    """Stop what `up` started and remove its directory; NotAStateDir (nothing touched) for any other.
+    A running cluster whose directory predates the marker is recognised by its live processes."""
+    if not running(state):
+        state.check_ours()
     stopped = stop_all([*state.pid_files(), *map(state.pid_file, ON_DEMAND_COMPONENTS)])
     if state.root.exists():
         shutil.rmtree(state.root)

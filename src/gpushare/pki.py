@@ -87,9 +87,10 @@ def ensure_ca(directory: Path) -> KeyPair:
 
 
 def ensure_serving_cert(
-    directory: Path, ca: KeyPair, name: str = "apiserver", common_name: str = "kube-apiserver"
+    directory: Path, ca: KeyPair, name: str = "apiserver", common_name: str = "kube-apiserver", *, client: bool = False
 ) -> KeyPair:
-    """A serving cert for the loopback address: the API server's, or another component's."""
+    """A serving cert for the loopback address: the API server's, or another component's (`client`:
+    also for client authentication, as an etcd member's peer certificate is used both ways)."""
     sans: list[x509.GeneralName] = [
         x509.DNSName("localhost"),
         x509.DNSName("kubernetes"),
@@ -99,7 +100,7 @@ def ensure_serving_cert(
     ]
     return _issue(
         directory, name, _name(common_name), _load(ca),
-        usage=[ExtendedKeyUsageOID.SERVER_AUTH], sans=sans,
+        usage=[ExtendedKeyUsageOID.SERVER_AUTH, *([ExtendedKeyUsageOID.CLIENT_AUTH] if client else [])], sans=sans,
     )
 
 

@@ -15,6 +15,7 @@ from gpushare.controlplane import (
     OPTIONAL_COMPONENTS,
     RESTARTABLE,
     Launcher,
+    NotAStateDir,
     StateDir,
     down,
     fleet_digest,
@@ -125,6 +126,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     state = StateDir(args.state_dir.resolve())
     try:
         if running(state):
+            if not state.ours():  # started before `up` marked its directories: its pids are ours
+                state.mark()
             conflicts = _conflicts(state, args)
             if conflicts:
                 print(f"error: the embedded cluster in {state.root} is already running and {'; '.join(conflicts)}. "
@@ -137,8 +140,12 @@ def cmd_up(args: argparse.Namespace) -> int:
     except FleetError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if state.root.exists():
-        down(state)  # a half-started or crashed cluster: start clean
+    try:
+        if state.root.exists():
+            down(state)  # a half-started or crashed cluster: start clean
+    except NotAStateDir as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     components = tuple(name for name in COMPONENTS if name not in args.without)
     began = time.monotonic()
     print(f"starting the embedded cluster ({len(fleet.nodes)} nodes) in {state.root}", file=sys.stderr)
@@ -157,7 +164,11 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    stopped = down(StateDir(args.state_dir.resolve()))
+    try:
+        stopped = down(StateDir(args.state_dir.resolve()))
+    except NotAStateDir as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
     return 0
 

@@ -3,9 +3,13 @@ drains go through the eviction API, and the audit log records every write."""
 
 from __future__ import annotations
 
+import json
 import os
+import ssl
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,9 +17,10 @@ from pathlib import Path
 import ansible_runner
 import pytest
 import yaml
+from kubernetes import client
 
 from gpushare.fleet import load_fleet
-from gpushare.kube import wait_for
+from gpushare.kube import api_client, wait_for
 from tests.support.cluster import TEST_NAMESPACE_LABEL, Cluster
 
 pytestmark = pytest.mark.cluster
@@ -175,3 +180,53 @@ def test_sim_up_is_idempotent(cluster: Cluster) -> None:
     assert "already running" in again.stdout
     status = subprocess.run([sys.executable, "-m", "gpushare", "sim", "status"], capture_output=True, text=True, env=env, check=True)
     assert "kube-scheduler           running" in status.stdout and "gpu-node-2" in status.stdout
+
+
+def _argv(cluster: Cluster, component: str) -> list[str]:
+    return json.loads((cluster.state_dir / "pids" / f"{component}.pid").read_text())["argv"]
+
+
+def test_no_local_user_gets_past_rbac_and_the_audit_log(cluster: Cluster) -> None:
+    """The API server refuses anonymous requests (401); etcd speaks TLS only and takes no client
+    without a certificate of the cluster's CA (the API server's), so a local user of a shared CI
+    host can neither read it over plain HTTP nor over TLS without that certificate."""
+    if not cluster.embedded:
+        pytest.skip("the embedded cluster's own processes")
+    server = yaml.safe_load(cluster.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+    anonymous = ssl.create_default_context(cafile=str(cluster.state_dir / "pki" / "ca.crt"))
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{server}/api/v1/namespaces", context=anonymous, timeout=5)  # noqa: S310
+    assert refused.value.code == 401
+    (etcd,) = [a.split("=", 1)[1] for a in _argv(cluster, "kube-apiserver") if a.startswith("--etcd-servers=")]
+    assert etcd.startswith("https://127.0.0.1:"), etcd
+    with pytest.raises((urllib.error.URLError, ConnectionError, ssl.SSLError)):
+        urllib.request.urlopen(etcd.replace("https://", "http://") + "/v3/kv/range", data=b'{"key":"Lw=="}', timeout=5)  # noqa: S310
+    with pytest.raises((urllib.error.URLError, ConnectionError, ssl.SSLError)):
+        urllib.request.urlopen(f"{etcd}/v3/kv/range", data=b'{"key":"Lw=="}', context=anonymous, timeout=5)  # noqa: S310
+    assert "--client-cert-auth=true" in _argv(cluster, "etcd")
+
+
+def test_the_sim_inventory_runs_the_runbooks_as_the_runbook_identity(cluster: Cluster) -> None:
+    if not cluster.embedded:
+        pytest.skip("the embedded cluster's inventory")
+    script = Path(__file__).resolve().parents[2] / "inventories" / "sim" / "embedded_cluster.py"
+    listed = subprocess.run([sys.executable, str(script), "--list"], capture_output=True, text=True, check=True, timeout=60,
+                            env={**os.environ, "GPUSHARE_STATE_DIR": str(cluster.state_dir)})
+    inventory = json.loads(listed.stdout)
+    assert inventory["all"]["vars"]["gpushare_kubeconfig"] == str(cluster.state_dir / "kubeconfigs" / "runbook.yaml")
+    assert inventory["gpu_nodes"]["hosts"] == cluster.gpu_nodes()
+
+
+def test_the_dcgm_exporter_simulator_only_reads_nodes(cluster: Cluster) -> None:
+    if not cluster.embedded:
+        pytest.skip("the embedded cluster's own components")
+    api = client.AuthorizationV1Api(api_client(cluster.state_dir / "kubeconfigs" / "dcgm-exporter.yaml"))
+
+    def may(verb: str, resource: str) -> bool:
+        attributes = client.V1ResourceAttributes(verb=verb, resource=resource)
+        return bool(api.create_self_subject_access_review(client.V1SelfSubjectAccessReview(
+            spec=client.V1SelfSubjectAccessReviewSpec(resource_attributes=attributes))).status.allowed)
+
+    assert may("list", "nodes") and may("watch", "nodes")
+    assert not any(may(verb, resource) for verb, resource in (
+        ("patch", "nodes"), ("create", "pods"), ("list", "secrets"), ("create", "clusterrolebindings")))

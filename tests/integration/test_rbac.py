@@ -5,6 +5,8 @@ allowed by a role meant for that runbook (the audit log says so)."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +86,97 @@ def test_real_requests_beyond_its_rights_are_refused(runbook_api: client.ApiClie
             attempt()
         statuses[what] = refused.value.status
     assert statuses == dict.fromkeys(attempts, 403)
+
+
+def _privileged_pod(node: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "gpushare-root-on-node"},
+            "spec": {"nodeName": node, "hostPID": True, "containers": [{
+                "name": "root", "image": "busybox", "command": ["nsenter", "-t", "1", "-a", "sh"],
+                "securityContext": {"privileged": True}}]}}
+
+
+def test_a_privileged_host_pid_pod_in_the_share_check_namespace_is_refused(runbook_api: client.ApiClient,
+                                                                           cluster: Cluster) -> None:
+    """The runbook identity may create pods in the share check's namespace; Pod Security admission
+    "restricted" on it refuses one that would be root on a node (its message names the profile)."""
+    (node, *_) = cluster.gpu_nodes()
+    core = client.CoreV1Api(runbook_api)
+    with pytest.raises(ApiException) as refused:
+        core.create_namespaced_pod(SHARE_CHECK_NAMESPACE, _privileged_pod(node), dry_run="All")
+    assert refused.value.status == 403
+    message = json.loads(refused.value.body)["message"]
+    assert 'violates PodSecurity "restricted:latest"' in message, message
+    assert "privileged" in message and "hostPID" in message, message
+
+
+def _refusal(attempt: Any) -> str:
+    with pytest.raises(ApiException) as refused:
+        attempt()
+    assert refused.value.status == 403, refused.value.body
+    return json.loads(refused.value.body)["message"]
+
+
+@pytest.fixture
+def foreign_taint(cluster: Cluster) -> Iterator[dict[str, str]]:
+    """A taint someone else put on a GPU node (the admin), removed afterwards."""
+    (node, *_) = cluster.gpu_nodes()
+    taint = {"key": "team.example.com/dedicated", "value": "ml", "effect": "NoSchedule"}
+    taints = [t.to_dict() for t in cluster.node(node).spec.taints or []]
+    cluster.core.patch_node(node, {"spec": {"taints": [*taints, taint]}})
+    yield {"node": node, **taint}
+    cluster.core.patch_node(node, {"spec": {"taints": [t.to_dict() for t in cluster.node(node).spec.taints or []
+                                                       if t.key != taint["key"]] or None}})
+
+
+def test_node_writes_outside_what_the_runbooks_own_are_refused(runbook_api: client.ApiClient, cluster: Cluster,
+                                                               foreign_taint: dict[str, str]) -> None:
+    """deploy/rbac/60-admission-policies.yaml: Node patches only on GPU nodes, only the owned fields."""
+    core = client.CoreV1Api(runbook_api)
+    node = foreign_taint["node"]
+    cpu = next(n.metadata.name for n in cluster.core.list_node().items
+               if "nvidia.com/gpu.present" not in (n.metadata.labels or {}))
+    policy = "ValidatingAdmissionPolicy 'gpushare-runbook-nodes' with binding 'gpushare-runbook-nodes' denied request"
+    message = _refusal(lambda: core.patch_node(cpu, {"metadata": {"labels": {"gpu-mode": "shared"}}}, dry_run="All"))
+    assert policy in message and f"node {cpu} has no label nvidia.com/gpu.present" in message, message
+    message = _refusal(lambda: core.patch_node(node, {"metadata": {"labels": {"node-role.kubernetes.io/control-plane": ""}}},
+                                               dry_run="All"))
+    assert policy in message and "may not change metadata.labels node-role.kubernetes.io/control-plane" in message
+    kept = [t.to_dict() for t in cluster.node(node).spec.taints if t.key != foreign_taint["key"]]
+    message = _refusal(lambda: core.patch_node(node, {"spec": {"taints": kept or None}}, dry_run="All"))
+    assert policy in message and "may not add, change or remove spec.taints" in message, message
+    # what the runbooks do write passes: the pool label, a gpushare.io annotation, the cordon
+    core.patch_node(node, {"metadata": {"labels": {"gpu-mode": "shared"}, "annotations": {"gpushare.io/x": "y"}},
+                           "spec": {"unschedulable": True}}, dry_run="All")
+
+
+def test_clusterpolicy_fields_the_runbooks_do_not_write_are_refused(runbook_api: client.ApiClient,
+                                                                     cluster: Cluster) -> None:
+    custom = client.CustomObjectsApi(runbook_api)
+
+    def patch(body: dict[str, Any]) -> Any:
+        return custom.patch_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", "cluster-policy", body,
+                                                  dry_run="All")
+
+    message = _refusal(lambda: patch({"spec": {"driver": {"repository": "evil.example.com/driver"}}}))
+    assert ("ValidatingAdmissionPolicy 'gpushare-runbook-clusterpolicy'" in message
+            and message.endswith("of ClusterPolicy cluster-policy, not spec.driver")), message
+    message = _refusal(lambda: patch({"spec": {"devicePlugin": {"image": "evil"}}}))
+    assert message.endswith("not spec.devicePlugin.image"), message
+    patch({"spec": {"devicePlugin": {"config": {"name": "time-slicing-config", "default": "any"}}}})
+
+
+def test_the_operators_entrypoint_configmaps_cannot_be_patched(runbook_api: client.ApiClient, cluster: Cluster) -> None:
+    """The entrypoint scripts run as root in the operator's privileged pods: the runbook identity's
+    ConfigMap patch right does not reach them."""
+    core = client.CoreV1Api(runbook_api)
+    names = [c.metadata.name for c in cluster.core.list_namespaced_config_map(cluster.operator_namespace).items
+             if c.metadata.name.endswith("-entrypoint")]
+    assert "nvidia-device-plugin-entrypoint" in names, names
+    for name in names:
+        message = _refusal(lambda name=name: core.patch_namespaced_config_map(
+            name, cluster.operator_namespace, {"data": {"entrypoint.sh": "#!/bin/sh\nid\n"}}, dry_run="All"))
+        assert "ValidatingAdmissionPolicy 'gpushare-runbook-configmaps'" in message, message
+        assert f"not ConfigMap {cluster.operator_namespace}/{name}" in message, message
 
 
 def _granted(cluster: Cluster) -> list[Grant]:

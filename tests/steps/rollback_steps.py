@@ -4,6 +4,7 @@ run goes through the same driver as the other runbooks (runbook_steps.run_runboo
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from kubernetes.client.exceptions import ApiException
 from pytest_bdd import given, parsers, then, when
 
 from gpushare.clock import parse_time
-from gpushare.kube import wait_for
+from gpushare.kube import api_client, wait_for
 from gpushare.model.node import Pool
 from tests.steps.cluster_steps import Before, backups, clusterpolicy_spec
 from tests.steps.runbook_steps import ENABLE, RunbookRun, _run
@@ -163,6 +164,18 @@ def budget_blocks(kube: Cluster, workloads: Workloads) -> None:
     wait_for(lambda: policy.read_namespaced_pod_disruption_budget(
         f"{WORKLOAD}-budget", workloads.namespace).status.observed_generation, 30,
         "the disruption controller to observe the budget")
+
+
+@given(parsers.parse('someone with the runbook identity edits the enable run\'s record to restore "{path}" to "{value}"'))
+def record_tampered(kube: Cluster, workloads: Workloads, path: str, value: str) -> None:
+    """The attack on the next (administrator's) rollback: a run record lives in the operator
+    namespace, where the runbook identity may patch ConfigMaps."""
+    (name,) = [r for r in workloads.records or [] if r.startswith("gpushare-run-enable-")]
+    record = kube.core.read_namespaced_config_map(name, kube.operator_namespace)
+    intent = json.loads(record.data["intent.json"])
+    intent["clusterpolicy"].append({"path": path, "before": value, "after": value})
+    client.CoreV1Api(api_client(kube.runbook_kubeconfig)).patch_namespaced_config_map(
+        name, kube.operator_namespace, {"data": {"intent.json": json.dumps(intent)}})
 
 
 # ---- when ---------------------------------------------------------------------------------------

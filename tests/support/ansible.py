@@ -93,9 +93,11 @@ def run_playbook(
     extravars: dict[str, Any] | None = None,
     check: bool = False,
     diff: bool = False,
+    arguments: str = "",
 ) -> PlaybookRun:
+    """`arguments`: more of ansible-playbook's command line, as typed (`extravars` go in a file)."""
     workdir.mkdir(parents=True, exist_ok=True)
-    cmdline = " ".join(flag for flag, on in (("--check", check), ("--diff", diff)) if on)
+    cmdline = " ".join([flag for flag, on in (("--check", check), ("--diff", diff)) if on] + ([arguments] if arguments else []))
     envvars = {
         **cluster.env(),
         "KUBECONFIG": str(cluster.runbook_kubeconfig),

@@ -127,3 +127,32 @@ def test_status_shows_a_dead_component_with_its_log_tail(running_cluster: StateD
     assert f"kueue has stopped. Last lines of {running_cluster.log('kueue')}:\n" in out
     assert "Unable to start manager" in out
     assert "restart it with `gpushare sim down` then `gpushare sim up`" in out
+
+
+# ---- `sim down` and `sim up` touch only a directory `up` created ------------------------------------
+@pytest.mark.parametrize("command", ["down", "up"])
+def test_a_directory_up_did_not_create_is_left_intact(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      command: str) -> None:
+    foreign = tmp_path / "home"
+    (foreign / "notes").mkdir(parents=True)
+    (foreign / "notes" / "todo.txt").write_text("keep me\n")
+    (foreign / "cluster.json").write_text("{}")  # looks like a state directory, but up did not mark it
+    assert main(["sim", command, "--state-dir", str(foreign)]) == 1
+    err = capsys.readouterr().err
+    assert f"{foreign} is not a state directory of `gpushare sim up` (it has no .gpushare-sim-state file)" in err
+    assert (foreign / "notes" / "todo.txt").read_text() == "keep me\n"
+    assert sorted(p.name for p in foreign.iterdir()) == ["cluster.json", "notes"]
+
+
+def test_down_removes_a_directory_up_created(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = StateDir(tmp_path / "state")
+    state.root.mkdir()
+    state.mark()
+    (state.root / "logs").mkdir()
+    assert main(["sim", "down", "--state-dir", str(state.root)]) == 0
+    assert not state.root.exists()
+    assert "nothing was running" in capsys.readouterr().out
+
+
+def test_down_of_a_missing_directory_does_nothing(tmp_path: Path) -> None:
+    assert main(["sim", "down", "--state-dir", str(tmp_path / "absent")]) == 0

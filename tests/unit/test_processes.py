@@ -58,15 +58,19 @@ def test_missing_binary_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_failed_launch_leaves_no_stray_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """etcd starts, kube-apiserver dies at once: the launcher stops etcd before reporting."""
+    """etcd starts (serving TLS with the certificate it is given, as the real one), kube-apiserver dies
+    at once: the launcher stops etcd before reporting."""
     bins = tmp_path / "bin"
     bins.mkdir()
     for name, body in {
         "etcd": f"#!{sys.executable}\nimport http.server,sys\n"
                 "port=int([a for a in sys.argv if a.startswith('--listen-client-urls=')][0].rsplit(':',1)[1])\n"
+                "arg=lambda f: [a for a in sys.argv if a.startswith(f)][0].split('=',1)[1]\n"
                 "class H(http.server.BaseHTTPRequestHandler):\n"
                 "    def do_GET(self): self.send_response(200); self.end_headers()\n"
-                "http.server.HTTPServer(('127.0.0.1',port),H).serve_forever()\n",
+                "import ssl\nserver=http.server.HTTPServer(('127.0.0.1',port),H)\n"
+                "tls=ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); tls.load_cert_chain(arg('--cert-file='), arg('--key-file='))\n"
+                "server.socket=tls.wrap_socket(server.socket, server_side=True)\nserver.serve_forever()\n",
         "kube-apiserver": f"#!{sys.executable}\nimport sys\nprint('error: bad flag'); sys.exit(2)\n",
     }.items():
         (bins / name).write_text(body)

@@ -137,7 +137,8 @@ def test_the_seed_check_on_a_one_card_node() -> None:
     changes = planned.changes
     assert [c["kind"] for c in changes["prepare"]] == ["Namespace"]
     namespace = changes["prepare"][0]["body"]["metadata"]
-    assert namespace["labels"] == {"app.kubernetes.io/managed-by": "gpushare"}
+    assert namespace["labels"] == {"app.kubernetes.io/managed-by": "gpushare", "pod-security.kubernetes.io/enforce": "restricted",
+                                   "pod-security.kubernetes.io/audit": "restricted", "pod-security.kubernetes.io/warn": "restricted"}
     assert namespace["annotations"] == {"gpushare.io/created-by": "verify-sharing"}
     (two,), (deployment,), (overflow,) = changes["two"], changes["deploy"], changes["overflow"]
     assert (two["name"], overflow["name"], deployment["name"]) == (
@@ -152,6 +153,13 @@ def test_the_seed_check_on_a_one_card_node() -> None:
     assert spec["nodeSelector"] == {"gpu-mode": "shared", "kubernetes.io/hostname": "gpu-node"}
     assert spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "shared", "effect": "NoSchedule"}]
     assert spec["containers"][0]["command"] == ["bash", "-lc", "nvidia-smi -L && sleep infinity"]
+    # Pod Security "restricted": non-root, no escalation, no capabilities, RuntimeDefault seccomp
+    assert spec["securityContext"] == {"runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534,
+                                       "seccompProfile": {"type": "RuntimeDefault"}}
+    assert spec["containers"][0]["securityContext"] == {
+        "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"}}
+    assert "hostPID" not in spec and "privileged" not in spec["containers"][0]["securityContext"]
     assert changes["cleanup"] == [{"action": "delete", "kind": "Namespace", "name": "gpushare-share-check",
                                    "why": "remove the check"}]
     assert planned.lines == [
@@ -161,6 +169,12 @@ def test_the_seed_check_on_a_one_card_node() -> None:
         "- pod gpu-share-check-gpu-node-overflow, one beyond the free replicas: must stay Pending",
         "In namespace gpushare-share-check (created for the check); removed afterwards.",
     ]
+
+
+def test_extra_namespace_labels_cannot_lift_pod_security() -> None:
+    planned = make(namespace_labels={"team": "ml", "pod-security.kubernetes.io/enforce": "privileged"})
+    labels = planned.changes["prepare"][0]["body"]["metadata"]["labels"]
+    assert (labels["team"], labels["pod-security.kubernetes.io/enforce"]) == ("ml", "restricted")
 
 
 def test_the_pods_tolerate_the_taint_the_node_has_and_select_its_hostname() -> None:

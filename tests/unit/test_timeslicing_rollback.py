@@ -15,7 +15,8 @@ import yaml
 from gpushare.k8s.patch import PatchConflict, json_patch, merge_patch
 from gpushare.model.node import Node, unpacked
 from gpushare.timeslicing.records import FieldChange, Record
-from gpushare.timeslicing.rollback import PHASES, RollbackPlan, RollbackSettings, plan, progress, shared_resources
+from gpushare.timeslicing import enable
+from gpushare.timeslicing.rollback import PHASES, RESTORABLE, RollbackPlan, RollbackSettings, plan, progress, shared_resources
 from gpushare.timeslicing.state import ClusterState
 from tests.unit.cluster_objects import (ASSET_TOLERATION, CLUSTERPOLICY, CONFIGMAP, NAMESPACE, NOW, POOL_TAINT,
                                         clusterpolicy, configmap, daemonset, enabled_read, managed_configmap, mark,
@@ -568,3 +569,30 @@ def test_the_enable_refuses_to_overwrite_labels_a_rollback_could_not_put_back() 
                for r in enabled.refusals), enabled.refusals
     assert any("already carries gpu-mode=dedicated" in r and r.endswith("Nothing was changed.")
                for r in enabled.refusals), enabled.refusals
+
+
+# ---- a run record edited or forged in the operator namespace -------------------------------------------
+@pytest.mark.parametrize(("field", "fragment"), [
+    (FieldChange("/spec/driver/repository", "nvcr.io/nvidia", "evil.example/driver"),
+     "names ClusterPolicy path /spec/driver/repository, which no enable run changes"),
+    (FieldChange("/spec/devicePlugin/config/name/../../../driver", "", "x"),
+     "names ClusterPolicy path /spec/devicePlugin/config/name/../../../driver"),
+    (FieldChange("/spec/devicePlugin/config", None, {"name": CONFIGMAP, "default": "shared", "env": [{"name": "X"}]}),
+     "gives ClusterPolicy path /spec/devicePlugin/config a value of a shape no enable run writes"),
+    (FieldChange(TOLERATIONS, [{"key": "a", "operator": "Exists", "effect": "NoSchedule", "privileged": True}], []),
+     "gives ClusterPolicy path /spec/daemonsets/tolerations a value of a shape"),
+])
+def test_a_record_naming_a_path_no_enable_writes_is_refused_before_any_write(field: FieldChange, fragment: str) -> None:
+    forged = record(ENABLE_RECORD, "enable-timeslicing", state="complete", nodes=["gpu-node"],
+                    fields=[FieldChange(NAME, "", CONFIGMAP), field], keys_added=["shared"],
+                    backup=clusterpolicy("", ""))
+    own = configmap(CONFIGMAP, {"shared": "x"}, annotations={"gpushare.io/managed-keys": "shared"})
+    result = roll_back(enabled_read(configmaps=[own, forged]), ["gpu-node"])
+    message = refused(result, fragment)
+    assert message.startswith(f"Run record {NAMESPACE}/{ENABLE_RECORD} (intent.json)"), message
+    assert result.record == "" and not result.restore_cluster
+
+
+def test_the_paths_an_enable_writes_are_the_restorable_ones() -> None:
+    """Every ClusterPolicy path the enable's plan can write is on the rollback's allow-list."""
+    assert set(RESTORABLE) == {enable.CONFIG, enable.CONFIG_NAME, enable.CONFIG_DEFAULT, enable.TOLERATIONS}

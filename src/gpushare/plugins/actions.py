@@ -26,6 +26,7 @@ from gpushare.k8s.session import ApiError, KindNotServed, Session, Unreachable
 from gpushare.model.node import packed, trimmed
 from gpushare.plugins.checks import CHECKS
 from gpushare.polling import DeadEnd, pauses
+from gpushare.redact import command_line
 
 
 # What an argument spec keeps of a documented option (ansible-core's ArgumentSpecValidator reads these).
@@ -65,8 +66,9 @@ def validated(action: ActionBase, spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def invocation() -> dict[str, str]:
-    """The command line as typed (this process is ansible-playbook or its forked worker) and the user."""
-    argv = list(sys.argv)
+    """The command line as typed (this process is ansible-playbook or its forked worker), the values of
+    `-e` variables other than the runbooks' documented inputs redacted, and the user."""
+    argv = command_line(list(sys.argv))
     if argv:
         argv[0] = Path(argv[0]).name
     return {"command": shlex.join(argv), "user": os.environ.get("USER") or getpass.getuser()}

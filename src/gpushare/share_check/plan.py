@@ -4,6 +4,7 @@ asking for what, and what each must show - as change lists for `gpushare_apply`.
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +17,17 @@ from gpushare.timeslicing.state import ClusterState
 
 CREATED_BY = {"gpushare.io/created-by": "verify-sharing"}
 MANAGED = {"app.kubernetes.io/managed-by": "gpushare"}
+# Pod Security admission "restricted" (enforced, audited, warned) on the namespace the check creates,
+# as deploy/rbac/00-namespaces.yaml sets it on the one it ships: the runbook identity may create
+# pods there, so a privileged or host-namespace pod must be refused by the API server itself.
+POD_SECURITY = {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "audit", "warn")}
+# What the restricted profile asks of every container (the check needs no privilege): a non-root
+# user (the CUDA base image runs as root unless told; nvidia-smi needs no root), no privilege
+# escalation, every capability dropped, the runtime's default seccomp profile.
+POD_SECURITY_CONTEXT = {"runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534,
+                        "seccompProfile": {"type": "RuntimeDefault"}}
+CONTAINER_SECURITY_CONTEXT = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                              "runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
 NODE_LABEL = "gpushare.io/share-check-node"
 ROLE_LABEL = "gpushare.io/share-check"  # replica | two | overflow
 HOSTNAME = "kubernetes.io/hostname"
@@ -236,8 +248,10 @@ def pod_spec(inputs: Inputs, check: NodeCheck, request: int) -> dict[str, Any]:
         "nodeSelector": {inputs.pool.label_key: inputs.pool.label_value, HOSTNAME: check.hostname},
         "tolerations": [check.toleration] if check.toleration else [],
         "terminationGracePeriodSeconds": 5,
+        "securityContext": copy.deepcopy(POD_SECURITY_CONTEXT),
         "containers": [{"name": "check", "image": inputs.image, "imagePullPolicy": inputs.image_pull_policy,
-                        "command": inputs.command, "resources": {"limits": {check.resource: request}}}],
+                        "command": inputs.command, "resources": {"limits": {check.resource: request}},
+                        "securityContext": copy.deepcopy(CONTAINER_SECURITY_CONTEXT)}],
     }
 
 
@@ -301,7 +315,8 @@ def plan(read: dict[str, Any], inputs: Inputs, targets: dict[str, str]) -> Share
     prepare = [] if namespace else [{
         "action": "create", "kind": "Namespace", "name": inputs.namespace, "why": "the share check's namespace",
         "body": {"apiVersion": "v1", "kind": "Namespace", "metadata": {
-            "name": inputs.namespace, "labels": {**inputs.namespace_labels, **MANAGED}, "annotations": CREATED_BY}}}]
+            "name": inputs.namespace, "labels": {**inputs.namespace_labels, **MANAGED, **POD_SECURITY},
+            "annotations": CREATED_BY}}}]
     prepare += [{"action": "delete", "kind": o["kind"], "name": o["metadata"]["name"], "namespace": inputs.namespace,
                  "why": "an earlier check of this node, kept"} for o in kept]
     result.changes = {

@@ -16,8 +16,8 @@ import yaml
 from gpushare.k8s.patch import json_patch, resolve
 from gpushare.model.node import CONFIG_LABEL, CORDONED_BY, MARK, Node, Pool
 from gpushare.model.pods import UNSCHEDULABLE, Pod, outlasting_drain
-from gpushare.timeslicing.enable import (CONFIG, CONFIG_NAME, RUNBOOK as ENABLE, TOLERATIONS, driver_upgrades,
-                                         field_ops, operator_roll)
+from gpushare.timeslicing.enable import (CONFIG, CONFIG_DEFAULT, CONFIG_NAME, RUNBOOK as ENABLE, TOLERATIONS,
+                                         driver_upgrades, field_ops, operator_roll)
 from gpushare.timeslicing.records import FieldChange, Intent, Record, new_record, record_name, state_patch
 from gpushare.timeslicing.settings import DEFAULT_KEY, NOTHING, optional_int
 from gpushare.timeslicing.state import ClusterState, operator_problems
@@ -156,6 +156,42 @@ def _restore_fields(records: list[Record], backup: dict[str, Any] | None) -> lis
     return list(fields.values())
 
 
+# The only ClusterPolicy fields an enable run changes, hence the only ones a rollback restores. A run
+# record lives in the operator namespace, where others may write: one naming any other path (say
+# /spec/driver/repository, which the next rollback, often an administrator's, would then write) or a
+# value of another shape than the enable writes is refused before any write.
+RESTORABLE = {
+    CONFIG: lambda v: v is None or (isinstance(v, dict) and set(v) <= {"name", "default"}
+                                    and all(isinstance(x, str) for x in v.values())),
+    CONFIG_NAME: lambda v: v is None or isinstance(v, str),
+    CONFIG_DEFAULT: lambda v: v is None or isinstance(v, str),
+    TOLERATIONS: lambda v: v is None or (isinstance(v, list) and all(
+        isinstance(t, dict) and set(t) <= {"key", "operator", "value", "effect", "tolerationSeconds"} for t in v)),
+}
+
+
+def unrestorable(records: list[Record], namespace: str) -> list[str]:
+    """A refusal for each ClusterPolicy path (or value) of these records that no enable run writes."""
+    problems = []
+    for record in records:
+        for change in record.intent.clusterpolicy:
+            where = f"Run record {namespace}/{record.name} (intent.json)"
+            if change.path not in RESTORABLE:
+                problems.append(
+                    f"{where} names ClusterPolicy path {change.path}, which no enable run changes (only "
+                    f"{', '.join(sorted(RESTORABLE))}): the record was edited or forged, and a rollback restores "
+                    f"nothing from it. Find who wrote it (the API server's audit log), then delete the record "
+                    f"(kubectl -n {namespace} delete configmap {record.name}) or restore it from its backup. {NOTHING}")
+            elif not (RESTORABLE[change.path](change.before) and RESTORABLE[change.path](change.after)):
+                problems.append(
+                    f"{where} gives ClusterPolicy path {change.path} a value of a shape no enable run writes "
+                    f"(before {json.dumps(change.before)}, after {json.dumps(change.after)}): the record was edited "
+                    f"or forged, and a rollback restores nothing from it. Find who wrote it (the API server's audit "
+                    f"log), then delete the record (kubectl -n {namespace} delete configmap {record.name}) or "
+                    f"restore it from its backup. {NOTHING}")
+    return problems
+
+
 def _workload(pod: Pod) -> str:
     owner = pod.controller
     if owner.get("kind") == "ReplicaSet" and "pod-template-hash" in (pod.raw["metadata"].get("labels") or {}):
@@ -210,6 +246,9 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
     result.nodes = rolled
     users = sorted(n.name for n in state.gpu_nodes if n.name not in rolled and n.config_label in keys)
     live = _live_enables(state)
+    result.refusals += unrestorable(live, settings.namespace)
+    if result.refusals:
+        return result
     # A trial's rollback keeps the cluster prepared: undoing a prepare run rolls the whole fleet.
     kept = [] if settings.unprepare else [r for r in live if _prepared(r)]
     live = [r for r in live if r not in kept]
