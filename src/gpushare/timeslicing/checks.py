@@ -104,7 +104,7 @@ def timeslicing_enabled(session: Session, namespace: str, expected: dict[str, An
         shares = gpus * replicas
         checks = [("label nvidia.com/gpu.count", node.labels.get("nvidia.com/gpu.count"), str(gpus)),
                   ("label nvidia.com/gpu.replicas", node.labels.get("nvidia.com/gpu.replicas"), str(replicas)),
-                  ("label nvidia.com/gpu.sharing-strategy", node.strategy, "time-slicing")]
+                  ("label nvidia.com/gpu.sharing-strategy", node.strategy, expected.get("strategy", "time-slicing"))]
         if expected["rename"]:
             checks += [(f"allocatable {SHARED}", node.allocatable(SHARED), shares), (f"allocatable {GPU}", node.allocatable(GPU), 0)]
         else:
