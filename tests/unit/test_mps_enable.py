@@ -99,3 +99,12 @@ def test_switching_a_time_sliced_node_to_mps_asks_for_a_rollback_first() -> None
     refusal = only_refusal(enable(state, ["gpu-node"]))
     assert "gpu-node already shares its cards with time-slicing" in refusal
     assert "Roll back first (playbooks/rollback-timeslicing.yml -l gpu-node)" in refusal
+
+
+def test_the_time_slicing_enable_refuses_an_mps_node_the_same_way() -> None:
+    mps_node = node("gpu-node", 1, replicas=2, labels={**MEMORY, "nvidia.com/device-plugin.config": "mps",
+                                                       "nvidia.com/gpu.sharing-strategy": "mps"})
+    result = plan(ClusterState.of(cluster([mps_node, *fleet()[1:]])), settings(), ["gpu-node"],
+                  {"command": "x", "operator": "alice"}, NOW)
+    refusal = only_refusal(result)
+    assert "gpu-node already shares its cards with MPS" in refusal and "then enable time-slicing" in refusal
