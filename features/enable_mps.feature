@@ -60,3 +60,19 @@ Feature: Enabling MPS on a trial node
     And node "gpu-node" advertises 1 "nvidia.com/gpu"
     And node "gpu-node" runs no MPS control daemon
     And every GPU node is exactly as before
+
+  Scenario: The share check works unchanged on an MPS node: a pod asking for two shares is refused
+    Given the trial node is "gpu-node"
+    And MPS is enabled on the trial node with 4 replicas
+    When the operator verifies sharing on the trial node, keeping the check pods
+    Then the run succeeds
+    And 4 pods of the share check run on "gpu-node", tolerating its pool taint
+    And one more pod stays Pending because "Insufficient nvidia.com/gpu.shared"
+    And the pod asking for 2 replicas failed with UnexpectedAdmissionError because "maximum request size for shared resources is 1"
+
+  Scenario: MIG-enabled cards are refused in the plugin's words
+    Given the trial node is "gpu-node-mig"
+    When the operator runs "enable-mig.yml -l gpu-node-mig -e mig_config=all-1g.5gb"
+    Then the run succeeds
+    When the operator runs "enable-mps.yml -l gpu-node-mig"
+    Then the run is refused with "MPS sharing is not supported for MIG devices"
