@@ -23,6 +23,13 @@ Feature: Enabling MPS on a trial node
     And node "gpu-node" is in the shared pool
     And every GPU node not targeted is exactly as before
 
+  Scenario: A preview prints the plan with each share's limits and writes nothing
+    Given the trial node is "gpu-node"
+    When the operator runs "enable-mps.yml -l gpu-node -e mps_replicas=2 --check --diff"
+    Then the run succeeds
+    And the output says "2 shares of NVIDIA-H100-80GB-HBM3: 39.8 GiB pinned memory and 50% of SMs each"
+    And nothing was written to the cluster
+
   Scenario: A second run with nothing to change changes nothing
     Given the trial node is "gpu-node"
     And MPS is enabled on the trial node with 2 replicas
