@@ -13,6 +13,7 @@ Feature: Enabling MPS on a trial node
     When the operator runs "enable-mps.yml -l gpu-node -e mps_replicas=4"
     Then the run succeeds
     And the output says "4 shares of NVIDIA-H100-80GB-HBM3: 19.9 GiB pinned memory and 25% of SMs each"
+    And the output says "Done: MPS with 4 replicas per GPU on gpu-node."
     And node "gpu-node" advertises 4 "nvidia.com/gpu.shared"
     And node "gpu-node" advertises 0 "nvidia.com/gpu"
     And node "gpu-node" has label "nvidia.com/gpu.replicas" set to "4"
@@ -35,6 +36,7 @@ Feature: Enabling MPS on a trial node
     And MPS is enabled on the trial node with 2 replicas
     When the operator runs "enable-mps.yml -l gpu-node"
     Then the run reports no change
+    And the output says "Nothing to change: MPS is already enabled as asked (2 replicas, key mps, scope node) on gpu-node."
 
   Scenario: failRequestsGreaterThanOne false is refused before any write
     Given the trial node is "gpu-node"

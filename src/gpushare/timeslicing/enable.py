@@ -380,7 +380,7 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
     stamp_now = now.strftime("%Y%m%dT%H%M%SZ")
     result.backup_file = f"{settings.backup_dir}/clusterpolicy-{stamp_now}.yaml" if policy_changes else ""
     if not (configmap_changes or policy_changes or node_changes or restart) and not adopted:
-        result.lines = [f"Nothing to change: time-slicing is already enabled as asked ({settings.sharing().replicas} "
+        result.lines = [f"Nothing to change: {settings.mechanism} is already enabled as asked ({settings.sharing().replicas} "
                         f"replicas, key {settings.key}, scope {settings.scope}) on {', '.join(sorted(set(targets)))}."
                         if targets else f"Nothing to change: the cluster is prepared for time-slicing trials "
                         f"(ConfigMap {settings.namespace}/{settings.configmap}, key {settings.key})."]
