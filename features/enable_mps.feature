@@ -55,7 +55,7 @@ Feature: Enabling MPS on a trial node
     Given the trial node is "gpu-node"
     And time-slicing is enabled on the trial node with 2 replicas
     When the operator runs "enable-mps.yml -l gpu-node"
-    Then the run is refused with "Roll back first (playbooks/rollback-timeslicing.yml -l gpu-node)"
+    Then the run is refused with "Roll back first (playbooks/rollback-timeslicing.yml, limited to this node)"
     When the operator rolls back time-slicing on "gpu-node"
     And the operator runs "enable-mps.yml -l gpu-node"
     Then the run succeeds

@@ -98,7 +98,7 @@ def test_switching_a_time_sliced_node_to_mps_asks_for_a_rollback_first() -> None
     state["daemonsets"].append(mps_daemonset())
     refusal = only_refusal(enable(state, ["gpu-node"]))
     assert "gpu-node already shares its cards with time-slicing" in refusal
-    assert "Roll back first (playbooks/rollback-timeslicing.yml -l gpu-node)" in refusal
+    assert "Roll back first (playbooks/rollback-timeslicing.yml, limited to this node)" in refusal
 
 
 def test_the_time_slicing_enable_refuses_an_mps_node_the_same_way() -> None:

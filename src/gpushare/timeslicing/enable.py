@@ -100,7 +100,7 @@ def _mps_problems(state: ClusterState, settings: Settings, targets: list[str]) -
         if current == other:
             problems.append(f"{name} already shares its cards with {'MPS' if other == 'mps' else 'time-slicing'}: "
                             f"switching it to {settings.mechanism} in place would restart its shared pods under "
-                            f"other limits. Roll back first ({rollback} -l {name}), then enable {settings.mechanism}.")
+                            f"other limits. Roll back first ({rollback}, limited to this node), then enable {settings.mechanism}.")
         if settings.strategy != "mps":
             continue
         if node.mig_enabled:
