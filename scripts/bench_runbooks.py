@@ -116,6 +116,8 @@ def seed_sequence(state: Path) -> float:
 
 ENABLE = ("playbooks/enable-timeslicing.yml", "-l", "gpu-node")
 ROLLBACK = ("playbooks/rollback-timeslicing.yml", "-l", "gpu-node")
+MPS_ENABLE = ("playbooks/enable-mps.yml", "-l", "gpu-node", "-e", "mps_replicas=4")
+MPS_STEPS = ("mps_enable", "mps_rerun", "mps_rollback")
 
 
 def _share_check(session: Session, running: bool) -> None:
@@ -169,6 +171,20 @@ def one_node_runs(states: dict[str, Path], prepare: bool, cycles: int = CYCLES) 
     return runs
 
 
+def mps_runs(state: Path, cycles: int = CYCLES) -> dict[str, dict[str, Any]]:
+    """`cycles` times on a prepared cluster with gpu-node whole: the MPS enable of gpu-node (4 shares,
+    the MPS control daemon started), its re-run, the rollback with 4 shared pods (the daemon gone)."""
+    session = Session(state / "kubeconfig")
+    samples: dict[str, list[dict[str, Any]]] = {step: [] for step in MPS_STEPS}
+    for _ in range(cycles):
+        samples["mps_enable"].append(measured(state, session, "gpu-node", *MPS_ENABLE))
+        samples["mps_rerun"].append(measured(state, session, "gpu-node", *MPS_ENABLE))
+        _share_check(session, running=True)
+        samples["mps_rollback"].append(measured(state, session, "gpu-node", *ROLLBACK))
+        _share_check(session, running=False)
+    return {step: _median(taken) for step, taken in samples.items()}
+
+
 def idle_cpu(state: Path, seconds: float = 20.0) -> float:
     """The CPUs the embedded cluster's processes use while nothing runs against it."""
     pids = [pid for f in StateDir(state).pid_files() if (pid := recorded_pid(f))]
@@ -200,6 +216,7 @@ def bench_runbooks(state: Path) -> dict[str, Any]:
     sim(state, "down")
     sim(state, "up")
     small = one_node_runs({"default": state}, prepare=True)["default"]
+    small.update(mps_runs(state))  # the time-slicing cycles end rolled back: gpu-node is whole again
     sim(state, "down")
     sim(state, "up", "--fleet", str(REPO / "fleets" / "scale-500.yaml"))
     fleet = one_node_runs({"500": state}, prepare=True)["500"]
@@ -236,7 +253,10 @@ def render(results: dict[str, Any]) -> str:
               ("enable", "`enable-timeslicing.yml -l gpu-node`"),
               ("rerun", "its re-run (nothing to change)"),
               ("replicas", "`-e timeslicing_replicas=4`"),
-              ("rollback", "`rollback-timeslicing.yml -l gpu-node`, 4 shared pods"))
+              ("rollback", "`rollback-timeslicing.yml -l gpu-node`, 4 shared pods"),
+              ("mps_enable", "`enable-mps.yml -l gpu-node -e mps_replicas=4`"),
+              ("mps_rerun", "its re-run (MPS, nothing to change)"),
+              ("mps_rollback", "`rollback-timeslicing.yml -l gpu-node` of the MPS node, 4 shared pods"))
     columns = (("default", "default fleet"), ("prepared_default", "default fleet, prepared"),
                ("prepared_500", "500 GPU nodes, prepared"),
                ("beside_default", "default fleet, prepared, beside the 500-node one"),

@@ -25,7 +25,7 @@ STATE = REPO / ".gpushare-external"
 NAMESPACE = "nvidia-gpu-operator"
 INVENTORY = REPO / "inventories" / "external"
 OPERATOR_PID = STATE / "external-gpu-operator.pid"
-FEATURES = ("test_enable_timeslicing.py", "test_resource_separation.py", "test_share_check.py", "test_rollback.py")
+FEATURES = ("test_enable_timeslicing.py", "test_enable_mps.py", "test_resource_separation.py", "test_share_check.py", "test_rollback.py")
 REPORTS = REPO / "reports"
 
 

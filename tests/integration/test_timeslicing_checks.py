@@ -125,3 +125,19 @@ def test_a_bystander_written_since_the_plans_read_is_found_without_reading_the_f
     finally:
         session.patch("Node", bystander, {"metadata": {"labels": {POOL["label_key"]: None}}})
         session.patch("Node", target, {"metadata": {"annotations": {mark: None}}})
+
+
+def test_an_mps_target_needs_mps_capable_and_a_ready_mps_daemon(clean_cluster: Cluster, session: Session) -> None:
+    """The enable's verify with sharing strategy MPS, on a node that still has whole cards: it names
+    GFD's mps.capable and the missing MPS control daemon besides the shares."""
+    nodes = whole_gpu_nodes(session)
+    target = nodes[sorted(nodes)[0]]
+    want = {**expected(target, {}), "replicas": 2, "rename": True, "scope": "node", "strategy": "mps", "key": "shared"}
+    want["targets"][target.name]["pool"] = False
+    problems = checks.timeslicing_enabled(session, clean_cluster.operator_namespace, want)
+    assert f"{target.name}: label nvidia.com/mps.capable is 'false', expected 'true'" in problems
+    assert f"{target.name}: label nvidia.com/gpu.sharing-strategy is 'none', expected 'mps'" in problems
+    assert f"{target.name}: no nvidia-device-plugin-mps-control-daemon pod" in problems
+    time_sliced = {**want, "strategy": "time-slicing"}
+    assert not [p for p in checks.timeslicing_enabled(session, clean_cluster.operator_namespace, time_sliced)
+                if "mps" in p], "time-slicing does not ask for the MPS daemon"

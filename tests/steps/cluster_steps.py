@@ -15,7 +15,7 @@ from pytest_bdd import given, parsers, then
 from gpushare.k8s.session import Session
 from gpushare.kube import wait_for
 from gpushare.model.node import Node, Pool
-from gpushare.model.operands import DEVICE_PLUGIN, DRIVER, GFD, OperandPod
+from gpushare.model.operands import DEVICE_PLUGIN, DRIVER, GFD, MPS, OperandPod
 from gpushare.simulator import clusterpolicy as cp
 from tests.support.cluster import REPO, Cluster, wait_operator_settled
 
@@ -324,3 +324,24 @@ def driver_upgraded(kube: Cluster) -> None:
     assert all((n.metadata.labels or {}).get(UPGRADE_STATE) == "upgrade-done" and not n.spec.unschedulable
                for n in nodes), {n.metadata.name: ((n.metadata.labels or {}).get(UPGRADE_STATE), n.spec.unschedulable)
                                  for n in nodes}
+
+
+# ---- the MPS control daemon --------------------------------------------------------------------------
+def _mps_daemon_pods(kube: Cluster, node: str) -> list[dict[str, Any]]:
+    return [p for p in Session(kube.kubeconfig).pods_on([node], kube.operator_namespace)
+            if OperandPod(p).daemonset == MPS and not OperandPod(p).terminating]
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+@then(parsers.parse('node "{node}" runs a Ready MPS control daemon'))
+def mps_daemon_ready(kube: Cluster, node: str) -> None:
+    pods = _mps_daemon_pods(kube, node)
+    assert len(pods) == 1 and _ready(pods[0]), f"{node}: MPS control daemon pods {[p['metadata']['name'] for p in pods]}"
+
+
+@then(parsers.parse('node "{node}" runs no MPS control daemon'))
+def mps_daemon_gone(kube: Cluster, node: str) -> None:
+    wait_for(lambda: not _mps_daemon_pods(kube, node), 60, f"the MPS control daemon to leave {node}")

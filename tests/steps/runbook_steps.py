@@ -226,6 +226,15 @@ def misplaced_rename(runbook_inputs: dict[str, Any]) -> dict[str, Any]:
     return {**runbook_inputs, "timeslicing_config_override": config}
 
 
+@given(parsers.re(r'MPS is enabled on (?:the trial node|"(?P<node>[^"]+)") with (?P<replicas>\d+) replicas$'))
+def mps_enabled(kube: Cluster, tmp_path: Path, run_counter: Iterator[int], runbook_inventory: Path,
+                runbook_inputs: dict[str, Any], request: pytest.FixtureRequest, node: str | None, replicas: str) -> None:
+    nodes = [node] if node else request.getfixturevalue("targeted")
+    done = _run(kube, tmp_path, run_counter, runbook_inventory, runbook_inputs,
+                f"enable-mps.yml -l {','.join(nodes)} -e mps_replicas={replicas}")
+    assert done.run.ok, done.describe()
+
+
 @given(parsers.re(r'time-slicing is enabled on (?:the trial node|"(?P<node>[^"]+)") with (?P<replicas>\d+) replicas$'))
 def timeslicing_enabled(kube: Cluster, tmp_path: Path, run_counter: Iterator[int], runbook_inventory: Path,
                         runbook_inputs: dict[str, Any], request: pytest.FixtureRequest, node: str | None,

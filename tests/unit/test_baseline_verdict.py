@@ -250,3 +250,10 @@ def test_statistics() -> None:
     v = verdict_of(series(util=util))
     assert v.util_1h_p50 == pytest.approx(sorted(util)[83] + 0.5 * (sorted(util)[84] - sorted(util)[83]), abs=0.05)
     assert v.idle_share == pytest.approx(sum(u <= 30 for u in util) / 168, abs=0.001)
+
+
+def test_a_candidate_carries_a_recommended_mode_and_others_none() -> None:
+    v = verdict_of(series(util=10.0, fb_peak=8000.0))
+    assert v.mode == "mps"
+    assert v.mode_reason.startswith("its memory peak of 8000 MiB fits MPS's per-share limit of 20389 MiB at 4 replicas")
+    assert verdict_of(series(util=95.0)).mode is None  # no compute gap: not a candidate, no mode

@@ -139,3 +139,5 @@ class GpuVerdict:
     owners: list[str]
     plot: str | None = None
     absent: bool = False  # asked for (--node, --gpus) but without any series in the window
+    mode: str | None = None  # a candidate's recommended sharing mode: time-slicing, mps or mig
+    mode_reason: str = ""

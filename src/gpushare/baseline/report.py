@@ -45,7 +45,7 @@ def _gpu(g: GpuVerdict) -> dict[str, Any]:
         "workloads": [f"{w.namespace}/{w.pod}" for w in s.workloads], "owners": g.owners,
         "verdict": g.verdict, "reasons": g.reasons, "recommended_replicas": g.recommended_replicas,
         "replicas_by_memory": g.replicas_by_memory, "replicas_by_compute": g.replicas_by_compute,
-        "plot": g.plot,
+        "plot": g.plot, "mode": g.mode, "mode_reason": g.mode_reason,
     }
 
 
@@ -136,6 +136,8 @@ def to_markdown(document: dict[str, Any], readings: dict[str, Any] | None = None
                   f"`{gpu['uuid']}` {gpu['model']}; workloads: {', '.join(gpu['workloads']) or 'none'}"
                   + (f"; owners: {', '.join(gpu['owners'])}" if gpu["owners"] else "") + ".", ""]
         lines += [f"- {reason}" for reason in gpu["reasons"]]
+        if gpu.get("mode"):
+            lines.append(f"- recommended mode: {gpu['mode']} - {gpu['mode_reason']}")
         if gpu.get("plot"):
             path = os.path.relpath(gpu["plot"], link_base) if link_base else gpu["plot"]
             lines += ["", f"![{gpu['node']} GPU {gpu_name(gpu)}]({path})"]

@@ -29,6 +29,7 @@ from gpushare.baseline.model import (
     CANDIDATE, INSUFFICIENT, MIN_REPLICAS, NOT_CANDIDATE, Coverage, GpuKey, GpuSeries, GpuVerdict, Thresholds,
     WorkloadFacts, duration,
 )
+from gpushare.baseline.mode import recommend
 from gpushare.baseline.workloads import match
 from gpushare.gates.timespec import format_time
 
@@ -72,17 +73,20 @@ def judge(series: GpuSeries, thresholds: Thresholds, facts: list[WorkloadFacts],
     else:
         verdict, reasons = CANDIDATE, found.support
     replicas: int | None = {NOT_CANDIDATE: 1, INSUFFICIENT: None}.get(verdict)
+    mode = None
     if verdict == CANDIDATE:
         limits = {"memory": by_memory, "the compute gap": by_compute, "max_replicas": thresholds.max_replicas}
         replicas = min(v for v in limits.values() if v is not None)
         reasons.append(f"{replicas} replicas: " + ", ".join(
             f"{name} allows {'any' if value is None else value}" for name, value in limits.items()))
+        mode = recommend(replicas, fb_peak, series.fb_total_mib, len(owners), series.model)
     return GpuVerdict(
         series=series, coverage=cov, util_1h_p50=_round(p50), util_1h_p95=_round(p95),
         idle_share=_round(idle, 3), mem_copy_1h_p95=_round(copy_p95),
         mem_copy_peak_pct=_round(max(copies)) if copies else None, fb_peak_mib=fb_peak,
         replicas_by_memory=by_memory, replicas_by_compute=by_compute, verdict=verdict, reasons=reasons,
         recommended_replicas=replicas, owners=owners,
+        mode=mode.mode if mode else None, mode_reason=mode.reason if mode else "",
     )
 
 

@@ -126,6 +126,12 @@ class ManagedPod(Generic[T]):
             self._start(self.selected, now, load)
         return self.visible() != before
 
+    def retry(self, now: float, load: Callable[[str], T]) -> None:
+        """The main process starts again with the selected config after it failed (the device
+        plugin's own retry loop, which waits for its MPS daemon this way)."""
+        if self.main_error and self.selected is not None:
+            self._start(self.selected, now, load)
+
     def visible(self) -> tuple:
         """What the pod's status shows."""
         return (self.mounted, self.selected, self.init_error, self.init_restarts, self.sidecar_error,

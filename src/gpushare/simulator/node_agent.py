@@ -20,12 +20,13 @@ from gpushare.device_plugin_config import ConfigError, PluginConfig, parse
 from gpushare.fleet import HARDWARE_ANNOTATION
 from gpushare.gpu_catalog import GpuProduct
 from gpushare.gpu_catalog import product as lookup_product
+from gpushare.mps import LIMITS_ANNOTATION, WAIT_ERROR, ShareLimits, limits_annotation, replicas_problem, share_limits
 from gpushare.simulator import clusterpolicy as cp
 from gpushare.simulator import mig_manager, nfd, operands
 from gpushare.simulator.config_manager import ManagedPod
 from gpushare.simulator.kubelet import managed_pod_status, node_resources
 from gpushare.simulator.mig import Layout, generated_config
-from gpushare.simulator.node_view import gfd_labels, gfd_owns, plugin_resources
+from gpushare.simulator.node_view import GPU, SHARED, gfd_labels, gfd_owns, plugin_resources
 from gpushare.simulator.operator import node_labels
 from gpushare.simulator.plugin_version import gfd_uses_node_feature_api, init_waits_for_label
 from gpushare.simulator.rest import STRATEGIC, Obj
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("gpushare.simulator.node")
 MIG_CLIENT_APPS = (operands.DEVICE_PLUGIN, operands.GFD, "nvidia-dcgm-exporter", "nvidia-dcgm")
 PluginLoad = tuple[PluginConfig, dict[str, int]]
+MpsLoad = tuple[PluginConfig, dict[str, ShareLimits]]  # the MPS servers it started: resource -> limits per share
 
 
 def _now_iso() -> str:
@@ -113,8 +115,17 @@ class NodeAgent:
                 mig_run = self._mig_manager(node, product, gpus, now, label_patch, annotation_patch)
             layout = mig_manager.applied_layout(annotations, gpus)
             fault = annotations.get(PLUGIN_FAULT_ANNOTATION)
+            mps = self._config_managed(node, operands.MPS_CONTROL_DAEMON, "mps-control-daemon-ctr", now,
+                                       lambda pod: _mps_loader(product, layout))
+            if mps is not None:
+                self._annotate_limits(mps[1], mps[0].loaded[1] if mps[0].running else {})
+            serving = bool(mps is not None and mps[0].ready and mps[0].loaded[1])
             plugin = self._config_managed(node, operands.DEVICE_PLUGIN, "nvidia-device-plugin", now,
-                                          lambda pod: self._plugin_loader(pod, layout, fault))
+                                          lambda pod: self._plugin_loader(pod, layout, fault, serving))
+            if plugin is not None and serving and plugin[0].main_error == f"error starting plugins: {WAIT_ERROR}":
+                plugin[0].retry(now, self._plugin_loader(plugin[1], layout, fault, serving))
+                self._write_pod_status(plugin[1], plugin[0], "nvidia-device-plugin")
+                plugin[0].reported = plugin[0].visible()
             gfd = self._config_managed(node, operands.GFD, "gpu-feature-discovery", now, lambda pod: _gfd_loader)
             self._kubelet_resources(node, plugin, now)
             if gfd is not None and gfd[0].running:
@@ -215,8 +226,9 @@ class NodeAgent:
             sim.rest.replace(f"{path}/{name}", body)
 
     # ---- device plugin and GFD with their config-manager ------------------------------------------
-    def _plugin_loader(self, pod: Obj, layout: Layout, fault: str | None) -> Any:
-        """`fault`: the message the plugin crashes with on this node whenever its config shares."""
+    def _plugin_loader(self, pod: Obj, layout: Layout, fault: str | None, mps_serving: bool) -> Any:
+        """`fault`: the message the plugin crashes with on this node whenever its config shares;
+        `mps_serving`: the node's MPS control daemon runs an MPS server (the plugin waits for it)."""
         strategy = mig_strategy_of(pod, "nvidia-device-plugin")
 
         def load(text: str) -> PluginLoad:
@@ -224,6 +236,8 @@ class NodeAgent:
                 config = parse(text)
                 if fault and config.sharing.strategy != "none":
                     raise ConfigError(fault)
+                if config.sharing.strategy == "mps" and not mps_serving:
+                    raise ConfigError(WAIT_ERROR)
                 return config, plugin_resources(config, strategy, layout)
             except ConfigError as err:
                 raise ConfigError(f"error starting plugins: {err}") from None
@@ -280,6 +294,20 @@ class NodeAgent:
             if err.status != 404:
                 raise
 
+    def _annotate_limits(self, pod: Obj, limits: dict[str, ShareLimits]) -> None:
+        """The MPS daemon pod records the per-share limits it set (LIMITS_ANNOTATION; none while it
+        runs no MPS server)."""
+        wanted = limits_annotation(limits) if limits else None
+        meta = pod["metadata"]
+        if (meta.get("annotations") or {}).get(LIMITS_ANNOTATION) == wanted:
+            return
+        try:
+            self.sim.rest.patch(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}",
+                                {"metadata": {"annotations": {LIMITS_ANNOTATION: wanted}}}, STRATEGIC)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+
     # ---- GFD's NodeFeature (v0.19 and later) ------------------------------------------------------------
     def _publish_node_feature(self, node: str, pod: Obj, labels: dict[str, str]) -> None:
         """nodeFeatureObject.Output: create GFD's NodeFeature, or update it when its labels or owners differ."""
@@ -315,3 +343,21 @@ class NodeAgent:
 
 def _gfd_loader(text: str) -> PluginConfig:
     return parse(text)
+
+
+def _mps_loader(product: GpuProduct, layout: Layout) -> Any:
+    """The MPS control daemon's start (cmd/mps-control-daemon/mps manager.go Daemons, daemon.go
+    Start): no server unless the config shares with MPS; none for MIG devices; replicas beyond the
+    card's client limit refused; each server's shares limited to memory/replicas and 100/replicas."""
+
+    def load(text: str) -> MpsLoad:
+        config = parse(text)
+        sharing = config.sharing
+        if sharing.strategy != "mps" or all(gpu is not None for gpu in layout):
+            return config, {}  # nothing shared with MPS, or only MIG devices (skipped with a warning)
+        problem = replicas_problem(sharing.replicas)
+        if problem:
+            raise ConfigError(problem)
+        resource = SHARED if sharing.rename_by_default else GPU
+        return config, {resource: share_limits(product.memory_mib, sharing.replicas)}
+    return load

@@ -11,7 +11,7 @@ from gpushare.clock import utc_now
 from gpushare.k8s.session import Session
 from gpushare.k8s.watch import changed_since
 from gpushare.model.node import CONFIG_LABEL, GPU, SHARED, Node, Pool, fingerprint_changes, unpacked
-from gpushare.model.operands import CONFIG_READERS, DEVICE_PLUGIN, DRIVER, Operand, OperandPod
+from gpushare.model.operands import CONFIG_READERS, DEVICE_PLUGIN, DRIVER, MPS, Operand, OperandPod
 from gpushare.model.pods import UNSCHEDULABLE, Pod
 from gpushare.polling import DeadEnd
 
@@ -32,8 +32,9 @@ def _gpu_nodes(session: Session, names: Iterable[str] | None = None) -> dict[str
     return {n["metadata"]["name"]: Node(n) for n in raws}
 
 
-def _reader_problems(session: Session, namespace: str, nodes: list[str]) -> list[str]:
-    """Config-reader pods of `nodes` that are not Ready on the current template."""
+def _reader_problems(session: Session, namespace: str, nodes: list[str], required: tuple[str, ...] = (DEVICE_PLUGIN,)) -> list[str]:
+    """Config-reader pods of `nodes` that are not Ready on the current template; those of `required`
+    also when missing (the MPS control daemon on an MPS node: the device plugin waits for it)."""
     operands = {d["metadata"]["name"]: Operand(d) for d in session.list("DaemonSet", namespace)
                 if d["metadata"]["name"] in CONFIG_READERS}
     pods = [OperandPod(p) for p in session.pods_on(nodes, namespace)]
@@ -42,7 +43,7 @@ def _reader_problems(session: Session, namespace: str, nodes: list[str]) -> list
         for name, operand in sorted(operands.items()):
             mine = [p for p in pods if p.node == node and p.daemonset == name and not p.terminating]
             if not mine:
-                if name == DEVICE_PLUGIN:
+                if name in required:
                     problems.append(f"{node}: no {name} pod")
                 continue
             good = [p for p in mine if p.ready and operand.current(p)]
@@ -104,7 +105,9 @@ def timeslicing_enabled(session: Session, namespace: str, expected: dict[str, An
         shares = gpus * replicas
         checks = [("label nvidia.com/gpu.count", node.labels.get("nvidia.com/gpu.count"), str(gpus)),
                   ("label nvidia.com/gpu.replicas", node.labels.get("nvidia.com/gpu.replicas"), str(replicas)),
-                  ("label nvidia.com/gpu.sharing-strategy", node.strategy, "time-slicing")]
+                  ("label nvidia.com/gpu.sharing-strategy", node.strategy, expected.get("strategy", "time-slicing"))]
+        if expected.get("strategy") == "mps":
+            checks.append(("label nvidia.com/mps.capable", node.labels.get("nvidia.com/mps.capable"), "true"))
         if expected["rename"]:
             checks += [(f"allocatable {SHARED}", node.allocatable(SHARED), shares), (f"allocatable {GPU}", node.allocatable(GPU), 0)]
         else:
@@ -117,7 +120,8 @@ def timeslicing_enabled(session: Session, namespace: str, expected: dict[str, An
                 checks.append((f"taint {pool.taint.key}:NoSchedule", "present" if node.pool_taint(pool) else "missing",
                                "present"))
         problems += [f"{name}: {what} is {got!r}, expected {wanted!r}" for what, got, wanted in checks if got != wanted]
-    problems += _reader_problems(session, namespace, sorted(expected["targets"]))
+    required = (DEVICE_PLUGIN, MPS) if expected.get("strategy") == "mps" else (DEVICE_PLUGIN,)
+    problems += _reader_problems(session, namespace, sorted(expected["targets"]), required)
     return problems or _bystanders_unchanged(session, expected, pool, nodes)
 
 

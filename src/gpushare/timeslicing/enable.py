@@ -9,9 +9,10 @@ from typing import Any
 
 from gpushare import device_plugin_config as dpc
 from gpushare import driver_upgrade as du
+from gpushare import mps
 from gpushare.k8s.patch import escape, pointer, resolve
 from gpushare.model.node import CONFIG_LABEL, MARK, Mark, Node
-from gpushare.model.operands import CONFIG_READERS, DRIVER
+from gpushare.model.operands import CONFIG_READERS, DRIVER, MPS
 from gpushare.model.taints import tolerated
 from gpushare.timeslicing.records import FieldChange, Intent, new_record, record_name, state_patch
 from gpushare.timeslicing.settings import DEFAULT_CONFIG, DEFAULT_KEY, NOTHING, Settings
@@ -73,7 +74,71 @@ def _label_problems(state: ClusterState, settings: Settings, targets: list[str])
     return problems
 
 
-def _target_problems(state: ClusterState, targets: list[str]) -> list[str]:
+def _strategy_of(state: ClusterState, settings: Settings, node: Node) -> str:
+    """The sharing strategy the node's device-plugin config gives, else the one GFD labels."""
+    if node.config_label:
+        text = state.configmap_data(node.mark.configmap if node.mark and node.mark.configmap
+                                    else settings.configmap).get(node.config_label)
+        try:
+            return dpc.parse(text).sharing.strategy if text is not None else node.strategy
+        except dpc.ConfigError:
+            return node.strategy
+    return node.strategy
+
+
+def _mps_problems(state: ClusterState, settings: Settings, targets: list[str]) -> list[str]:
+    """What stops MPS (or a switch between MPS and time-slicing) on the targets, before any write."""
+    problems = []
+    other = "time-slicing" if settings.strategy == "mps" else "mps"
+    rollback = "playbooks/rollback-timeslicing.yml"
+    daemon = state.operands.get(MPS)
+    for name in targets:
+        node = state.nodes.get(name)
+        if node is None or not node.gpu_present or node.gpus is None:
+            continue  # _target_problems says why
+        current = _strategy_of(state, settings, node)
+        if current == other:
+            problems.append(f"{name} already shares its cards with {'MPS' if other == 'mps' else 'time-slicing'}: "
+                            f"switching it to {settings.mechanism} in place would restart its shared pods under "
+                            f"other limits. Roll back first ({rollback}, limited to this node), then enable {settings.mechanism}.")
+        if settings.strategy != "mps":
+            continue
+        if node.mig_enabled:
+            problems.append(f"{name} has MIG enabled (nvidia.com/mig.config={node.mig_config}): {mps.MIG_UNSUPPORTED} "
+                            "(the MPS control daemon starts no server for them and the device plugin would wait for "
+                            "it forever). Roll MIG back first (playbooks/rollback-mig.yml), or keep MIG.")
+        elif daemon is None:
+            problems.append(f"the GPU Operator runs no {MPS} DaemonSet: this operator cannot run MPS (GPU Operator "
+                            "v24.3 and later with device plugin v0.15 and later can). Upgrade it first.")
+        elif not daemon.selects({**node.labels, "nvidia.com/mps.capable": "true"}):
+            selector = daemon.template.get("nodeSelector") or {}
+            problems.append(f"{name}: the MPS control daemon cannot run there (its DaemonSet {MPS} selects "
+                            + ", ".join(f"{k}={v}" for k, v in sorted(selector.items()))
+                            + "; the node has " + ", ".join(f"{k}={node.labels.get(k, '<unset>')}" for k in sorted(selector)
+                                                           if k != "nvidia.com/mps.capable")
+                            + ") and the device plugin would wait for it forever. Fix the node's labels first.")
+        else:
+            memory = node.labels.get("nvidia.com/gpu.memory")
+            problem = settings.memory_problem(name, node.product, int(memory) if memory and memory.isdigit() else None)
+            if problem:
+                problems.append(problem)
+    return problems
+
+
+def share_lines(state: ClusterState, settings: Settings, targets: list[str]) -> list[str]:
+    """MPS: each target's per-share limits, as the daemon will set them."""
+    if settings.strategy != "mps":
+        return []
+    lines = []
+    for name in sorted(set(targets)):
+        node = state.nodes[name]
+        memory = node.labels.get("nvidia.com/gpu.memory")
+        if memory and memory.isdigit():
+            lines.append(f"- {name}: {mps.describe(node.product, int(memory), settings.sharing().replicas)}")
+    return lines
+
+
+def _target_problems(state: ClusterState, targets: list[str], strategy: str = "time-slicing") -> list[str]:
     problems = []
     for name in targets:
         node = state.nodes.get(name)
@@ -86,7 +151,7 @@ def _target_problems(state: ClusterState, targets: list[str]) -> list[str]:
         elif node.gpus is None:
             problems.append(f"{name} has no nvidia.com/gpu.count label yet (GPU feature discovery has not run): "
                             "wait for the GPU Operator to finish with it.")
-        elif node.mig_enabled:
+        elif node.mig_enabled and strategy != "mps":  # MPS says it in its own words (_mps_problems)
             problems.append(f"{name} has MIG enabled (nvidia.com/mig.config={node.mig_config}): this runbook "
                             "time-slices whole GPUs only; roll MIG back first (playbooks/rollback-mig.yml).")
     return problems
@@ -148,7 +213,7 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
         _refuse(result, f"A rollback was interrupted (record {record.name}, started {record.started}, on "
                         f"{', '.join(record.intent.nodes) or 'the cluster level'}): finish it first by re-running "
                         "playbooks/rollback-timeslicing.yml for those nodes.")
-    for problem in _target_problems(state, targets):
+    for problem in _target_problems(state, targets, settings.strategy) + _mps_problems(state, settings, targets):
         _refuse(result, problem)
     if result.refusals:
         return result
@@ -315,7 +380,7 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
     stamp_now = now.strftime("%Y%m%dT%H%M%SZ")
     result.backup_file = f"{settings.backup_dir}/clusterpolicy-{stamp_now}.yaml" if policy_changes else ""
     if not (configmap_changes or policy_changes or node_changes or restart) and not adopted:
-        result.lines = [f"Nothing to change: time-slicing is already enabled as asked ({settings.sharing().replicas} "
+        result.lines = [f"Nothing to change: {settings.mechanism} is already enabled as asked ({settings.sharing().replicas} "
                         f"replicas, key {settings.key}, scope {settings.scope}) on {', '.join(sorted(set(targets)))}."
                         if targets else f"Nothing to change: the cluster is prepared for time-slicing trials "
                         f"(ConfigMap {settings.namespace}/{settings.configmap}, key {settings.key})."]
@@ -423,7 +488,7 @@ def _expected(state: ClusterState, settings: Settings, affected: list[str], targ
     sharing = settings.sharing()
     return {
         "targets": {n: {"gpus": state.nodes[n].gpus, "pool": n in set(targets)} for n in affected},
-        "replicas": sharing.replicas, "rename": sharing.rename_by_default,
+        "replicas": sharing.replicas, "rename": sharing.rename_by_default, "strategy": settings.strategy,
         "pool": settings.pool.as_dict(), "scope": settings.scope, "key": settings.key,
         **state.bystanders(affected, settings.pool, rolls_fleet),
         "compare_allocatable": not rolls_fleet, "compare_schedulable": not upgrades,
@@ -434,11 +499,12 @@ def _expected(state: ClusterState, settings: Settings, affected: list[str], targ
 def _lines(state: ClusterState, settings: Settings, result: EnablePlan, affected: list[str], targets: list[str],
            field_changes: list[FieldChange], readers: list[str], creates_cm: bool, data: dict[str, str]) -> list[str]:
     sharing = settings.sharing()
-    lines = [f"Plan: time-slicing with {sharing.replicas} replicas per GPU on {', '.join(sorted(set(targets)))} "
+    lines = [f"Plan: {settings.mechanism} with {sharing.replicas} replicas per GPU on {', '.join(sorted(set(targets)))} "
              f"(key {settings.key} of {settings.namespace}/{settings.configmap}, scope {settings.scope})" if targets else
              f"Plan: prepare the cluster for time-slicing trials (ConfigMap {settings.namespace}/{settings.configmap}, "
              f"key {settings.key} with {sharing.replicas} replicas)"]
     lines += [f"  note: {n}" for n in result.notes]
+    lines += share_lines(state, settings, targets)
     if result.changes.get("configmap"):
         added = [k for k in sorted({settings.key, DEFAULT_KEY}) if k not in data]
         changed = [settings.key] if settings.key in data and data[settings.key] != settings.shared_config() else []

@@ -45,7 +45,8 @@ def enable_report(nodes: list[dict[str, Any]], daemonsets: list[dict[str, Any]],
     elif not plan.get("writes"):
         lines = []  # the plan said there is nothing to change
     else:
-        lines = [f"Done: time-slicing with {expected.get('replicas')} replicas per GPU on {', '.join(targets)}."
+        mechanism = "MPS" if expected.get("strategy") == "mps" else "time-slicing"
+        lines = [f"Done: {mechanism} with {expected.get('replicas')} replicas per GPU on {', '.join(targets)}."
                  if targets else "Done: the cluster is prepared for time-slicing trials."]
     if targets and pool:
         lines += node_table(nodes, targets, pool).splitlines()

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from gpushare import device_plugin_config as dpc
+from gpushare import mps
 from gpushare.model.node import Pool
 from gpushare.model.taints import Taint
 
@@ -21,6 +22,8 @@ DEFAULT_KEY = "default"
 # at the ConfigMap. No flags: the operator's MIG_STRATEGY environment keeps deciding MIG.
 DEFAULT_CONFIG = "version: v1\n"
 NOTHING = "Nothing was changed."
+STRATEGIES = ("time-slicing", "mps")  # the sharing strategies this runbook enables
+_CONFIG_SECTION = {"time-slicing": "timeSlicing", "mps": "mps"}
 
 
 def _bool(value: Any) -> bool:
@@ -52,6 +55,8 @@ class Settings:
     namespace: str
     clusterpolicy: str
     backup_dir: str = "backups"  # of the ClusterPolicy backup files, on the control machine
+    strategy: str = "time-slicing"  # time-slicing | mps (the device plugin's sharing.timeSlicing or sharing.mps)
+    memory_peak_mib: int | None = None  # the workloads' memory peak per pod (the baseline's), when known
 
     @classmethod
     def of(cls, values: dict[str, Any]) -> Settings:
@@ -74,7 +79,14 @@ class Settings:
             confirm_operand_roll=_bool(values.get("confirm_operand_roll")),
             namespace=str(values["namespace"]), clusterpolicy=str(values["clusterpolicy_name"]),
             backup_dir=str(values.get("backup_dir") or "backups"),
+            strategy=str(values.get("sharing_strategy") or "time-slicing"),
+            memory_peak_mib=optional_int(values.get("memory_peak_mib")) or None,  # 0: not given
         )
+
+    @property
+    def mechanism(self) -> str:
+        """The strategy's name in the operator's words."""
+        return "MPS" if self.strategy == "mps" else "time-slicing"
 
     @property
     def pool_taint(self) -> Taint | None:
@@ -87,7 +99,7 @@ class Settings:
         return yaml.safe_dump({
             "version": "v1",
             "flags": {"migStrategy": "none"},
-            "sharing": {"timeSlicing": {
+            "sharing": {_CONFIG_SECTION.get(self.strategy, "timeSlicing"): {
                 "renameByDefault": self.rename_by_default,
                 "failRequestsGreaterThanOne": self.fail_requests_greater_than_one,
                 "resources": [{"name": "nvidia.com/gpu", "replicas": self.replicas}],
@@ -97,6 +109,10 @@ class Settings:
     def problems(self) -> list[str]:
         """Every input problem, each one actionable; empty when the inputs are good."""
         problems = []
+        if self.strategy not in STRATEGIES:
+            return [f"timeslicing_sharing_strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}."]
+        if self.strategy == "mps":
+            problems += self._mps_problems()
         if self.max_replicas < 2:
             problems.append(f"timeslicing_max_replicas must be at least 2, got {self.max_replicas}.")
         if not self.override and self.replicas > self.max_replicas:
@@ -140,10 +156,43 @@ class Settings:
         if self.override and parsed.sharing.replicas > self.max_replicas:
             problems.append(f"{source} asks for {parsed.sharing.replicas} replicas per GPU, above the bound of "
                             f"{self.max_replicas}: use fewer, or raise timeslicing_max_replicas deliberately.")
-        if parsed.sharing.strategy != "time-slicing":
-            problems.append(f"{source} gives sharing strategy `{parsed.sharing.strategy}`, not time-slicing of "
-                            "nvidia.com/gpu: this runbook only enables time-slicing.")
+        if parsed.sharing.strategy != self.strategy:
+            problems.append(f"{source} gives sharing strategy `{parsed.sharing.strategy}`, not {self.mechanism} of "
+                            f"nvidia.com/gpu: this run enables {self.mechanism} only.")
+        elif self.strategy == "mps" and self.override and not parsed.sharing.fail_requests_greater_than_one:
+            problems.append(self._fail_requests_problem(source))
         return problems
+
+    def _fail_requests_problem(self, source: str) -> str:
+        return (f"{source}: failRequestsGreaterThanOne: false with MPS lets a container take several shares of a "
+                "card, but the MPS control daemon limits every client to ONE share's pinned memory and SMs "
+                "(set_default_device_pinned_mem_limit / set_default_active_thread_percentage): it would get one "
+                "share's limits while the node counts several. Keep failRequestsGreaterThanOne: true.")
+
+    def _mps_problems(self) -> list[str]:
+        problems = []
+        if not self.override and not self.fail_requests_greater_than_one:
+            problems.append(self._fail_requests_problem("timeslicing_fail_requests_greater_than_one=false"))
+        refusal = mps.replicas_problem(self.replicas) if not self.override else None
+        if refusal:
+            problems.append(f"mps_replicas={self.replicas}: the MPS control daemon would refuse it ({refusal}): "
+                            f"use at most {mps.MAX_CLIENTS}.")
+        return problems
+
+    def memory_problem(self, node: str, product: str, memory_mib: int | None) -> str | None:
+        """MPS: the per-share pinned memory limit below the workloads' memory peak (when given)."""
+        if self.strategy != "mps" or self.memory_peak_mib is None or not memory_mib:
+            return None
+        replicas = self.sharing().replicas
+        limits = mps.share_limits(memory_mib, replicas)
+        if limits.pinned_memory_mib >= self.memory_peak_mib:
+            return None
+        fits = memory_mib // self.memory_peak_mib
+        advice = (f"use at most {fits} replicas" if fits >= 2 else
+                  "this card cannot hold two shares of that peak: keep it whole")
+        return (f"{node}: {replicas} MPS shares of {product} give {limits.pinned_memory_mib} MiB pinned memory each, below "
+                f"the workloads' memory peak of {self.memory_peak_mib} MiB (the baseline's): a pod would fail to "
+                f"allocate at its peak. {advice[0].upper()}{advice[1:]}.")
 
     def sharing(self) -> dpc.Sharing:
         return dpc.parse(self.shared_config()).sharing

@@ -1,0 +1,87 @@
+@cluster
+Feature: Enabling MPS on a trial node
+  `ansible-playbook playbooks/enable-mps.yml -l <node> -e mps_replicas=N` is the time-slicing enable
+  with the device plugin's `sharing.mps`: the plugin's MPS control daemon runs on the node and limits
+  each share to the card's memory / replicas and 100 / replicas % of its SMs, which the plan states.
+
+  Background:
+    Given a cluster with the GPU Operator
+    And the state of every GPU node is recorded
+
+  Scenario: 4 MPS shares on the 1-GPU node, with each share's limits in the plan
+    Given the trial node is "gpu-node"
+    When the operator runs "enable-mps.yml -l gpu-node -e mps_replicas=4"
+    Then the run succeeds
+    And the output says "4 shares of NVIDIA-H100-80GB-HBM3: 19.9 GiB pinned memory and 25% of SMs each"
+    And the output says "Done: MPS with 4 replicas per GPU on gpu-node."
+    And node "gpu-node" advertises 4 "nvidia.com/gpu.shared"
+    And node "gpu-node" advertises 0 "nvidia.com/gpu"
+    And node "gpu-node" has label "nvidia.com/gpu.replicas" set to "4"
+    And node "gpu-node" has label "nvidia.com/gpu.sharing-strategy" set to "mps"
+    And node "gpu-node" has label "nvidia.com/mps.capable" set to "true"
+    And node "gpu-node" has label "nvidia.com/device-plugin.config" set to "mps"
+    And node "gpu-node" runs a Ready MPS control daemon
+    And node "gpu-node" is in the shared pool
+    And every GPU node not targeted is exactly as before
+
+  Scenario: A preview prints the plan with each share's limits and writes nothing
+    Given the trial node is "gpu-node"
+    When the operator runs "enable-mps.yml -l gpu-node -e mps_replicas=2 --check --diff"
+    Then the run succeeds
+    And the output says "2 shares of NVIDIA-H100-80GB-HBM3: 39.8 GiB pinned memory and 50% of SMs each"
+    And nothing was written to the cluster
+
+  Scenario: A second run with nothing to change changes nothing
+    Given the trial node is "gpu-node"
+    And MPS is enabled on the trial node with 2 replicas
+    When the operator runs "enable-mps.yml -l gpu-node"
+    Then the run reports no change
+    And the output says "Nothing to change: MPS is already enabled as asked (2 replicas, key mps, scope node) on gpu-node."
+
+  Scenario: failRequestsGreaterThanOne false is refused before any write
+    Given the trial node is "gpu-node"
+    When the operator runs "enable-mps.yml -l gpu-node -e timeslicing_fail_requests_greater_than_one=false"
+    Then the run is refused with "Keep failRequestsGreaterThanOne: true."
+    And nothing was written to the cluster
+
+  Scenario: Replicas beyond the workloads' memory peak are refused with what fits
+    Given the trial node is "gpu-node"
+    When the operator runs "enable-mps.yml -l gpu-node -e mps_replicas=4 -e mps_memory_peak_mib=30000"
+    Then the run is refused with "below the workloads' memory peak of 30000 MiB"
+    And the run is refused with "Use at most 2 replicas."
+    And nothing was written to the cluster
+
+  Scenario: A time-sliced node is switched to MPS only through a rollback
+    Given the trial node is "gpu-node"
+    And time-slicing is enabled on the trial node with 2 replicas
+    When the operator runs "enable-mps.yml -l gpu-node"
+    Then the run is refused with "Roll back first (playbooks/rollback-timeslicing.yml, limited to this node)"
+    When the operator rolls back time-slicing on "gpu-node"
+    And the operator runs "enable-mps.yml -l gpu-node"
+    Then the run succeeds
+    And node "gpu-node" has label "nvidia.com/gpu.sharing-strategy" set to "mps"
+
+  Scenario: The rollback restores an MPS node to whole cards and the daemon leaves it
+    Given the trial node is "gpu-node"
+    And MPS is enabled on the trial node with 2 replicas
+    When the operator rolls back time-slicing on "gpu-node"
+    Then the run succeeds
+    And node "gpu-node" advertises 1 "nvidia.com/gpu"
+    And node "gpu-node" runs no MPS control daemon
+    And every GPU node is exactly as before
+
+  Scenario: The share check works unchanged on an MPS node: a pod asking for two shares is refused
+    Given the trial node is "gpu-node"
+    And MPS is enabled on the trial node with 4 replicas
+    When the operator verifies sharing on the trial node, keeping the check pods
+    Then the run succeeds
+    And 4 pods of the share check run on "gpu-node", tolerating its pool taint
+    And one more pod stays Pending because "Insufficient nvidia.com/gpu.shared"
+    And the pod asking for 2 replicas failed with UnexpectedAdmissionError because "maximum request size for shared resources is 1"
+
+  Scenario: MIG-enabled cards are refused in the plugin's words
+    Given the trial node is "gpu-node-mig"
+    When the operator runs "enable-mig.yml -l gpu-node-mig -e mig_config=all-1g.5gb"
+    Then the run succeeds
+    When the operator runs "enable-mps.yml -l gpu-node-mig"
+    Then the run is refused with "MPS sharing is not supported for MIG devices"

@@ -1,0 +1,110 @@
+"""The enable plan with sharing strategy MPS (playbooks/enable-mps.yml): the config it renders
+(`sharing.mps`), each share's limits in the plan, and the refusals before any write."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from gpushare.timeslicing.enable import EnablePlan, plan
+from gpushare.timeslicing.state import ClusterState
+from tests.unit.cluster_objects import NOW, daemonset, enabled_read, fleet, node, read, settings
+
+MPS_DAEMON = "nvidia-device-plugin-mps-control-daemon"
+MEMORY = {"nvidia.com/gpu.memory": "81559"}  # GFD's label of an H100 80GB
+
+
+def mps_daemonset() -> dict[str, Any]:
+    body = daemonset(MPS_DAEMON)
+    body["spec"]["template"]["spec"]["nodeSelector"] = {"nvidia.com/gpu.deploy.device-plugin": "true",
+                                                        "nvidia.com/mps.capable": "true"}
+    return body
+
+
+def cluster(nodes: list[dict[str, Any]] | None = None, **kwargs: Any) -> dict[str, Any]:
+    daemonsets = [daemonset(n) for n in ("nvidia-device-plugin-daemonset", "gpu-feature-discovery")] + [mps_daemonset()]
+    nodes = nodes if nodes is not None else [node("gpu-node", 1, labels=MEMORY), *fleet()[1:]]
+    return read(nodes, daemonsets=daemonsets, **kwargs)
+
+
+def enable(state: dict[str, Any], targets: list[str], **inputs: Any) -> EnablePlan:
+    return plan(ClusterState.of(state), settings(**{"sharing_strategy": "mps", "config_key": "mps", **inputs}), targets,
+                {"command": "ansible-playbook playbooks/enable-mps.yml", "operator": "alice"}, NOW)
+
+
+def only_refusal(result: EnablePlan) -> str:
+    assert len(result.refusals) == 1, result.refusals
+    assert result.refusals[0].endswith("Nothing was changed.") and result.changes == {}
+    return result.refusals[0]
+
+
+def test_the_plan_states_each_shares_limits_and_renders_sharing_mps() -> None:
+    result = enable(cluster(), ["gpu-node"], replicas=4)
+    assert result.refusals == []
+    assert result.lines[0].startswith("Plan: MPS with 4 replicas per GPU on gpu-node")
+    assert "- gpu-node: 4 shares of NVIDIA-H100-80GB-HBM3: 19.9 GiB pinned memory and 25% of SMs each" in result.lines
+    config = yaml.safe_load(result.changes["configmap"][0]["body"]["data"]["mps"])
+    assert config["sharing"] == {"mps": {"renameByDefault": True, "failRequestsGreaterThanOne": True,
+                                         "resources": [{"name": "nvidia.com/gpu", "replicas": 4}]}}
+    assert result.expected["strategy"] == "mps"
+
+
+def test_time_slicing_plans_are_unchanged_by_the_strategy_parameter() -> None:
+    result = plan(ClusterState.of(cluster()), settings(), ["gpu-node"], {"command": "x", "operator": "alice"}, NOW)
+    assert result.refusals == [] and result.lines[0].startswith("Plan: time-slicing with 2 replicas")
+    assert not any("pinned memory" in line for line in result.lines)
+
+
+def test_mig_enabled_cards_are_refused_in_the_plugins_words() -> None:
+    mig_node = node("gpu-node-mig", 4, product="NVIDIA-A100-SXM4-40GB", mig="all-1g.5gb")
+    refusal = only_refusal(enable(cluster([mig_node]), ["gpu-node-mig"]))
+    assert "MPS sharing is not supported for MIG devices" in refusal and "rollback-mig.yml" in refusal
+
+
+def test_fail_requests_greater_than_one_false_is_refused() -> None:
+    refusal = only_refusal(enable(cluster(), ["gpu-node"], fail_requests_greater_than_one=False))
+    assert "failRequestsGreaterThanOne: false with MPS" in refusal and "Keep failRequestsGreaterThanOne: true" in refusal
+
+
+def test_more_replicas_than_the_daemon_allows_are_refused_with_its_error() -> None:
+    result = enable(cluster(), ["gpu-node"], replicas=49, max_replicas=64)
+    assert result.changes == {} and all(r.endswith("Nothing was changed.") for r in result.refusals)
+    assert any("invalid device maximum allowed replicas exceeded: 49 > 48" in r for r in result.refusals)
+
+
+def test_replicas_beyond_the_baselines_memory_peak_are_refused_with_what_fits() -> None:
+    refusal = only_refusal(enable(cluster(), ["gpu-node"], replicas=4, memory_peak_mib=30000))
+    assert "20389 MiB pinned memory each, below the workloads' memory peak of 30000 MiB" in refusal
+    assert "Use at most 2 replicas" in refusal
+    assert enable(cluster(), ["gpu-node"], replicas=4, memory_peak_mib=20000).refusals == []
+
+
+def test_a_node_the_daemon_cannot_run_on_is_refused() -> None:
+    nodes = [node("gpu-node", 1, labels={**MEMORY, "nvidia.com/gpu.deploy.device-plugin": "false"}), *fleet()[1:]]
+    refusal = only_refusal(enable(cluster(nodes), ["gpu-node"]))
+    assert "the MPS control daemon cannot run there" in refusal
+    assert "nvidia.com/gpu.deploy.device-plugin=false" in refusal
+
+
+def test_an_operator_without_the_mps_daemonset_is_refused() -> None:
+    state = read([node("gpu-node", 1, labels=MEMORY)])
+    refusal = only_refusal(enable(state, ["gpu-node"]))
+    assert f"runs no {MPS_DAEMON} DaemonSet" in refusal
+
+
+def test_switching_a_time_sliced_node_to_mps_asks_for_a_rollback_first() -> None:
+    state = enabled_read(("gpu-node",))
+    state["daemonsets"].append(mps_daemonset())
+    refusal = only_refusal(enable(state, ["gpu-node"]))
+    assert "gpu-node already shares its cards with time-slicing" in refusal
+    assert "Roll back first (playbooks/rollback-timeslicing.yml, limited to this node)" in refusal
+
+
+def test_the_time_slicing_enable_refuses_an_mps_node_the_same_way() -> None:
+    mps_node = node("gpu-node", 1, replicas=2, labels={**MEMORY, "nvidia.com/device-plugin.config": "mps",
+                                                       "nvidia.com/gpu.sharing-strategy": "mps"})
+    result = plan(ClusterState.of(cluster([mps_node, *fleet()[1:]])), settings(), ["gpu-node"],
+                  {"command": "x", "operator": "alice"}, NOW)
+    refusal = only_refusal(result)
+    assert "gpu-node already shares its cards with MPS" in refusal and "then enable time-slicing" in refusal
