@@ -59,6 +59,12 @@ def allowed(api: client.ApiClient, verb: str, resource: str, group: str = "", na
     ("patch the GPU Operator's DaemonSets", ("patch", "daemonsets", "apps", "gpu-operator", "nvidia-device-plugin-daemonset")),
     ("delete ConfigMaps in kube-system", ("delete", "configmaps", "", "kube-system", "kube-root-ca.crt")),
     ("exec into the operator's pods", ("create", "pods", "", "gpu-operator", "any", "exec")),
+    ("patch the device plugin's entrypoint script", ("patch", "configmaps", "", "gpu-operator",
+                                                     "nvidia-device-plugin-entrypoint")),
+    ("patch any other ConfigMap in the operator namespace", ("patch", "configmaps", "", "gpu-operator", "any")),
+    ("delete a ConfigMap in the operator namespace but its own", ("delete", "configmaps", "", "gpu-operator",
+                                                                   "default-mig-parted-config")),
+    ("take a Lease in the operator namespace", ("create", "leases", "coordination.k8s.io", "gpu-operator", "")),
 ])
 def test_the_runbook_identity_cannot(runbook_api: client.ApiClient, cluster: Cluster, what: str,
                                      attributes: tuple[str, ...]) -> None:
@@ -167,7 +173,7 @@ def test_clusterpolicy_fields_the_runbooks_do_not_write_are_refused(runbook_api:
 
 def test_the_operators_entrypoint_configmaps_cannot_be_patched(runbook_api: client.ApiClient, cluster: Cluster) -> None:
     """The entrypoint scripts run as root in the operator's privileged pods: the runbook identity's
-    ConfigMap patch right does not reach them."""
+    ConfigMap patch right names time-slicing-config alone, so RBAC refuses them."""
     core = client.CoreV1Api(runbook_api)
     names = [c.metadata.name for c in cluster.core.list_namespaced_config_map(cluster.operator_namespace).items
              if c.metadata.name.endswith("-entrypoint")]
@@ -175,8 +181,23 @@ def test_the_operators_entrypoint_configmaps_cannot_be_patched(runbook_api: clie
     for name in names:
         message = _refusal(lambda name=name: core.patch_namespaced_config_map(
             name, cluster.operator_namespace, {"data": {"entrypoint.sh": "#!/bin/sh\nid\n"}}, dry_run="All"))
+        assert (f'configmaps "{name}" is forbidden: User "{RUNBOOK_USER}" cannot patch resource "configmaps" in API '
+                f'group "" in the namespace "{cluster.operator_namespace}"') in message, message
+
+
+def test_configmaps_in_the_runbooks_namespace_the_runbooks_did_not_write_are_refused(
+        runbook_api: client.ApiClient, cluster: Cluster) -> None:
+    """The runbook identity may patch any ConfigMap of its own namespace by RBAC (run records have
+    generated names); the admission policy still keeps it to the ones the runbooks wrote."""
+    foreign = client.V1ConfigMap(metadata=client.V1ObjectMeta(name="gpushare-test-foreign"), data={"a": "b"})
+    cluster.core.create_namespaced_config_map(cluster.records_namespace, foreign)
+    try:
+        message = _refusal(lambda: client.CoreV1Api(runbook_api).patch_namespaced_config_map(
+            "gpushare-test-foreign", cluster.records_namespace, {"data": {"a": "c"}}, dry_run="All"))
         assert "ValidatingAdmissionPolicy 'gpushare-runbook-configmaps'" in message, message
-        assert f"not ConfigMap {cluster.operator_namespace}/{name}" in message, message
+        assert f"not ConfigMap {cluster.records_namespace}/gpushare-test-foreign" in message, message
+    finally:
+        cluster.core.delete_namespaced_config_map("gpushare-test-foreign", cluster.records_namespace)
 
 
 def _granted(cluster: Cluster) -> list[Grant]:

@@ -200,7 +200,7 @@ def assert_acted(cluster: Cluster, command: str, output: str, mark: int) -> None
         record = re.search(r"^Change record: (\S+\.md)$", output, re.M)
         assert record and Path(record.group(1)).is_file(), f"no change record named in:\n{output[-2000:]}"
     elif "playbooks/rollout-timeslicing.yml" in command:
-        cm = cluster.core.read_namespaced_config_map(ROLLOUT_RECORD, cluster.operator_namespace)
+        cm = cluster.core.read_namespaced_config_map(ROLLOUT_RECORD, cluster.records_namespace)
         assert json.loads(cm.data["rollout.json"])["outcome"] == "complete"
     elif "playbooks/queue-backfill.yml" in command:
         queues = {q["metadata"]["name"] for q in cluster.custom.list_cluster_custom_object(

@@ -30,7 +30,7 @@ def test_a_token_given_with_minus_e_is_kept_nowhere(clean_cluster: Cluster, tmp_
         run = run_playbook(clean_cluster, playbook, tmp_path / playbook, limit="gpu-node", arguments=arguments)
         assert run.ok, run.describe()
         runs.append(run)
-    records = [c for c in clean_cluster.core.list_namespaced_config_map(clean_cluster.operator_namespace).items
+    records = [c for c in clean_cluster.core.list_namespaced_config_map(clean_cluster.records_namespace).items
                if "gpushare.io/command" in (c.metadata.annotations or {})]
     assert records, "no run record names its command"
     command = records[0].metadata.annotations["gpushare.io/command"]

@@ -86,7 +86,7 @@ def _moment(kube: Cluster, moment: str) -> Callable[[Session], bool]:
     """What the cluster shows at the moment a fault is injected."""
     if moment == "the run has recorded its intent":
         return lambda s: any((c["metadata"].get("annotations") or {}).get("gpushare.io/state") == "in-progress"
-                             for c in s.list("ConfigMap", kube.operator_namespace, label_selector="gpushare.io/run"))
+                             for c in s.list("ConfigMap", kube.records_namespace, label_selector="gpushare.io/run"))
     cordoned = re.fullmatch(r'"([^"]+)" is cordoned', moment)
     if cordoned:
         return lambda s: bool(((s.get("Node", cordoned[1]) or {}).get("spec") or {}).get("unschedulable"))

@@ -22,7 +22,7 @@ RECORDS = "gpushare.io/run"
 
 
 def _records(kube: Cluster, runbook: str) -> list[dict[str, Any]]:
-    return sorted(Session(kube.kubeconfig).list("ConfigMap", kube.operator_namespace,
+    return sorted(Session(kube.kubeconfig).list("ConfigMap", kube.records_namespace,
                                                 label_selector=f"{RECORDS}={runbook}"),
                   key=lambda c: c["metadata"]["name"])
 
@@ -64,7 +64,7 @@ def lock_expired(kube: Cluster) -> None:
     session = Session(kube.kubeconfig)
 
     def expired() -> bool:
-        lease = session.get("Lease", "gpushare-runbook-lock", kube.operator_namespace)
+        lease = session.get("Lease", "gpushare-runbook-lock", kube.records_namespace)
         if lease is None:
             return True
         spec = lease["spec"]

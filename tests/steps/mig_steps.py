@@ -432,7 +432,7 @@ def change_record_written(runbook_run: RunbookRun, runbook_inputs: dict[str, Any
 
 @then(parsers.parse('the run record keeps the MIG config "{node}" had before'))
 def run_record_keeps(kube: Cluster, before: Before, node: str) -> None:
-    records = kube.core.list_namespaced_config_map(kube.operator_namespace, label_selector="gpushare.io/run=enable-mig").items
+    records = kube.core.list_namespaced_config_map(kube.records_namespace, label_selector="gpushare.io/run=enable-mig").items
     assert len(records) == 1, [r.metadata.name for r in records]
     saved = json.loads(records[0].data["intent.json"])["node_labels"][node]
     assert saved["nvidia.com/mig.config"] == before.nodes[node]["labels"]["nvidia.com/mig.config"], saved

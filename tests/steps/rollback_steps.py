@@ -47,7 +47,7 @@ def workloads() -> Workloads:
 
 def _records(kube: Cluster) -> list[str]:
     return sorted(c.metadata.name for c in kube.core.list_namespaced_config_map(
-        kube.operator_namespace, label_selector=RECORDS).items)
+        kube.records_namespace, label_selector=RECORDS).items)
 
 
 def _shared_pods_on(kube: Cluster, node: str) -> list[str]:
@@ -171,11 +171,11 @@ def record_tampered(kube: Cluster, workloads: Workloads, path: str, value: str) 
     """The attack on the next (administrator's) rollback: a run record lives in the operator
     namespace, where the runbook identity may patch ConfigMaps."""
     (name,) = [r for r in workloads.records or [] if r.startswith("gpushare-run-enable-")]
-    record = kube.core.read_namespaced_config_map(name, kube.operator_namespace)
+    record = kube.core.read_namespaced_config_map(name, kube.records_namespace)
     intent = json.loads(record.data["intent.json"])
     intent["clusterpolicy"].append({"path": path, "before": value, "after": value})
     client.CoreV1Api(api_client(kube.runbook_kubeconfig)).patch_namespaced_config_map(
-        name, kube.operator_namespace, {"data": {"intent.json": json.dumps(intent)}})
+        name, kube.records_namespace, {"data": {"intent.json": json.dumps(intent)}})
 
 
 # ---- when ---------------------------------------------------------------------------------------

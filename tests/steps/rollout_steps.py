@@ -22,8 +22,8 @@ RECORD = "gpushare-rollout-timeslicing"
 
 
 def rollout_record(kube: Cluster) -> dict[str, Any]:
-    record = Session(kube.kubeconfig).get("ConfigMap", RECORD, kube.operator_namespace)
-    assert record is not None, f"no rollout record {kube.operator_namespace}/{RECORD}"
+    record = Session(kube.kubeconfig).get("ConfigMap", RECORD, kube.records_namespace)
+    assert record is not None, f"no rollout record {kube.records_namespace}/{RECORD}"
     return record
 
 
@@ -80,7 +80,7 @@ def rollout_killed(kube: Cluster, tmp_path: Path, runbook_inventory: Path, runbo
     session = Session(kube.kubeconfig)
 
     def reached() -> bool:
-        record = session.get("ConfigMap", RECORD, kube.operator_namespace)
+        record = session.get("ConfigMap", RECORD, kube.records_namespace)
         states = json.loads(record["data"]["rollout.json"])["states"] if record else {}
         return (states.get(step) or {}).get("state") == state or run.process.poll() is not None
 

@@ -182,13 +182,13 @@ def lock_held_elsewhere(kube: Cluster) -> Iterator[str]:
     holder = "rollback-timeslicing@ops-laptop/20260101T000000Z-beef"
     coordination = client.CoordinationV1Api(kube.api)
     now = dt.datetime.now(dt.timezone.utc)
-    coordination.create_namespaced_lease(kube.operator_namespace, {
+    coordination.create_namespaced_lease(kube.records_namespace, {
         "metadata": {"name": "gpushare-runbook-lock", "labels": {"app.kubernetes.io/managed-by": "gpushare"}},
         "spec": {"holderIdentity": holder, "acquireTime": now, "renewTime": now, "leaseDurationSeconds": 1800},
     })
     yield holder
     try:
-        coordination.delete_namespaced_lease("gpushare-runbook-lock", kube.operator_namespace)
+        coordination.delete_namespaced_lease("gpushare-runbook-lock", kube.records_namespace)
     except ApiException as err:
         if err.status != 404:
             raise
@@ -196,6 +196,28 @@ def lock_held_elsewhere(kube: Cluster) -> Iterator[str]:
 
 @given("another run holds the runbook lock")
 def another_run_holds_the_lock(lock_held_elsewhere: str) -> None:
+    pass
+
+
+@pytest.fixture
+def stray_record(kube: Cluster) -> Iterator[str]:
+    """A complete enable's run record where gpushare wrote them before they moved to their own namespace."""
+    name = "gpushare-run-enable-timeslicing-20261101t090000z-0b0b"
+    kube.core.create_namespaced_config_map(kube.operator_namespace, {
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "gpushare",
+                                              "gpushare.io/run": "enable-timeslicing"},
+                     "annotations": {"gpushare.io/state": "complete", "gpushare.io/started-at": "2026-11-01T09:00:00Z"}},
+        "data": {"intent.json": '{"runbook": "enable-timeslicing", "nodes": ["gpu-node"]}'}})
+    yield name
+    try:
+        kube.core.delete_namespaced_config_map(name, kube.operator_namespace)
+    except ApiException as err:
+        if err.status != 404:
+            raise
+
+
+@given("an earlier gpushare left its run record in the operator namespace")
+def an_earlier_record_in_the_operator_namespace(stray_record: str) -> None:
     pass
 
 
@@ -385,5 +407,5 @@ def clusterpolicy_saved(kube: Cluster, backup_dir: Path, before: Before) -> None
     saved = yaml.safe_load(files[0].read_text())
     assert saved["kind"] == "ClusterPolicy" and saved["spec"] == before.clusterpolicy
     records = [yaml.safe_load(c.data["clusterpolicy.yaml"])["spec"] for c in kube.core.list_namespaced_config_map(
-        kube.operator_namespace, label_selector="gpushare.io/run=enable-timeslicing").items]
+        kube.records_namespace, label_selector="gpushare.io/run=enable-timeslicing").items]
     assert records == [before.clusterpolicy], "the run record holds another ClusterPolicy backup"

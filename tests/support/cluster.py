@@ -31,6 +31,8 @@ class Cluster:
     kubeconfig: Path
     inventory: Path
     operator_namespace: str = "gpu-operator"
+    # The runbooks' own namespace (gpu_operator_records_namespace): run records, backups, the lock.
+    records_namespace: str = "gpushare-system"
     state_dir: Path | None = None  # set for the embedded cluster only
     bin_dir: Path | None = None
     # The identity the runbooks run with (deploy/rbac's); test steps keep the admin `kubeconfig`.
@@ -186,16 +188,17 @@ def reset_embedded(cluster: Cluster) -> None:
     ClusterPolicy, no scenario objects, every operand rolled out and every GPU node whole."""
     from gpushare.simulator import clusterpolicy as cp
 
-    core, ns = cluster.core, cluster.operator_namespace
+    core = cluster.core
     delete_test_namespaces(cluster, TEST_NAMESPACE_LABEL)
-    for cm in core.list_namespaced_config_map(ns).items:
-        # the operator's, and the configs a MIG manager generated from its node's GPUs (owned by its pod)
-        owned = any(o.kind in ("ClusterPolicy", "Pod") for o in cm.metadata.owner_references or [])
-        if cm.metadata.name != "kube-root-ca.crt" and not owned:
-            core.delete_namespaced_config_map(cm.metadata.name, ns)
     coordination = client.CoordinationV1Api(cluster.api)
-    for lease in coordination.list_namespaced_lease(ns).items:
-        coordination.delete_namespaced_lease(lease.metadata.name, ns)
+    for ns in (cluster.operator_namespace, cluster.records_namespace):
+        for cm in core.list_namespaced_config_map(ns).items:
+            # the operator's, and the configs a MIG manager generated from its node's GPUs (owned by its pod)
+            owned = any(o.kind in ("ClusterPolicy", "Pod") for o in cm.metadata.owner_references or [])
+            if cm.metadata.name != "kube-root-ca.crt" and not owned:
+                core.delete_namespaced_config_map(cm.metadata.name, ns)
+        for lease in coordination.list_namespaced_lease(ns).items:
+            coordination.delete_namespaced_lease(lease.metadata.name, ns)
     try:
         policy = cluster.custom.get_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY)
     except client.exceptions.ApiException as err:

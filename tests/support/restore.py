@@ -69,8 +69,8 @@ class NodeMarks:
 class Snapshot:
     policy_spec: dict[str, Any] | None
     nodes: dict[str, NodeMarks]
-    configmaps: dict[str, dict[str, str]]
-    leases: frozenset[str]
+    configmaps: dict[tuple[str, str], dict[str, str]]  # (namespace, name) -> data
+    leases: frozenset[tuple[str, str]]
 
 
 def _policy(cluster: Cluster) -> dict[str, Any] | None:
@@ -87,33 +87,40 @@ def _gpu_nodes(cluster: Cluster) -> dict[str, client.V1Node]:
 
 
 def take(cluster: Cluster) -> Snapshot:
-    ns = cluster.operator_namespace
     policy = _policy(cluster)
+    coordination = client.CoordinationV1Api(cluster.api)
     return Snapshot(
         policy_spec=copy.deepcopy(policy["spec"]) if policy else None,
         nodes={name: NodeMarks.of(node) for name, node in _gpu_nodes(cluster).items()},
-        configmaps={cm.metadata.name: dict(cm.data or {}) for cm in cluster.core.list_namespaced_config_map(ns).items},
-        leases=frozenset(lease.metadata.name for lease in
-                         client.CoordinationV1Api(cluster.api).list_namespaced_lease(ns).items),
+        configmaps={(ns, cm.metadata.name): dict(cm.data or {}) for ns in _namespaces(cluster)
+                    for cm in cluster.core.list_namespaced_config_map(ns).items},
+        leases=frozenset((ns, lease.metadata.name) for ns in _namespaces(cluster)
+                         for lease in coordination.list_namespaced_lease(ns).items),
     )
+
+
+def _namespaces(cluster: Cluster) -> tuple[str, str]:
+    """Where the runbooks write ConfigMaps and Leases: the operator's and their own."""
+    return cluster.operator_namespace, cluster.records_namespace
 
 
 def restore(cluster: Cluster, before: Snapshot) -> None:
     """Put back what the scenario changed, then wait (bounded) until every GPU node advertises what
     it did before; the error names the nodes that still differ."""
-    core, ns = cluster.core, cluster.operator_namespace
+    core = cluster.core
     delete_test_namespaces(cluster, TEST_NAMESPACE_LABEL)
-    for cm in core.list_namespaced_config_map(ns).items:
-        name = cm.metadata.name
-        if name not in before.configmaps:
-            core.delete_namespaced_config_map(name, ns)
-        elif dict(cm.data or {}) != before.configmaps[name]:
-            core.patch_namespaced_config_map(name, ns, {"data": {**{k: None for k in cm.data or {}},
-                                                                 **before.configmaps[name]}})
     coordination = client.CoordinationV1Api(cluster.api)
-    for lease in coordination.list_namespaced_lease(ns).items:
-        if lease.metadata.name not in before.leases:
-            coordination.delete_namespaced_lease(lease.metadata.name, ns)
+    for ns in _namespaces(cluster):
+        for cm in core.list_namespaced_config_map(ns).items:
+            name = cm.metadata.name
+            if (ns, name) not in before.configmaps:
+                core.delete_namespaced_config_map(name, ns)
+            elif dict(cm.data or {}) != before.configmaps[(ns, name)]:
+                core.patch_namespaced_config_map(name, ns, {"data": {**{k: None for k in cm.data or {}},
+                                                                     **before.configmaps[(ns, name)]}})
+        for lease in coordination.list_namespaced_lease(ns).items:
+            if (ns, lease.metadata.name) not in before.leases:
+                coordination.delete_namespaced_lease(lease.metadata.name, ns)
     policy = _policy(cluster)
     if before.policy_spec is not None and policy is not None and policy["spec"] != before.policy_spec:
         cluster.custom.patch_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY,

@@ -101,7 +101,8 @@ def _read(rest: Rest, kind: str, namespace: str | None = None) -> State:
 
 def take(cluster: Cluster) -> State:
     """The objects the runbooks may write: nodes, the ClusterPolicy, namespaces, Kueue's objects; the
-    operator namespace's ConfigMaps, Leases and pods (a restart deletes them); the pods and
+    operator namespace's ConfigMaps, Leases and pods (a restart deletes them), the runbooks' own
+    namespace's ConfigMaps and Leases (records, the lock); the pods and
     Deployments of the share check and of the scenarios' namespaces (a drain evicts them)."""
     rest, ns = Rest(cluster.api), cluster.operator_namespace
     state = {**_read(rest, "Node"), **_read(rest, "ClusterPolicy"), **_read(rest, "Namespace")}
@@ -109,6 +110,8 @@ def take(cluster: Cluster) -> State:
         state.update(_read(rest, kind))
     for kind in ("ConfigMap", "Lease", "Pod"):
         state.update(_read(rest, kind, ns))
+    for kind in ("ConfigMap", "Lease"):
+        state.update(_read(rest, kind, cluster.records_namespace))
     scenario = [n.metadata.name for n in cluster.core.list_namespace(label_selector=TEST_NAMESPACE_LABEL).items]
     for namespace in {SHARE_CHECK_NAMESPACE, *scenario}:
         state.update({**_read(rest, "Pod", namespace), **_read(rest, "Deployment", namespace)})

@@ -8,7 +8,7 @@ import datetime as dt
 import json
 from typing import Any
 
-from gpushare.timeslicing.records import FieldChange, Intent, new_record
+from gpushare.timeslicing.records import RECORDS_NAMESPACE, FieldChange, Intent, Record, new_record
 from gpushare.timeslicing.settings import Settings
 
 NAMESPACE = "gpu-operator"
@@ -198,7 +198,7 @@ def record(name: str, runbook: str, *, state: str = "in-progress", nodes: list[s
            finished: str = "", backup_file: str = "") -> dict[str, Any]:
     """A run record ConfigMap as the runbooks write it (gpushare.timeslicing.records.new_record)."""
     intent = Intent(runbook, nodes or [], fields or [], configmap_name, created, keys_added or [])
-    body = new_record(name, NAMESPACE, intent, backup, NOW - dt.timedelta(hours=1),
+    body = new_record(name, RECORDS_NAMESPACE, intent, backup, NOW - dt.timedelta(hours=1),
                       {"command": "ansible-playbook playbooks/x.yml", "operator": "alice"}, backup_file)
     body["metadata"]["annotations"]["gpushare.io/state"] = state
     if finished:
@@ -216,8 +216,11 @@ def fleet(*extra: dict[str, Any]) -> list[dict[str, Any]]:
 def read(nodes: list[dict[str, Any]] | None = None, *, policy: dict[str, Any] | None | bool = True,
          configmaps: list[dict[str, Any]] = (), daemonsets: list[dict[str, Any]] | None = None,
          pods: list[dict[str, Any]] | None = None, namespace: bool = True, not_served: tuple[str, ...] = (),
-         lease: dict[str, Any] | None = None, plugin_anywhere: list[dict[str, Any]] = ()) -> dict[str, Any]:
-    """What one gpushare_read of the enable/rollback preflight returns (its `resources`, plus `not_served`)."""
+         lease: dict[str, Any] | None = None, plugin_anywhere: list[dict[str, Any]] = (),
+         records_namespace: bool = True, stray: list[dict[str, Any]] = ()) -> dict[str, Any]:
+    """What one gpushare_read of the enable/rollback preflight returns (its `resources`, plus `not_served`).
+    The run records among `configmaps` are read from the runbooks' namespace; `stray` ones from the
+    operator's (where an earlier gpushare wrote them)."""
     nodes = fleet() if nodes is None else nodes
     readers = ("nvidia-device-plugin-daemonset", "gpu-feature-discovery")
     if daemonsets is None:
@@ -228,7 +231,10 @@ def read(nodes: list[dict[str, Any]] | None = None, *, policy: dict[str, Any] | 
     return {
         "namespace": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}} if namespace else None,
         "clusterpolicy": clusterpolicy() if policy is True else (policy or None),
-        "nodes": nodes, "configmaps": list(configmaps), "daemonsets": daemonsets, "pods": pods, "lease": lease,
+        "nodes": nodes, "configmaps": [c for c in configmaps if not Record.is_record(c)] + list(stray),
+        "records_namespace": {"metadata": {"name": RECORDS_NAMESPACE}} if records_namespace else None,
+        "records": [c for c in configmaps if Record.is_record(c)],
+        "daemonsets": daemonsets, "pods": pods, "lease": lease,
         "plugin_anywhere": list(plugin_anywhere), "not_served": list(not_served),
     }
 

@@ -14,7 +14,7 @@ import yaml
 from gpushare.mig.plan import advertised, plan
 from gpushare.mig.settings import ENABLE, MARK, ROLLBACK, MigSettings
 from gpushare.model.node import unpacked
-from gpushare.timeslicing.records import Intent, new_record
+from gpushare.timeslicing.records import Intent, Record, new_record
 from gpushare.timeslicing.state import ClusterState
 
 NOW = dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.timezone.utc)
@@ -61,7 +61,10 @@ def state(nodes: list[dict[str, Any]] | None = None, configmaps: list[dict[str, 
         "clusterpolicy": {"metadata": {"name": "cluster-policy"}, "spec": spec},
         "nodes": nodes if nodes is not None else [gpu_node(), gpu_node("gpu-node", product="NVIDIA-H100-80GB-HBM3",
                                                                            gpus=1)],
-        "configmaps": configmaps if configmaps is not None else [configmap("default-mig-parted-config")],
+        "configmaps": [c for c in configmaps if not Record.is_record(c)] if configmaps is not None else [
+            configmap("default-mig-parted-config")],
+        "records_namespace": {"metadata": {"name": "gpushare-system"}},
+        "records": [c for c in configmaps or [] if Record.is_record(c)],
         "daemonsets": [{"metadata": {"name": "nvidia-device-plugin-daemonset", "namespace": "gpu-operator"}}],
         "pods": [], "lease": None,
     })

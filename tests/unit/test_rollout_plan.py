@@ -171,7 +171,7 @@ def test_a_finished_rollout_with_another_plan_starts_a_new_one_keeping_the_old_r
     assert archive["name"] == f"{pr.RECORD}-20260105t100000z-0d1e2"
     assert archive["body"]["data"] == record["data"]
     assert archive["body"]["metadata"]["annotations"][pr.ARCHIVED] == "2026-01-05T10:00:00Z"
-    assert delete == {"action": "delete", "kind": "ConfigMap", "name": pr.RECORD, "namespace": "gpu-operator",
+    assert delete == {"action": "delete", "kind": "ConfigMap", "name": pr.RECORD, "namespace": "gpushare-system",
                       "preconditions": {"uid": "0d1e2f3a-0000", "resourceVersion": "1"},
                       "why": "make room for the new rollout's record"}
     assert create["action"] == "create" and "kept as ConfigMap" in result.notes[0]

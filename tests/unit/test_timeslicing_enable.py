@@ -498,14 +498,14 @@ def test_a_re_run_adopts_the_interrupted_run_keeping_its_record_and_backup() -> 
 
 def test_a_refused_re_run_still_tells_of_the_interrupted_run_and_its_backup() -> None:
     cluster = interrupted_after_clusterpolicy()
-    cluster["configmaps"][1]["metadata"]["annotations"]["gpushare.io/backup-file"] = (
+    cluster["records"][0]["metadata"]["annotations"]["gpushare.io/backup-file"] = (
         "/srv/gpushare/backups/clusterpolicy-20261201T093000Z.yaml")
     result = enable(cluster, ["gpu-node"], replicas=99)
     refused(result, "timeslicing_replicas=99")
     assert result.interrupted == [
         f"An earlier enable run was interrupted: record {INTERRUPTED}, started 2026-12-01T09:00:00Z, it was changing "
         f"ClusterPolicy devicePlugin/config/name, devicePlugin/config/default; ConfigMap {CONFIGMAP} (created); nodes "
-        f"gpu-node; ClusterPolicy backup: ConfigMap gpu-operator/{INTERRUPTED} (key clusterpolicy.yaml) and file "
+        f"gpu-node; ClusterPolicy backup: ConfigMap gpushare-system/{INTERRUPTED} (key clusterpolicy.yaml) and file "
         "/srv/gpushare/backups/clusterpolicy-20261201T093000Z.yaml on the machine that ran it."]
 
 
@@ -585,7 +585,7 @@ def test_readers_started_within_the_second_of_the_write_restart_unless_a_complet
 
     uids = [p["metadata"]["uid"] for p in same_second]
     version = cluster["configmaps"][0]["metadata"]["resourceVersion"]
-    record = cluster["configmaps"][1]
+    record = cluster["records"][0]
     record["data"].update(records.readers_patch(CONFIGMAP, {"readers": uids, "configmap_version": version})["data"])
     result = enable(cluster, ["gpu-node", "gpu-node-2"])
     assert result.restart_nodes == [] and not result.writes

@@ -14,7 +14,7 @@ import yaml
 
 from gpushare.k8s.patch import PatchConflict, json_patch, merge_patch
 from gpushare.model.node import Node, unpacked
-from gpushare.timeslicing.records import FieldChange, Record
+from gpushare.timeslicing.records import RECORDS_NAMESPACE, FieldChange, Record
 from gpushare.timeslicing import enable
 from gpushare.timeslicing.rollback import PHASES, RESTORABLE, RollbackPlan, RollbackSettings, plan, progress, shared_resources
 from gpushare.timeslicing.state import ClusterState
@@ -154,7 +154,7 @@ def test_removing_the_toleration_a_trial_added_rolls_every_operand(auto_upgrade:
     spec.daemonsets.tolerations only, which re-renders every operand, the driver's included."""
     added = [ASSET_TOLERATION, {"key": "gpu-mode", "operator": "Exists", "effect": "NoSchedule"}]
     cluster = prepared_then_trial()
-    cluster["configmaps"][-1] = record(ENABLE_RECORD, "enable-timeslicing", state="complete", nodes=["gpu-node"],
+    cluster["records"][-1] = record(ENABLE_RECORD, "enable-timeslicing", state="complete", nodes=["gpu-node"],
                                        fields=[FieldChange(TOLERATIONS, [ASSET_TOLERATION], added)],
                                        backup=clusterpolicy(CONFIGMAP, "default"), finished="2026-12-01T09:06:00Z")
     cluster["clusterpolicy"] = clusterpolicy(CONFIGMAP, "default", tolerations=added, auto_upgrade=auto_upgrade)
@@ -227,7 +227,7 @@ def test_tolerations_the_enable_added_are_removed_or_put_back() -> None:
 def test_a_configmap_the_enable_created_keeps_what_someone_else_added() -> None:
     cm = managed_configmap({"default": "version: v1\n", "shared": "x", "alices-trial": "version: v1\n"})
     cm["metadata"]["annotations"]["gpushare.io/managed-keys"] = "default,shared"
-    result = roll_back(enabled_read(configmaps=[cm, *enabled_read()["configmaps"][1:]]), ["gpu-node"])
+    result = roll_back(enabled_read(configmaps=[cm, *enabled_read()["records"]]), ["gpu-node"])
     [cleanup] = result.changes["configmap"]
     assert cleanup["action"] == "merge"
     assert cleanup["body"]["data"] == {"default": None, "shared": None}
@@ -294,10 +294,10 @@ def test_an_enable_interrupted_before_any_node_is_undone_at_the_cluster_level() 
 
 @pytest.mark.parametrize(("backup", "backup_file", "where"), [
     pytest.param(clusterpolicy(), "/srv/backups/clusterpolicy-20261201T093000Z.yaml",
-                 "ClusterPolicy backup: ConfigMap gpu-operator/gpushare-run-enable-20261201t093000z-beef (key "
+                 "ClusterPolicy backup: ConfigMap gpushare-system/gpushare-run-enable-20261201t093000z-beef (key "
                  "clusterpolicy.yaml) and file /srv/backups/clusterpolicy-20261201T093000Z.yaml on the machine that "
                  "ran it.", id="record-and-file"),
-    pytest.param(clusterpolicy(), "", "ClusterPolicy backup: ConfigMap gpu-operator/gpushare-run-enable-"
+    pytest.param(clusterpolicy(), "", "ClusterPolicy backup: ConfigMap gpushare-system/gpushare-run-enable-"
                  "20261201t093000z-beef (key clusterpolicy.yaml).", id="record-only"),
     pytest.param(None, "", "it holds no ClusterPolicy backup.", id="no-backup"),
 ])
@@ -478,7 +478,7 @@ def test_a_cluster_wide_rollback_needs_confirmation_and_rolls_every_shared_node(
 # ---- an explicit backup ----------------------------------------------------------------------------------
 @pytest.mark.parametrize(("backup", "text", "fragment"), [
     pytest.param("gpushare-run-enable-nope", "", "No run record 'gpushare-run-enable-nope' with a ClusterPolicy "
-                                                 f"backup in {NAMESPACE} (records with one: {ENABLE_RECORD})",
+                                                 f"backup in {RECORDS_NAMESPACE} (records with one: {ENABLE_RECORD})",
                  id="no-such-record"),
     pytest.param("clusterpolicy-x.yaml", "spec: [", "The backup file clusterpolicy-x.yaml is not valid YAML",
                  id="not-yaml"),
@@ -589,7 +589,7 @@ def test_a_record_naming_a_path_no_enable_writes_is_refused_before_any_write(fie
     own = configmap(CONFIGMAP, {"shared": "x"}, annotations={"gpushare.io/managed-keys": "shared"})
     result = roll_back(enabled_read(configmaps=[own, forged]), ["gpu-node"])
     message = refused(result, fragment)
-    assert message.startswith(f"Run record {NAMESPACE}/{ENABLE_RECORD} (intent.json)"), message
+    assert message.startswith(f"Run record {RECORDS_NAMESPACE}/{ENABLE_RECORD} (intent.json)"), message
     assert result.record == "" and not result.restore_cluster
 
 

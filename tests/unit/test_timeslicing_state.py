@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpushare.timeslicing.state import ASSET_TOLERATIONS, ClusterState
+from gpushare.timeslicing.state import ASSET_TOLERATIONS, ClusterState, operator_problems
 from tests.unit.cluster_objects import (CONFIGMAP, clusterpolicy, configmap, enabled_read, managed_configmap, node,
                                         read, record)
 
@@ -51,3 +51,27 @@ def test_readers_and_pods() -> None:
     assert [o.name for o in state.config_readers()] == ["nvidia-device-plugin-daemonset", "gpu-feature-discovery"]
     assert [p.daemonset for p in state.operand_pods("gpu-node", "gpu-feature-discovery")] == ["gpu-feature-discovery"]
     assert state.device_plugin is not None
+
+
+def test_records_are_read_from_the_runbooks_namespace_only() -> None:
+    enable = record("gpushare-run-enable-20261201t090000z-0a0a", "enable-timeslicing", state="complete")
+    state = ClusterState.of(read(configmaps=[managed_configmap(), enable]))
+    assert [r.name for r in state.records] == [enable["metadata"]["name"]] and state.stray_records == []
+    assert operator_problems(state, "gpu-operator", "cluster-policy", "gpushare-system") == []
+
+
+def test_records_an_earlier_gpushare_left_in_the_operator_namespace_are_refused_by_name() -> None:
+    old = record("gpushare-run-enable-20261101t090000z-0b0b", "enable-timeslicing", state="complete")
+    state = ClusterState.of(read(configmaps=[managed_configmap()], stray=[old]))
+    assert state.records == [] and state.stray_records == [old["metadata"]["name"]]
+    [problem] = operator_problems(state, "gpu-operator", "cluster-policy", "gpushare-system")
+    assert problem.startswith("Run records of an earlier gpushare are in the operator namespace gpu-operator "
+                              f"({old['metadata']['name']}); the runbooks now keep them in gpushare-system."), problem
+    assert 'README.md "Run records"' in problem
+
+
+def test_a_missing_runbooks_namespace_is_refused_with_the_fix() -> None:
+    state = ClusterState.of(read(records_namespace=False))
+    [problem] = operator_problems(state, "gpu-operator", "cluster-policy", "gpushare-system")
+    assert problem.startswith("Namespace 'gpushare-system', where the runbooks keep their run records"), problem
+    assert "deploy/rbac" in problem and "gpu_operator_records_namespace" in problem

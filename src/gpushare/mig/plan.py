@@ -248,7 +248,8 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: MigSettings,
     def refuse(message: str) -> None:
         result.refusals.append(f"{message} {NOTHING}")
 
-    for problem in settings.problems + operator_problems(state, settings.namespace, settings.clusterpolicy):
+    for problem in settings.problems + operator_problems(state, settings.namespace, settings.clusterpolicy,
+                                                                          settings.records_namespace):
         refuse(problem)
     if result.refusals:
         return result
@@ -391,16 +392,16 @@ def _changes(state: ClusterState, settings: MigSettings, plans: list[NodePlan], 
     earlier = [r for r in state.records if r.runbook in RUNBOOKS and r.state == "in-progress" and set(r.intent.nodes) & names]
     undone = ([r for r in state.records if r.runbook == ENABLE and r.state in ("in-progress", "complete")
                and set(r.intent.nodes) <= names] if settings.runbook == ROLLBACK else [])
-    finished = [{"action": "merge", "kind": "ConfigMap", "name": r.name, "namespace": settings.namespace,
+    finished = [{"action": "merge", "kind": "ConfigMap", "name": r.name, "namespace": settings.records_namespace,
                  "body": state_patch("rolled-back" if r in undone else "complete", now),
                  "why": "the enable is rolled back" if r in undone else "the interrupted run is finished by this one"}
                 for r in earlier + [u for u in undone if u not in earlier]]
     return {
-        "record": [{"action": "create", "kind": "ConfigMap", "name": record, "namespace": settings.namespace,
-                    "body": new_record(record, settings.namespace, intent, None, now, invocation),
+        "record": [{"action": "create", "kind": "ConfigMap", "name": record, "namespace": settings.records_namespace,
+                    "body": new_record(record, settings.records_namespace, intent, None, now, invocation),
                     "why": "record the run and the node labels it changes"}],
         "cordon": cordon, "reconfigure": reconfigure, "uncordon": uncordon,
-        "finish": finished + [{"action": "merge", "kind": "ConfigMap", "name": record, "namespace": settings.namespace,
+        "finish": finished + [{"action": "merge", "kind": "ConfigMap", "name": record, "namespace": settings.records_namespace,
                                "body": state_patch("complete", now), "why": "mark the run complete"}],
     }
 
@@ -454,5 +455,5 @@ def _lines(state: ClusterState, settings: MigSettings, strategy: str, plans: lis
             p.fit.fragmentation_rows()).splitlines()]
     others = [n.name for n in state.gpu_nodes if n.name not in result.nodes]
     lines.append(f"Not touched: {', '.join(others) or 'no other GPU node'}")
-    lines.append(f"Record: ConfigMap {settings.namespace}/{result.record}, written before the first change")
+    lines.append(f"Record: ConfigMap {settings.records_namespace}/{result.record}, written before the first change")
     return lines

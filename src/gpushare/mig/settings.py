@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpushare.mig.fit import Workload, parse_workloads
+from gpushare.timeslicing.records import RECORDS_NAMESPACE
 from gpushare.timeslicing.settings import optional_int
 
 ENABLE, ROLLBACK = "enable-mig", "rollback-mig"
@@ -62,6 +63,7 @@ class MigSettings:
     clusterpolicy: str
     problems: list[str] = field(default_factory=list)
     drain_grace_period: int | None = None  # the grace given to each evicted pod (None: its own)
+    records_namespace: str = RECORDS_NAMESPACE  # the run records' (the runbooks' own)
 
     @classmethod
     def of(cls, runbook: str, values: dict[str, Any]) -> MigSettings:
@@ -83,4 +85,5 @@ class MigSettings:
                    _bool(values.get("drain_force")), _bool(values.get("drain_delete_emptydir_data")),
                    int(values.get("reconfigure_timeout") or 600), int(values.get("drain_timeout") or 300),
                    int(values.get("client_timeout") or 300), str(values["namespace"]),
-                   str(values["clusterpolicy_name"]), problems, optional_int(values.get("drain_grace_period")))
+                   str(values["clusterpolicy_name"]), problems, optional_int(values.get("drain_grace_period")),
+                   str(values.get("records_namespace") or RECORDS_NAMESPACE))

@@ -56,7 +56,7 @@ def rollout_record_update(record: dict[str, Any], event: str, step: str, details
         extra = settings.hold_interval
     valid = now + dt.timedelta(seconds=settings.lock_duration + extra)
     why = f"record {step or 'the rollout'}: {event}"
-    return pr.write_changes(settings.namespace, new, rec.holder, valid, summary.change_record(new, rec.annotations),
+    return pr.write_changes(settings.records_namespace, new, rec.holder, valid, summary.change_record(new, rec.annotations),
                             now, why)
 
 

@@ -78,7 +78,7 @@ def plan(read: dict[str, Any], settings: RolloutSettings, hosts: list[tuple[str,
     raw = read.get("record")
     record = pr.Record.of(raw) if raw else None
     if record is not None and record.progress is None:
-        result.refusals.append(f"ConfigMap {settings.namespace}/{pr.RECORD}, the rollout record, cannot be read (its "
+        result.refusals.append(f"ConfigMap {settings.records_namespace}/{pr.RECORD}, the rollout record, cannot be read (its "
                                f"{pr.DATA} is not what this runbook writes). Look at it, then start over with "
                                f"-e rollout_start_over=true (it is kept as a copy). {NOTHING}")
         return result
@@ -114,7 +114,7 @@ def plan(read: dict[str, Any], settings: RolloutSettings, hosts: list[tuple[str,
     valid = now + dt.timedelta(seconds=settings.lock_duration)
     started = {"gpushare.io/started-at": stamp(now), "gpushare.io/command": invocation.get("command", ""),
                "gpushare.io/operator": invocation.get("operator", "")}
-    result.take = pr.take_changes(settings.namespace, record, current, holder, valid, now, invocation,
+    result.take = pr.take_changes(settings.records_namespace, record, current, holder, valid, now, invocation,
                                   summary.change_record(current, started), result.status == "start-over")
     result.prepare = not current.prepared
     if check_mode:

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpushare.timeslicing.records import RECORDS_NAMESPACE
+
 NOTHING = "Nothing was changed."
 ON_ROLLBACK = ("step", "all")
 _PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
@@ -64,8 +66,9 @@ class RolloutSettings:
     start_over: bool
     lock_duration: int
     share_check: bool
-    namespace: str
+    namespace: str  # the GPU Operator's
     cwd: str
+    records_namespace: str = RECORDS_NAMESPACE  # the rollout record's (the runbooks' own)
     max_replicas: int = 16
     errors: list[str] = field(default_factory=list)
 
@@ -115,6 +118,7 @@ class RolloutSettings:
             lock_duration=integer("lock_duration", 900, 60),
             share_check=_bool(inputs.get("share_check", True)),
             namespace=str(inputs.get("namespace") or "gpu-operator"),
+            records_namespace=str(inputs.get("records_namespace") or RECORDS_NAMESPACE),
             cwd=str(inputs.get("cwd") or "."),
             max_replicas=integer("max_replicas", 16, 2),
             errors=errors,

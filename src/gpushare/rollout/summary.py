@@ -40,10 +40,10 @@ def plan_lines(plan: dict[str, Any], settings: RolloutSettings, namespace: str, 
     progress = pr.Progress.of(plan["progress"])
     every = len({n for s in progress.steps for n in s.nodes})
     pending = {s.name for s in progress.pending}
-    where = f"record {namespace}/{pr.RECORD}"
+    where = f"record {settings.records_namespace}/{pr.RECORD}"
     if plan["status"] == "finished":
         return [f"Nothing to do: this rollout is {progress.outcome} ({where}); its summary follows."]
-    lines = [f"Rollout of time-slicing on {every} GPU node(s) in {len(progress.steps)} steps: "
+    lines = [f"Rollout of time-slicing on {every} GPU node(s), {len(progress.steps)} steps: "
              f"{STATUS[plan['status']]} ({where})."]
     lines += [f"  note: {n}" for n in plan["notes"]]
     if plan["prepare"]:

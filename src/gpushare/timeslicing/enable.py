@@ -202,10 +202,11 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
     adopted = next(iter(reversed(state.interrupted(RUNBOOK))), None)
     if adopted:
         result.interrupted = [state.interrupted_note(adopted, "An earlier enable run was interrupted",
-                                                     settings.namespace, now)]
+                                                     settings.records_namespace, now)]
         result.notes.append(f"{result.interrupted[0]} This run finishes that change and keeps its backup (roll back "
                             "instead with playbooks/rollback-timeslicing.yml).")
-    for problem in settings.problems() + operator_problems(state, settings.namespace, settings.clusterpolicy):
+    for problem in settings.problems() + operator_problems(state, settings.namespace, settings.clusterpolicy,
+                                                           settings.records_namespace):
         _refuse(result, problem)
     if result.refusals:
         return result
@@ -391,19 +392,19 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
                     cm is None, sorted(k for k in desired if k not in data))
     if adopted:
         intent = _merge(adopted.intent, intent)
-        record_changes = [{"action": "merge", "kind": "ConfigMap", "name": record, "namespace": settings.namespace,
+        record_changes = [{"action": "merge", "kind": "ConfigMap", "name": record, "namespace": settings.records_namespace,
                            "why": "extend the interrupted run's record",
                            "body": {"data": {"intent.json": _intent_json(intent)}}}]
     else:
-        body = new_record(record, settings.namespace, intent, state.clusterpolicy, now, invocation, result.backup_file)
+        body = new_record(record, settings.records_namespace, intent, state.clusterpolicy, now, invocation, result.backup_file)
         if cm is not None:
             body["data"]["configmap.yaml"] = _dump(cm)
-        record_changes = [{"action": "create", "kind": "ConfigMap", "name": record, "namespace": settings.namespace,
+        record_changes = [{"action": "create", "kind": "ConfigMap", "name": record, "namespace": settings.records_namespace,
                            "body": body, "why": "record this run and back up the ClusterPolicy"}]
     result.changes = {
         "record": record_changes, "configmap": configmap_changes, "clusterpolicy": policy_changes,
         "nodes": node_changes,
-        "finish": [{"action": "merge", "kind": "ConfigMap", "name": record, "namespace": settings.namespace,
+        "finish": [{"action": "merge", "kind": "ConfigMap", "name": record, "namespace": settings.records_namespace,
                     "body": state_patch("complete", now), "why": "mark this run complete"}],
     }
     result.expected = _expected(state, settings, affected, targets, result.rolls_fleet,
@@ -534,7 +535,7 @@ def _lines(state: ClusterState, settings: Settings, result: EnablePlan, affected
     others = [n.name for n in state.gpu_nodes if n.name not in set(affected)]
     lines.append("Not touched: " + (", ".join(others) if others else "no other GPU node")
                  + (" (only the operator's roll above restarts pods there)" if result.rolls_fleet and others else ""))
-    lines.append(f"Record and ClusterPolicy backup: ConfigMap {settings.namespace}/{result.record}"
+    lines.append(f"Record and ClusterPolicy backup: ConfigMap {settings.records_namespace}/{result.record}"
                  + (", written before the first change" if result.changes.get("record", [{}])[0].get("action") == "create"
                     else " (the interrupted run's)"))
     return lines

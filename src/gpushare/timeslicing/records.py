@@ -27,6 +27,9 @@ BACKUP_FILE = "gpushare.io/backup-file"  # the ClusterPolicy backup file on the 
 READERS = "readers.json"
 STATES = ("in-progress", "complete", "rolled-back")
 PREFIX = "gpushare-run-"
+# The namespace the runbooks own (deploy/rbac/00-namespaces.yaml): run records, backups, the lock.
+# Not the operator's: nothing there needs a write the runbooks cannot name.
+RECORDS_NAMESPACE = "gpushare-system"
 # libyaml's parser where PyYAML has it (eight times faster): every run reads every record, and each
 # holds a ClusterPolicy backup.
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -18,7 +18,7 @@ from gpushare.model.node import CONFIG_LABEL, CORDONED_BY, MARK, Node, Pool
 from gpushare.model.pods import UNSCHEDULABLE, Pod, outlasting_drain
 from gpushare.timeslicing.enable import (CONFIG, CONFIG_DEFAULT, CONFIG_NAME, RUNBOOK as ENABLE, TOLERATIONS,
                                          driver_upgrades, field_ops, operator_roll)
-from gpushare.timeslicing.records import FieldChange, Intent, Record, new_record, record_name, state_patch
+from gpushare.timeslicing.records import RECORDS_NAMESPACE, FieldChange, Intent, Record, new_record, record_name, state_patch
 from gpushare.timeslicing.settings import DEFAULT_KEY, NOTHING, optional_int
 from gpushare.timeslicing.state import ClusterState, operator_problems
 
@@ -44,6 +44,7 @@ class RollbackSettings:
     unprepare: bool = False  # undo the prepare runs too (the operator then rolls the fleet's plugin and GFD)
     drain_timeout: int = 300
     drain_grace_period: int | None = None  # the grace given to each evicted pod (None: its own)
+    records_namespace: str = RECORDS_NAMESPACE  # the run records' (the runbooks' own)
 
     @classmethod
     def of(cls, values: dict[str, Any]) -> RollbackSettings:
@@ -57,7 +58,8 @@ class RollbackSettings:
                    bool(values.get("drain_force")), bool(values.get("drain_delete_emptydir_data")),
                    str(values.get("backup") or ""), str(values.get("backup_text") or ""),
                    bool(values.get("unprepare")), int(values.get("drain_timeout") or 300),
-                   optional_int(values.get("drain_grace_period")))
+                   optional_int(values.get("drain_grace_period")),
+                   str(values.get("records_namespace") or RECORDS_NAMESPACE))
 
 
 def explicit_backup(state: ClusterState, settings: RollbackSettings) -> tuple[dict[str, Any] | None, str]:
@@ -74,7 +76,7 @@ def explicit_backup(state: ClusterState, settings: RollbackSettings) -> tuple[di
         record = next((r for r in state.records if r.name == settings.backup_name), None)
         if record is None or record.clusterpolicy_backup is None:
             names = [r.name for r in state.records if r.clusterpolicy_backup is not None]
-            return None, (f"No run record {settings.backup_name!r} with a ClusterPolicy backup in {settings.namespace} "
+            return None, (f"No run record {settings.backup_name!r} with a ClusterPolicy backup in {settings.records_namespace} "
                           f"(records with one: {', '.join(names) or 'none'}).")
         backup, source = record.clusterpolicy_backup, f"record {record.name}"
     if not (isinstance(backup, dict) and backup.get("kind") == "ClusterPolicy"
@@ -157,7 +159,7 @@ def _restore_fields(records: list[Record], backup: dict[str, Any] | None) -> lis
 
 
 # The only ClusterPolicy fields an enable run changes, hence the only ones a rollback restores. A run
-# record lives in the operator namespace, where others may write: one naming any other path (say
+# record is a ConfigMap others with rights in its namespace may write: one naming any other path (say
 # /spec/driver/repository, which the next rollback, often an administrator's, would then write) or a
 # value of another shape than the enable writes is refused before any write.
 RESTORABLE = {
@@ -217,10 +219,10 @@ def _comeback_warning(pod: Pod, node: Node, pool: Pool) -> str:
 def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSettings, targets: list[str],
          invocation: dict[str, str], now: dt.datetime) -> RollbackPlan:
     result = RollbackPlan()
-    result.interrupted = [state.interrupted_note(r, "An enable run was interrupted", settings.namespace, now)
+    result.interrupted = [state.interrupted_note(r, "An enable run was interrupted", settings.records_namespace, now)
                           for r in state.interrupted(ENABLE)]
     result.notes = [f"{note} This rollback undoes it." for note in result.interrupted]
-    for problem in operator_problems(state, settings.namespace, settings.clusterpolicy):
+    for problem in operator_problems(state, settings.namespace, settings.clusterpolicy, settings.records_namespace):
         result.refusals.append(f"{problem} {NOTHING}")
     unknown = [t for t in targets if t not in state.nodes]
     if unknown:
@@ -246,7 +248,7 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
     result.nodes = rolled
     users = sorted(n.name for n in state.gpu_nodes if n.name not in rolled and n.config_label in keys)
     live = _live_enables(state)
-    result.refusals += unrestorable(live, settings.namespace)
+    result.refusals += unrestorable(live, settings.records_namespace)
     if result.refusals:
         return result
     # A trial's rollback keeps the cluster prepared: undoing a prepare run rolls the whole fleet.
@@ -372,7 +374,7 @@ def _changes(state: ClusterState, settings: RollbackSettings, result: RollbackPl
              restore_ops: list[FieldChange], configmap_changes: list[dict[str, Any]], live: list[Record],
              intent: Intent, invocation: dict[str, str], now: dt.datetime) -> dict[str, list[dict[str, Any]]]:
     keys = shared_keys(state, settings)
-    record = new_record(result.record, settings.namespace, intent, state.clusterpolicy if restore_ops else None,
+    record = new_record(result.record, settings.records_namespace, intent, state.clusterpolicy if restore_ops else None,
                         now, invocation)
     stop, restore, uncordon = [], [], []
     for name in rolled:
@@ -403,14 +405,14 @@ def _changes(state: ClusterState, settings: RollbackSettings, result: RollbackPl
         policy.append({"action": "json", "kind": "ClusterPolicy", "name": settings.clusterpolicy,
                        "body": _restore_ops(state.clusterpolicy or {}, restore_ops),
                        "why": "restore the fields the enable runs changed"})
-    records = [{"action": "merge", "kind": "ConfigMap", "name": r.name, "namespace": settings.namespace,
+    records = [{"action": "merge", "kind": "ConfigMap", "name": r.name, "namespace": settings.records_namespace,
                 "body": state_patch("rolled-back", now), "why": "the enable run is rolled back"} for r in live]
     return {
-        "record": [{"action": "create", "kind": "ConfigMap", "name": result.record, "namespace": settings.namespace,
+        "record": [{"action": "create", "kind": "ConfigMap", "name": result.record, "namespace": settings.records_namespace,
                     "body": record, "why": "record this rollback"}],
         "stop": stop, "restore": restore, "clusterpolicy": policy, "configmap": configmap_changes,
         "records": records if result.restore_cluster else [], "uncordon": uncordon,
-        "finish": [{"action": "merge", "kind": "ConfigMap", "name": name, "namespace": settings.namespace,
+        "finish": [{"action": "merge", "kind": "ConfigMap", "name": name, "namespace": settings.records_namespace,
                     "body": state_patch("complete", now), "why": "mark the rollback complete"}
                    for name in [r.name for r in state.interrupted(RUNBOOK)] + [result.record]],
     }
@@ -465,7 +467,7 @@ def _lines(state: ClusterState, settings: RollbackSettings, result: RollbackPlan
     others = [n.name for n in state.gpu_nodes if n.name not in rolled]
     lines.append("Not touched: " + (", ".join(others) or "no other GPU node")
                  + (" (only the operator's roll above restarts pods there)" if result.rolls_fleet and others else ""))
-    lines.append(f"Record: ConfigMap {settings.namespace}/{result.record}, written before the first change")
+    lines.append(f"Record: ConfigMap {settings.records_namespace}/{result.record}, written before the first change")
     return lines
 
 

@@ -13,6 +13,7 @@ from gpushare import device_plugin_config as dpc
 from gpushare import mps
 from gpushare.model.node import Pool
 from gpushare.model.taints import Taint
+from gpushare.timeslicing.records import RECORDS_NAMESPACE
 
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
@@ -54,6 +55,7 @@ class Settings:
     confirm_operand_roll: bool
     namespace: str
     clusterpolicy: str
+    records_namespace: str = RECORDS_NAMESPACE  # the run records' and the lock's (the runbooks' own)
     backup_dir: str = "backups"  # of the ClusterPolicy backup files, on the control machine
     strategy: str = "time-slicing"  # time-slicing | mps (the device plugin's sharing.timeSlicing or sharing.mps)
     memory_peak_mib: int | None = None  # the workloads' memory peak per pod (the baseline's), when known
@@ -78,6 +80,7 @@ class Settings:
             fleet_roll_confirm_above=int(values.get("fleet_roll_confirm_above", 10)),
             confirm_operand_roll=_bool(values.get("confirm_operand_roll")),
             namespace=str(values["namespace"]), clusterpolicy=str(values["clusterpolicy_name"]),
+            records_namespace=str(values.get("records_namespace") or RECORDS_NAMESPACE),
             backup_dir=str(values.get("backup_dir") or "backups"),
             strategy=str(values.get("sharing_strategy") or "time-slicing"),
             memory_peak_mib=optional_int(values.get("memory_peak_mib")) or None,  # 0: not given

@@ -28,13 +28,17 @@ class ClusterState:
     plugin_namespaces: list[str] = field(default_factory=list)  # where a device-plugin DaemonSet runs
     nodes_version: str = ""  # the resourceVersion `nodes` were listed at ("": read otherwise)
     workloads: list[dict[str, Any]] | None = None  # every pod not finished, when read (the driver upgrade's view)
+    records_namespace_exists: bool = True
+    stray_records: list[str] = field(default_factory=list)  # run records an earlier gpushare left in the operator namespace
 
     @classmethod
     def of(cls, read: dict[str, Any]) -> ClusterState:
         """From a `gpushare_read` result with keys namespace, clusterpolicy, nodes (packed or not),
-        configmaps, daemonsets, pods, lease (missing kinds come as None), nodes_version and, when read,
+        configmaps (the operator's), records_namespace and records (the ConfigMaps of the runbooks' own
+        namespace), daemonsets, pods, lease (missing kinds come as None), nodes_version and, when read,
         workloads."""
         configmaps = {c["metadata"]["name"]: c for c in read.get("configmaps") or []}
+        records = [c for c in read.get("records") or [] if Record.is_record(c)]
         return cls(
             namespace_exists=bool(read.get("namespace")),
             clusterpolicy=read.get("clusterpolicy"),
@@ -44,10 +48,12 @@ class ClusterState:
             operands={d["metadata"]["name"]: Operand(d) for d in read.get("daemonsets") or []},
             pods=[OperandPod(p) for p in read.get("pods") or []],
             lease=read.get("lease"),
-            records=sorted((Record.of(c) for c in configmaps.values() if Record.is_record(c)), key=lambda r: r.name),
+            records=sorted((Record.of(c) for c in records), key=lambda r: r.name),
             plugin_namespaces=sorted({d["metadata"]["namespace"] for d in read.get("plugin_anywhere") or []}),
             nodes_version=str(read.get("nodes_version") or ""),
             workloads=read.get("workloads"),
+            records_namespace_exists=bool(read.get("records_namespace")),
+            stray_records=sorted(name for name, c in configmaps.items() if Record.is_record(c)),
         )
 
     @property
@@ -125,8 +131,28 @@ class ClusterState:
         return f"{lead}: {record.summary(namespace)}{held}"
 
 
-def operator_problems(state: ClusterState, namespace: str, clusterpolicy: str) -> list[str]:
-    """What is missing of the GPU Operator for a runbook to work; empty when it is all there."""
+def operator_problems(state: ClusterState, namespace: str, clusterpolicy: str, records_namespace: str) -> list[str]:
+    """What is missing of the GPU Operator, or of the runbooks' own namespace, for a runbook to work;
+    empty when it is all there."""
+    problems = records_problems(state, namespace, records_namespace)
+    return problems or _operator_problems(state, namespace, clusterpolicy)
+
+
+def records_problems(state: ClusterState, namespace: str, records_namespace: str) -> list[str]:
+    """The runbooks' namespace is missing, or an earlier gpushare left run records in the operator
+    namespace (a rollback would not see them: they are moved once, by an administrator)."""
+    if not state.records_namespace_exists:
+        return [f"Namespace {records_namespace!r}, where the runbooks keep their run records, backups and lock, does "
+                "not exist: create it as a cluster administrator by applying deploy/rbac (deploy/rbac/README.md), or set "
+                "gpu_operator_records_namespace to the one it was created as."]
+    if state.stray_records:
+        return [f"Run records of an earlier gpushare are in the operator namespace {namespace} "
+                f"({', '.join(state.stray_records)}); the runbooks now keep them in {records_namespace}. Move them "
+                f"as a cluster administrator (README.md \"Run records\"), then run this again."]
+    return []
+
+
+def _operator_problems(state: ClusterState, namespace: str, clusterpolicy: str) -> list[str]:
     if not state.namespace_exists:
         where = (f"The device-plugin DaemonSet runs in namespace {state.plugin_namespaces[0]!r}: set "
                  f"gpu_operator_namespace={state.plugin_namespaces[0]}." if state.plugin_namespaces else
