@@ -19,7 +19,8 @@ from gpushare.model.pods import UNSCHEDULABLE, Pod, outlasting_drain
 from gpushare.timeslicing.enable import (CONFIG, CONFIG_DEFAULT, CONFIG_NAME, RUNBOOK as ENABLE, TOLERATIONS,
                                          driver_upgrades, field_ops, operator_roll)
 from gpushare.timeslicing.records import RECORDS_NAMESPACE, FieldChange, Intent, Record, new_record, record_name, state_patch
-from gpushare.timeslicing.settings import DEFAULT_KEY, NOTHING, optional_int
+from gpushare.runbook.inputs import NOTHING, optional_int
+from gpushare.timeslicing.settings import DEFAULT_KEY
 from gpushare.timeslicing.state import ClusterState, operator_problems
 
 RUNBOOK = "rollback-timeslicing"
