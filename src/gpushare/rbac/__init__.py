@@ -65,12 +65,14 @@ class Names:
                             "ending with a letter or digit)")
         return problems
 
-    def options(self) -> str:
-        """The `gpushare rbac render` options that give these names (the defaults left out)."""
+    def options(self, with_namespace: bool = False) -> str:
+        """The `gpushare rbac render` options that give these names (the defaults left out, but for
+        the operator namespace `with_namespace`)."""
         given = [("--operator-namespace", self.operator_namespace, WRITTEN_FOR_NAMESPACE),
                  ("--timeslicing-configmap", self.timeslicing_configmap, WRITTEN_FOR_CONFIGMAP),
                  ("--pool-label-key", self.pool_label_key, WRITTEN_FOR_POOL_LABEL_KEY)]
-        return " ".join(f"{option} {value}" for option, value, default in given if value != default)
+        return " ".join(f"{option} {value}" for option, value, default in given
+                        if value != default or with_namespace and option == "--operator-namespace")
 
 
 def label_key_valid(key: str) -> bool:
