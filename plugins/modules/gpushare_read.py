@@ -34,7 +34,7 @@ options:
       - "Also ask the API server's authorizer whether these credentials may send a request, by the alias the result uses:
         C({alias: {verb, kind, namespace, name}}) (C(verb) and C(kind) required; C(kind) one the runbooks know, such as
         V(ConfigMap)). Each is one SelfSubjectAccessReview (authorization.k8s.io/v1), which persists nothing."
-      - The authorizer (RBAC) answers, not admission: a request allowed here may still be refused by an admission policy.
+      - "The authorizer (RBAC) answers, not admission: a request allowed here may still be refused by an admission policy."
       - An unknown key in a question fails the task, naming it.
     type: dict
     default: {}
