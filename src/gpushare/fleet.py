@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -12,12 +11,12 @@ from typing import Any
 import yaml
 
 from gpushare.gpu_catalog import product as lookup_product
+from gpushare.runbook.inputs import DNS_SUBDOMAIN
 
 # The simulated hardware of a node, read by the GPU Operator simulator (the real plugin asks NVML).
 HARDWARE_ANNOTATION = "sim.gpushare.io/gpus"
 # What node-feature-discovery labels on a node with an NVIDIA PCI device (the operator's trigger).
 NFD_NVIDIA_LABEL = "feature.node.kubernetes.io/pci-10de.present"
-NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$")
 NODE_KEYS = {"name", "count", "gpus", "product", "cpu", "memory", "pods", "labels"}
 MAX_NODES = 10_000  # more than one embedded control plane on a laptop serves; a typo in `count` otherwise
 
@@ -146,8 +145,9 @@ def _expand(entry: Any, where: str, room: int) -> list[FleetNode]:
     expanded = []
     for index in range(1, count + 1):
         node_name = name.replace("{index}", str(index).zfill(width))
-        if not NAME_RE.fullmatch(node_name):
-            raise FleetError(f"{where}: {node_name!r} is not a valid node name (lowercase DNS label)")
+        if not DNS_SUBDOMAIN.match(node_name):
+            raise FleetError(f"{where}: {node_name!r} is not a valid node name (a DNS-1123 subdomain: lowercase "
+                             "letters, digits, '-' and '.', at most 253 characters)")
         expanded.append(FleetNode(node_name, gpus, product_name if gpus else None, labels=dict(labels), **extra))
     return expanded
 

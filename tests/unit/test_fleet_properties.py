@@ -11,8 +11,9 @@ import yaml
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from gpushare.fleet import MAX_NODES, NAME_RE, NODE_KEYS, Fleet, FleetError, load_fleet, parse_fleet
+from gpushare.fleet import MAX_NODES, NODE_KEYS, Fleet, FleetError, load_fleet, parse_fleet
 from gpushare.gpu_catalog import PRODUCTS
+from gpushare.runbook.inputs import DNS_SUBDOMAIN
 
 EXAMPLES = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SCALARS = (st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
@@ -75,7 +76,7 @@ def test_any_fleet_document_gives_a_fleet_of_valid_unique_nodes_or_a_clear_error
     if isinstance(fleet, Fleet):
         names = [node.name for node in fleet.nodes]
         assert 0 < len(names) <= MAX_NODES and len(set(names)) == len(names)
-        assert all(NAME_RE.fullmatch(name) for name in names), names
+        assert all(DNS_SUBDOMAIN.match(name) for name in names), names
         assert all(node.manifest()["metadata"]["name"] == node.name for node in fleet.nodes)
 
 

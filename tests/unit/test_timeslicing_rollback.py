@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -513,36 +514,44 @@ def test_a_rollback_interrupted_before_marking_itself_complete_is_finished_by_it
 
 
 # ---- where a failed run stopped ----------------------------------------------------------------------------
-@pytest.mark.parametrize(("task", "stopped_after", "done", "policy", "cordoned"), [
-    ("Cordon | cordon the nodes and take them out of the shared pool", "", [], "untouched", True),
-    ("Drain | evict the shared pods, seconds at most 300", "", ["cordon"], "untouched", True),
-    ("Confirm | no shared pod is left, and the scheduler has tried the replacements", "", ["cordon", "drain"],
-     "untouched", True),
-    ("Restore node | back to the default config, without the pool taint", "", ["cordon", "drain", "confirm"],
-     "untouched", True),
-    ("Restore cluster | put back the ClusterPolicy fields the enable runs changed", "",
-     ["cordon", "drain", "confirm", "restore node"], "partly restored (the re-run finishes it)", True),
-    ("Verify | whole cards again, nothing of the runbook left, every other GPU node unchanged", "",
-     list(PHASES[:5]), "restored", True),
-    ("Uncordon | uncordon and drop the marks", "", list(PHASES[:6]), "restored", True),
-    ("Cordon | stop here as asked", "cordon", ["cordon"], "untouched", True),
-    ("Drain | stop here as asked", "drain", ["cordon", "drain"], "untouched", True),
-    ("Restore cluster | stop here as asked", "clusterpolicy", list(PHASES[:5]), "restored", True),
-    ("Verify | stop here as asked", "verify", list(PHASES[:6]), "restored", True),
+@pytest.mark.parametrize(("phase", "stopped_after", "done", "policy", "cordoned"), [
+    ("cordon", "", [], "untouched", True),
+    ("drain", "", ["cordon"], "untouched", True),
+    ("confirm", "", ["cordon", "drain"], "untouched", True),
+    ("restore node", "", ["cordon", "drain", "confirm"], "untouched", True),
+    ("restore cluster", "", ["cordon", "drain", "confirm", "restore node"], "partly restored (the re-run finishes it)",
+     True),
+    ("verify", "", list(PHASES[:5]), "restored", True),
+    ("uncordon", "", list(PHASES[:6]), "restored", True),
+    ("cordon", "cordon", ["cordon"], "untouched", True),
+    ("drain", "drain", ["cordon", "drain"], "untouched", True),
+    ("restore cluster", "clusterpolicy", list(PHASES[:5]), "restored", True),
+    ("verify", "verify", list(PHASES[:6]), "restored", True),
 ])
-def test_progress_of_a_failed_or_stopped_run(task: str, stopped_after: str, done: list[str], policy: str,
+def test_progress_of_a_failed_or_stopped_run(phase: str, stopped_after: str, done: list[str], policy: str,
                                              cordoned: bool) -> None:
-    where = progress(task, stopped_after)
+    where = progress(phase, stopped_after)
     assert where["done"] == done
     assert where["not_done"] == [p for p in PHASES if p not in done]
     assert (where["policy"], where["cordoned"]) == (policy, cordoned)
 
 
 def test_progress_of_a_run_that_failed_before_its_first_phase() -> None:
-    """The lock could not be taken: nothing was done, nothing is cordoned."""
-    where = progress("Refuse, the lock could not be taken", "")
+    """The lock could not be taken: no phase began, nothing was done, nothing is cordoned."""
+    where = progress("", "")
     assert where["done"] == [] and where["policy"] == "untouched"
     assert where["cordoned"] is False
+
+
+def test_every_phase_id_is_set_by_the_role_as_its_phase_begins() -> None:
+    """The rescue reads _timeslicing_rollback_phase: each id of PHASES is set exactly once, and no
+    other, so renaming a task cannot change the advice."""
+    tasks = Path(__file__).parents[2] / "roles" / "timeslicing_rollback" / "tasks"
+    ids = [task["ansible.builtin.set_fact"]["_timeslicing_rollback_phase"]
+           for path in sorted(tasks.glob("*.yml")) if path.name != "main.yml"
+           for task in yaml.safe_load(path.read_text()) or []
+           if "_timeslicing_rollback_phase" in (task.get("ansible.builtin.set_fact") or {})]
+    assert sorted(ids) == sorted(PHASES)
 
 
 def test_the_plan_is_made_at_its_moment() -> None:
@@ -596,3 +605,4 @@ def test_a_record_naming_a_path_no_enable_writes_is_refused_before_any_write(fie
 def test_the_paths_an_enable_writes_are_the_restorable_ones() -> None:
     """Every ClusterPolicy path the enable's plan can write is on the rollback's allow-list."""
     assert set(RESTORABLE) == {enable.CONFIG, enable.CONFIG_NAME, enable.CONFIG_DEFAULT, enable.TOLERATIONS}
+

@@ -14,8 +14,8 @@ from typing import Any
 
 from kubernetes.utils.quantity import parse_quantity
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+from gpushare.runbook.inputs import DNS_LABEL, DNS_SUBDOMAIN
+
 _RESOURCE_NAME = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 RECLAIM_POLICIES = ("Never", "LowerPriority", "Any")
 BORROW_POLICIES = ("Never", "LowerPriority")
@@ -112,8 +112,8 @@ class _Checker:
         self.problems.append(message)
 
     def name(self, value: Any, what: str, *, label: bool = False) -> str:
-        pattern, limit, kind = (_DNS_LABEL, 63, "DNS-1123 label") if label else (_DNS_SUBDOMAIN, 253, "DNS-1123 subdomain")
-        if not isinstance(value, str) or not pattern.match(value) or len(value) > limit:
+        pattern, limit, kind = (DNS_LABEL, 63, "DNS-1123 label") if label else (DNS_SUBDOMAIN, 253, "DNS-1123 subdomain")
+        if not isinstance(value, str) or not pattern.match(value):
             self.fail(f"{what} {value!r} is not a valid name: use a {kind} (lowercase letters, digits and '-', "
                       f"at most {limit} characters, starting and ending with a letter or digit)")
             return str(value)

@@ -16,10 +16,11 @@ from gpushare.mig import parted
 from gpushare.mig.checks import stuck
 from gpushare.mig.fit import WHOLE, Fit, fit, smallest_fit
 from gpushare.mig.hardware import GpuModel, Profile, model
-from gpushare.mig.settings import ENABLE, MARK, NOTHING, ROLLBACK, RUNBOOKS, Mark, MigSettings
+from gpushare.mig.settings import ENABLE, MARK, ROLLBACK, RUNBOOKS, Mark, MigSettings
 from gpushare.mig_parted_config import MigConfigError, MigConfigSpec, parse_configs, yaml_key
 from gpushare.model.node import CORDONED_BY, GPU, MIG_CONFIG, MIG_STATE, Node
 from gpushare.model.pods import Pod, outlasting_drain
+from gpushare.runbook.inputs import NOTHING
 from gpushare.timeslicing.records import Intent, Record, new_record, record_name, state_patch
 from gpushare.timeslicing.state import ClusterState, operator_problems
 

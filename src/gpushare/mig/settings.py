@@ -10,18 +10,13 @@ from typing import Any
 
 from gpushare.mig.fit import Workload, parse_workloads
 from gpushare.timeslicing.records import RECORDS_NAMESPACE
-from gpushare.timeslicing.settings import optional_int
+from gpushare.runbook.inputs import as_bool, optional_int
 
 ENABLE, ROLLBACK = "enable-mig", "rollback-mig"
 RUNBOOKS = (ENABLE, ROLLBACK)
 MARK = "gpushare.io/mig"
-NOTHING = "Nothing was changed."
 # A label value: what nvidia.com/mig.config can hold.
 CONFIG_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
-
-
-def _bool(value: Any) -> bool:
-    return value if isinstance(value, bool) else str(value).strip().lower() in ("true", "yes", "on", "1")
 
 
 @dataclass(frozen=True)
@@ -81,8 +76,8 @@ class MigSettings:
         if rollback_to and not CONFIG_NAME.match(rollback_to):
             problems.append(f"mig_rollback_to={rollback_to!r} is not a valid node label value, so it cannot be a MIG "
                             "config name.")
-        return cls(runbook, configs, rollback_to, workloads, _bool(values.get("confirm_eviction_window")),
-                   _bool(values.get("drain_force")), _bool(values.get("drain_delete_emptydir_data")),
+        return cls(runbook, configs, rollback_to, workloads, as_bool(values.get("confirm_eviction_window")),
+                   as_bool(values.get("drain_force")), as_bool(values.get("drain_delete_emptydir_data")),
                    int(values.get("reconfigure_timeout") or 600), int(values.get("drain_timeout") or 300),
                    int(values.get("client_timeout") or 300), str(values["namespace"]),
                    str(values["clusterpolicy_name"]), problems, optional_int(values.get("drain_grace_period")),

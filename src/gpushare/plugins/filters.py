@@ -105,8 +105,8 @@ def timeslicing_rollback_report(read: dict[str, Any], plan: dict[str, Any], evic
                                   checks.whereabouts(resources.get("pods") or [], evicted), bool(check_mode))
 
 
-def timeslicing_rollback_progress(failed_task: str, stopped_after: str) -> dict[str, Any]:
-    return rollback.progress(str(failed_task), str(stopped_after))
+def timeslicing_rollback_progress(phase: str, stopped_after: str) -> dict[str, Any]:
+    return rollback.progress(str(phase), str(stopped_after))
 
 
 def gpushare_problem_nodes(problems: list[str], nodes: list[str]) -> list[str]:

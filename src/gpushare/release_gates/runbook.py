@@ -10,18 +10,14 @@ from typing import Any
 
 from gpushare.gates.report import to_table
 from gpushare.gates.model import GateResult, Report
+from gpushare.runbook.inputs import NOTHING, as_bool
 
-NOTHING = "Nothing was changed."
 EXIT_VERDICTS = (0, 3, 4)  # continue, rollback, hold
 DRY_TIMEOUT = 1  # the preflight's dry evaluation: bad input is refused before any query
 
 
 def _given(value: Any) -> bool:
     return value is not None and str(value).strip() not in ("", "None", "null")
-
-
-def _bool(value: Any) -> bool:
-    return value if isinstance(value, bool) else str(value).strip().lower() in ("true", "yes", "on", "1", "y", "t")
 
 
 def _path(value: Any, cwd: str) -> str | None:
@@ -42,7 +38,7 @@ def plan(inputs: dict[str, Any], cwd: str, nodes: list[str]) -> dict[str, Any]:
     Returns {on, reason (why off), problems, argv, dry_argv (the preflight's), thresholds}."""
     metrics, prometheus = _given(inputs.get("metrics_file")), _given(inputs.get("prometheus_url"))
     enabled = inputs.get("enabled")
-    on = _bool(enabled) if _given(enabled) else metrics or prometheus
+    on = as_bool(enabled) if _given(enabled) else metrics or prometheus
     problems = []
     if metrics and prometheus:
         problems.append("give ONE source of metrics: release_gates_metrics_file or release_gates_prometheus_url, not both")
@@ -122,12 +118,12 @@ def outcome(result: dict[str, Any], auto_rollback: Any, fail_on_hold: Any, hosts
     verdict = result.get("verdict") if result.get("evaluated") else ""
     limit = ",".join(hosts)
     if verdict == "hold":
-        if _bool(fail_on_hold):
+        if as_bool(fail_on_hold):
             return {"action": "failed the run", "failure": f"Release gates say hold ({failing(result, 'hold')}) and "
                                                            "release_gates_fail_on_hold is true: evaluate again later."}
         return {"action": "held", "failure": ""}
     if verdict == "rollback":
-        if _bool(auto_rollback):
+        if as_bool(auto_rollback):
             return {"action": "rollback started", "failure": ""}
         return {"action": "none", "failure": (
             f"Release gates say rollback ({failing(result, 'rollback')}): roll the trial back with ansible-playbook "

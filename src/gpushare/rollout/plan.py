@@ -13,7 +13,8 @@ from gpushare.clock import parse_time, stamp
 from gpushare.model.node import Node
 from gpushare.rollout import progress as pr
 from gpushare.rollout import summary
-from gpushare.rollout.settings import NOTHING, RolloutSettings
+from gpushare.rollout.settings import RolloutSettings
+from gpushare.runbook.inputs import NOTHING
 from gpushare.rollout.steps import RAISE, WIDEN, Step, fingerprint, metrics_problems, schedule
 
 

@@ -9,19 +9,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpushare.runbook.inputs import NOTHING, as_bool
 from gpushare.timeslicing.records import RECORDS_NAMESPACE
 
-NOTHING = "Nothing was changed."
 ON_ROLLBACK = ("step", "all")
 _PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
 
 
 def _given(value: Any) -> bool:
     return value is not None and str(value).strip() not in ("", "None", "null")
-
-
-def _bool(value: Any) -> bool:
-    return value if isinstance(value, bool) else str(value).strip().lower() in ("true", "yes", "on", "1", "y", "t")
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -114,9 +110,9 @@ class RolloutSettings:
             thresholds_file=str(inputs.get("thresholds_file") or "") if _given(inputs.get("thresholds_file")) else "",
             metrics_files=files,
             prometheus_url=str(inputs.get("prometheus_url")) if _given(inputs.get("prometheus_url")) else "",
-            start_over=_bool(inputs.get("start_over", False)),
+            start_over=as_bool(inputs.get("start_over", False)),
             lock_duration=integer("lock_duration", 900, 60),
-            share_check=_bool(inputs.get("share_check", True)),
+            share_check=as_bool(inputs.get("share_check", True)),
             namespace=str(inputs.get("namespace") or "gpu-operator"),
             records_namespace=str(inputs.get("records_namespace") or RECORDS_NAMESPACE),
             cwd=str(inputs.get("cwd") or "."),

@@ -9,7 +9,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from gpushare.rollout.settings import NOTHING, RolloutSettings, batch_size
+from gpushare.rollout.settings import RolloutSettings, batch_size
+from gpushare.runbook.inputs import NOTHING
 
 CANARY = "canary"
 WIDEN, RAISE = "widen", "raise"

@@ -5,14 +5,13 @@ asking for what, and what each must show - as change lists for `gpushare_apply`.
 from __future__ import annotations
 
 import copy
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from gpushare import device_plugin_config as dpc
 from gpushare.model.node import GPU, Node, Pool
 from gpushare.model.pods import Pod
-from gpushare.timeslicing.settings import DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE, NOTHING
+from gpushare.runbook.inputs import DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE, NOTHING, as_bool
 from gpushare.timeslicing.state import ClusterState
 
 CREATED_BY = {"gpushare.io/created-by": "verify-sharing"}
@@ -31,11 +30,6 @@ CONTAINER_SECURITY_CONTEXT = {"allowPrivilegeEscalation": False, "capabilities":
 NODE_LABEL = "gpushare.io/share-check-node"
 ROLE_LABEL = "gpushare.io/share-check"  # replica | two | overflow
 HOSTNAME = "kubernetes.io/hostname"
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-
-
-def _bool(value: Any) -> bool:
-    return value if isinstance(value, bool) else str(value).strip().lower() in ("true", "yes", "on", "1", "y", "t")
 
 
 def _optional(value: Any) -> Any:
@@ -76,10 +70,10 @@ class Inputs:
             image_pull_policy=str(values.get("image_pull_policy") or "IfNotPresent"),
             pool=Pool.of({"label_key": values["pool_label_key"], "label_value": values["pool_label_value"],
                           "taint": {"key": values["pool_taint_key"], "value": values["pool_taint_value"]}}),
-            fail_requests_greater_than_one=_bool(fail_gt_one) if fail_gt_one is not None else None,
-            overflow=_bool(values.get("overflow", True)), exec=_bool(values.get("exec", False)),
+            fail_requests_greater_than_one=as_bool(fail_gt_one) if fail_gt_one is not None else None,
+            overflow=as_bool(values.get("overflow", True)), exec=as_bool(values.get("exec", False)),
             timeout=int(values.get("timeout", 180)), poll_interval=int(values.get("poll_interval", 2)),
-            keep=_bool(values.get("keep", False)), operator_namespace=str(values["operator_namespace"]),
+            keep=as_bool(values.get("keep", False)), operator_namespace=str(values["operator_namespace"]),
         )
 
     def problems(self) -> list[str]:

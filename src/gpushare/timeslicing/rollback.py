@@ -21,7 +21,8 @@ from gpushare.rbac.access import configmap_refusal, identity
 from gpushare.timeslicing.enable import (CONFIG, CONFIG_DEFAULT, CONFIG_NAME, RUNBOOK as ENABLE, TOLERATIONS,
                                          driver_upgrades, field_ops, operator_roll)
 from gpushare.timeslicing.records import RECORDS_NAMESPACE, FieldChange, Intent, Record, new_record, record_name, state_patch
-from gpushare.timeslicing.settings import DEFAULT_KEY, NOTHING, optional_int
+from gpushare.runbook.inputs import NOTHING, optional_int
+from gpushare.timeslicing.settings import DEFAULT_KEY
 from gpushare.timeslicing.state import ClusterState, operator_problems
 
 RUNBOOK = "rollback-timeslicing"
@@ -488,10 +489,10 @@ def _lines(state: ClusterState, settings: RollbackSettings, result: RollbackPlan
 PHASES = ("cordon", "drain", "confirm", "restore node", "restore cluster", "verify", "uncordon")
 
 
-def progress(failed_task: str, stopped_after: str) -> dict[str, Any]:
-    """From the task a failed run stopped in ("<Phase> | ..."): the phases done and not done, and
-    whether the ClusterPolicy was touched. `stopped_after` is set when it was a rehearsal stop."""
-    phase = failed_task.split(" | ", 1)[0].strip().lower() if " | " in failed_task else ""
+def progress(phase: str, stopped_after: str) -> dict[str, Any]:
+    """From the id of the phase a failed run stopped in (one of PHASES, which each phase's first task
+    sets; "" before the first): the phases done and not done, and whether the ClusterPolicy was
+    touched. `stopped_after` is set when it was a rehearsal stop."""
     index = PHASES.index(phase) if phase in PHASES else -1
     done = list(PHASES[:index + 1] if stopped_after else PHASES[:max(index, 0)])
     if stopped_after == "clusterpolicy":

@@ -3,7 +3,6 @@ plugin config they render to."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,29 +12,15 @@ from gpushare import device_plugin_config as dpc
 from gpushare import mps
 from gpushare.model.node import Pool
 from gpushare.model.taints import Taint
+from gpushare.runbook.inputs import DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE, as_bool, optional_int
 from gpushare.timeslicing.records import RECORDS_NAMESPACE
 
-DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
-LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
-LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 DEFAULT_KEY = "default"
 # The no-sharing config every GPU node without a per-node label reads once the ClusterPolicy points
 # at the ConfigMap. No flags: the operator's MIG_STRATEGY environment keeps deciding MIG.
 DEFAULT_CONFIG = "version: v1\n"
-NOTHING = "Nothing was changed."
 STRATEGIES = ("time-slicing", "mps")  # the sharing strategies this runbook enables
 _CONFIG_SECTION = {"time-slicing": "timeSlicing", "mps": "mps"}
-
-
-def _bool(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    return str(value).strip().lower() in ("true", "yes", "on", "1")
-
-
-def optional_int(value: Any) -> int | None:
-    """An optional whole number as a role passes it (null renders as None or "")."""
-    return None if value is None or str(value).strip() in ("", "None") else int(value)
 
 
 @dataclass(frozen=True)
@@ -67,18 +52,18 @@ class Settings:
         if isinstance(override, dict):
             override = yaml.safe_dump(override, default_flow_style=False, sort_keys=False)
         taint = ({"key": values["pool_taint_key"], "value": values.get("pool_taint_value", "")}
-                 if _bool(values.get("pool_taint", True)) else None)
+                 if as_bool(values.get("pool_taint", True)) else None)
         return cls(
             replicas=int(values.get("replicas", 2)), max_replicas=int(values.get("max_replicas", 16)),
-            rename_by_default=_bool(values.get("rename_by_default", True)),
-            fail_requests_greater_than_one=_bool(values.get("fail_requests_greater_than_one", True)),
-            scope=str(values.get("scope", "node")), confirm_cluster_scope=_bool(values.get("confirm_cluster_scope")),
+            rename_by_default=as_bool(values.get("rename_by_default", True)),
+            fail_requests_greater_than_one=as_bool(values.get("fail_requests_greater_than_one", True)),
+            scope=str(values.get("scope", "node")), confirm_cluster_scope=as_bool(values.get("confirm_cluster_scope")),
             configmap=str(values["configmap_name"]), key=str(values["config_key"]), override=str(override),
             pool=Pool.of({"label_key": values["pool_label_key"], "label_value": values["pool_label_value"],
                           "taint": taint}),
-            confirm_fleet_roll=_bool(values.get("confirm_fleet_roll")),
+            confirm_fleet_roll=as_bool(values.get("confirm_fleet_roll")),
             fleet_roll_confirm_above=int(values.get("fleet_roll_confirm_above", 10)),
-            confirm_operand_roll=_bool(values.get("confirm_operand_roll")),
+            confirm_operand_roll=as_bool(values.get("confirm_operand_roll")),
             namespace=str(values["namespace"]), clusterpolicy=str(values["clusterpolicy_name"]),
             records_namespace=str(values.get("records_namespace") or RECORDS_NAMESPACE),
             backup_dir=str(values.get("backup_dir") or "backups"),

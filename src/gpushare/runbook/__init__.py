@@ -1,0 +1,1 @@
+"""What every runbook shares, written once."""
