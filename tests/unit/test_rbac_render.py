@@ -75,6 +75,8 @@ def test_a_name_that_contains_a_default_name_is_not_rewritten() -> None:
     (Names(pool_label_key="Example.com/pool"), "is not a valid label key"),
     (Names(pool_label_key="example.com/"), "is not a valid label key"),
     (Names(pool_label_key="a/b/c"), "is not a valid label key"),
+    (Names(pool_label_key="gpu-mode\n"), "is not a valid label key"),
+    (Names(timeslicing_configmap="other-config\n"), "is not a valid ConfigMap name"),
 ])
 def test_a_name_kubernetes_would_refuse_is_refused(names: Names, problem: str) -> None:
     with pytest.raises(RbacError, match="cannot render deploy/rbac: ") as refused:

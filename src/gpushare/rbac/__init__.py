@@ -14,6 +14,7 @@ import yaml
 
 from gpushare.binaries import REPO_ROOT
 from gpushare.processes import ComponentError
+from gpushare.runbook.inputs import DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY
 
 MANIFESTS = REPO_ROOT / "deploy" / "rbac"
 SERVICE_ACCOUNT_NAMESPACE = "gpushare-system"
@@ -29,10 +30,6 @@ WRITTEN_FOR_POOL_LABEL_KEY = "gpu-mode"  # timeslicing_pool_label_key (also the 
 CONFIGMAPS_POLICY = "gpushare-runbook-configmaps"
 NODES_POLICY = "gpushare-runbook-nodes"
 
-# k8s.io/apimachinery pkg/util/validation: IsDNS1123Label, IsDNS1123Subdomain, IsQualifiedName.
-_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS_SUBDOMAIN = rf"{_DNS_LABEL}(\.{_DNS_LABEL})*"
-_QUALIFIED_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
 # A name as a whole token of a manifest's text (a CEL string literal, a message): not part of a longer name.
 _NAME_CHARS = r"A-Za-z0-9_./-"
 
@@ -52,14 +49,14 @@ class Names:
 
     def problems(self) -> list[str]:
         problems = []
-        if not (len(self.operator_namespace) <= 63 and re.fullmatch(_DNS_LABEL, self.operator_namespace)):
+        if not DNS_LABEL.fullmatch(self.operator_namespace):
             problems.append(f"operator namespace {self.operator_namespace!r} is not a valid namespace name (a DNS-1123 "
                             "label: at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit)")
-        if not (len(self.timeslicing_configmap) <= 253 and re.fullmatch(_DNS_SUBDOMAIN, self.timeslicing_configmap)):
+        if not DNS_SUBDOMAIN.fullmatch(self.timeslicing_configmap):
             problems.append(f"time-slicing ConfigMap {self.timeslicing_configmap!r} is not a valid ConfigMap name (a "
                             "DNS-1123 subdomain: at most 253 lowercase letters, digits, '-' and '.', each part starting "
                             "and ending with a letter or digit)")
-        if not label_key_valid(self.pool_label_key):
+        if not LABEL_KEY.fullmatch(self.pool_label_key):
             problems.append(f"pool label key {self.pool_label_key!r} is not a valid label key (an optional DNS-1123 "
                             "subdomain prefix and '/', then at most 63 letters, digits, '-', '_' and '.', starting and "
                             "ending with a letter or digit)")
@@ -73,13 +70,6 @@ class Names:
                  ("--pool-label-key", self.pool_label_key, WRITTEN_FOR_POOL_LABEL_KEY)]
         return " ".join(f"{option} {value}" for option, value, default in given
                         if value != default or with_namespace and option == "--operator-namespace")
-
-
-def label_key_valid(key: str) -> bool:
-    prefix, _, name = key.rpartition("/")
-    if "/" in key and not (prefix and len(prefix) <= 253 and re.fullmatch(_DNS_SUBDOMAIN, prefix)):
-        return False
-    return len(name) <= 63 and re.fullmatch(_QUALIFIED_NAME, name) is not None
 
 
 def _renamed(value: Any, old: str, new: str) -> Any:
