@@ -65,7 +65,7 @@ def writes(state: Path, since: int) -> int:
     return sum(1 for e in read_events(state / "audit.log", since) if e.get("stage") == "ResponseComplete"
                and e.get("user", {}).get("username") == "gpushare-admin"
                and e.get("verb") in ("create", "update", "patch", "delete", "deletecollection")
-               and (e.get("objectRef") or {}).get("resource") != "selfsubjectreviews")
+               and (e.get("objectRef") or {}).get("resource") not in ("selfsubjectreviews", "selfsubjectaccessreviews"))
 
 
 def operand_pods(session: Session) -> dict[str, tuple[str, str]]:

@@ -29,6 +29,15 @@ options:
     description: Also ask the API server who the credentials are (a SelfSubjectReview), for the run record's operator.
     type: bool
     default: false
+  access:
+    description:
+      - "Also ask the API server's authorizer whether these credentials may send a request, by the alias the result uses:
+        C({alias: {verb, kind, namespace, name}}) (C(verb) and C(kind) required; C(kind) one the runbooks know, such as
+        V(ConfigMap)). Each is one SelfSubjectAccessReview (authorization.k8s.io/v1), which persists nothing."
+      - "The authorizer (RBAC) answers, not admission: a request allowed here may still be refused by an admission policy."
+      - An unknown key in a question fails the task, naming it.
+    type: dict
+    default: {}
 extends_documentation_fragment:
   - gpushare.gpu_sharing.actions.no_diff
 attributes:
@@ -46,6 +55,8 @@ EXAMPLES = r"""
 - name: Preflight | read the cluster once
   gpushare.gpu_sharing.gpushare_read:
     whoami: true
+    access:
+      patch_configmap: {verb: patch, kind: ConfigMap, namespace: gpu-operator, name: time-slicing-config}
     objects:
       clusterpolicy: {kind: ClusterPolicy, name: cluster-policy}
       configmaps: {kind: ConfigMap, namespace: gpu-operator}
@@ -70,11 +81,18 @@ not_served:
   type: list
   elements: str
 caller:
-  description: The command line as typed, the user, and with O(whoami) the identity the API server sees (C(operator)).
+  description:
+    - The command line as typed, the user, and with O(whoami) the identity the API server sees (C(identity)) and both
+      together (C(operator)).
   returned: always
   type: dict
 server:
   description: The API server's URL.
   returned: always
   type: str
+access:
+  description: The authorizer's answer to each question of O(access), by alias (C({allowed, reason})).
+  returned: always
+  type: dict
+  sample: {patch_configmap: {allowed: false, reason: ""}}
 """

@@ -1,5 +1,5 @@
 """The `gpushare` command line: the embedded cluster, the GPU Operator simulator, release gates,
-queue status."""
+queue status, the runbook identity's RBAC."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import functools
 import sys
 
-from gpushare import __version__, baseline_cli, gates_cli, sim_cli
+from gpushare import __version__, baseline_cli, gates_cli, rbac_cli, sim_cli
 from gpushare.kueue import status_cli as queue_cli
 
 
@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     gates_cli.register(commands)
     queue_cli.register(commands)
     baseline_cli.register(commands)
+    rbac_cli.register(commands)
     _require_commands(parser)
     return parser
 

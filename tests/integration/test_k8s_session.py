@@ -180,3 +180,18 @@ def test_whoami(cluster: Cluster, session: Session) -> None:
     assert user
     if cluster.embedded:
         assert user == "gpushare-admin"
+
+
+def test_may_is_the_authorizers_answer_for_this_identity(cluster: Cluster) -> None:
+    """A SelfSubjectAccessReview per question: the runbook identity may patch the time-slicing
+    ConfigMap deploy/rbac names, not another one; an administrator may both."""
+    if cluster.runbook_kubeconfig == cluster.kubeconfig:
+        pytest.skip("the runbooks run with the admin kubeconfig here: pass --runbook-kubeconfig")
+    runbook, admin = Session(cluster.runbook_kubeconfig), Session(cluster.kubeconfig)
+    ns = cluster.operator_namespace
+    allowed, reason = runbook.may("patch", "ConfigMap", ns, "time-slicing-config")
+    assert allowed and ("gpushare-enable-timeslicing" in reason or "gpushare-rollback-timeslicing" in reason), reason
+    assert runbook.may("patch", "ConfigMap", ns, "other-config")[0] is False
+    assert runbook.may("create", "ConfigMap", ns)[0] is True  # RBAC cannot name a create
+    assert runbook.may("delete", "Node", name="gpu-node")[0] is False
+    assert admin.may("patch", "ConfigMap", ns, "other-config")[0] is True

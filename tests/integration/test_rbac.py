@@ -6,6 +6,8 @@ allowed by a role meant for that runbook (the audit log says so)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -230,3 +232,46 @@ def test_an_enable_and_its_rollback_as_the_runbook_identity_are_never_denied(
     assert writes, "the runs wrote nothing as the runbook identity: the audit log does not show them"
     assert not report.denied, [r.describe() for r in report.denied]
     assert not report.outside_runbook, [f"{r.runbook}: {r.describe()}" for r in report.outside_runbook]
+
+
+def _render_and_apply(cluster: Cluster, *options: str) -> None:
+    """What deploy/rbac/README.md tells an administrator: `gpushare rbac render ... | kubectl apply --server-side -f -`."""
+    rendered = subprocess.run([sys.executable, "-m", "gpushare", "rbac", "render", "--operator-namespace",
+                               cluster.operator_namespace, *options], capture_output=True, text=True, check=True, timeout=60)
+    cluster.kubectl("apply", "--server-side", "-f", "-", stdin=rendered.stdout)
+
+
+def test_a_configmap_name_the_rbac_was_not_rendered_for_is_refused_until_it_is(
+        runbook_api: client.ApiClient, clean_cluster: Cluster, tmp_path: Path) -> None:
+    """deploy/rbac grants patch of the time-slicing ConfigMap by name: an enable with another
+    timeslicing_configmap_name is refused by its preflight (a SelfSubjectAccessReview) before any
+    write, naming the render that fixes it; once an administrator applied it, the same run works, and
+    so does its rollback."""
+    if not clean_cluster.embedded:
+        pytest.skip("reads the embedded cluster's audit log; changes the cluster's RBAC")
+    namespace = clean_cluster.operator_namespace
+    inputs: dict[str, Any] = {"timeslicing_backup_dir": str(tmp_path / "backups"), "timeslicing_configmap_name": "other-config"}
+    assert not allowed(runbook_api, "patch", "configmaps", "", namespace, "other-config")
+    mark = clean_cluster.audit_mark()
+    refused = run_playbook(clean_cluster, "enable-timeslicing.yml", tmp_path / "refused", limit="gpu-node", extravars=inputs)
+    assert not refused.ok
+    fix = (f"The runbook identity ({RUNBOOK_USER}) may not patch ConfigMap {namespace}/other-config: the RBAC was "
+           f"rendered for other names. As a cluster administrator run `gpushare rbac render --operator-namespace "
+           f"{namespace} --timeslicing-configmap other-config | kubectl apply --server-side -f -`, then run this again. "
+           "Nothing was changed.")
+    assert fix in refused.stdout, refused.describe()
+    assert clean_cluster.audit_writes(mark, RUNBOOK_USER, dry_runs=True) == [], "the refused run wrote"
+    questions = [e for e in clean_cluster.audit_events(mark) if (e.get("objectRef") or {}).get("resource")
+                 == "selfsubjectaccessreviews" and e.get("user", {}).get("username") == RUNBOOK_USER]
+    assert questions, "the preflight asked the authorizer nothing"
+    try:
+        _render_and_apply(clean_cluster, "--timeslicing-configmap", "other-config")
+        assert allowed(runbook_api, "patch", "configmaps", "", namespace, "other-config")
+        for playbook in ("enable-timeslicing.yml", "rollback-timeslicing.yml"):
+            run = run_playbook(clean_cluster, playbook, tmp_path / playbook, limit="gpu-node", extravars=inputs)
+            assert run.ok, run.describe()
+        assert clean_cluster.core.list_namespaced_config_map(
+            namespace, field_selector="metadata.name=other-config").items == [], "the rollback left other-config"
+    finally:
+        _render_and_apply(clean_cluster)
+    assert not allowed(runbook_api, "patch", "configmaps", "", namespace, "other-config")

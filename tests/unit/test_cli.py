@@ -27,7 +27,8 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.parametrize(("argv", "commands"), [
-    ([], "sim, gate, queue, baseline"),
+    ([], "sim, gate, queue, baseline, rbac"),
+    (["rbac"], "render"),
     (["sim"], "up, down, status, restart, kubeconfig, gpu-operator, dcgm-exporter, prometheus"),
     (["queue"], "status"),
 ])

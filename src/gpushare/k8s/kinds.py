@@ -45,6 +45,7 @@ _KINDS = [
     Kind("Lease", "coordination.k8s.io", "v1", "leases", True),
     Kind("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", True),
     Kind("SelfSubjectReview", "authentication.k8s.io", "v1", "selfsubjectreviews", False),
+    Kind("SelfSubjectAccessReview", "authorization.k8s.io", "v1", "selfsubjectaccessreviews", False),
     Kind("ClusterPolicy", "nvidia.com", "v1", "clusterpolicies", False),
     Kind("ResourceFlavor", "kueue.x-k8s.io", "v1beta2", "resourceflavors", False),
     Kind("ClusterQueue", "kueue.x-k8s.io", "v1beta2", "clusterqueues", False),

@@ -240,6 +240,22 @@ class Session:
             "apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}, repeatable=True)
         return (((review or {}).get("status") or {}).get("userInfo") or {}).get("username", "")
 
+    def may(self, verb: str, kind: str | Kind, namespace: str | None = None, name: str | None = None) -> tuple[bool, str]:
+        """Whether the API server's authorizer lets this session send `verb` on `kind` (in `namespace`,
+        named `name`), and its reason (a SelfSubjectAccessReview persists nothing). Admission is not
+        asked: a request allowed here may still be refused by an admission policy."""
+        k = _kind(kind)
+        attributes = {"verb": verb, "group": k.group, "version": k.version, "resource": k.plural}
+        if namespace and k.namespaced:
+            attributes["namespace"] = namespace
+        if name:
+            attributes["name"] = name
+        review = self.request("POST", kind_of("SelfSubjectAccessReview").path(), body={
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": attributes}}, repeatable=True)
+        status = (review or {}).get("status") or {}
+        return bool(status.get("allowed")), str(status.get("reason") or status.get("evaluationError") or "")
+
 
 def _kind(kind: str | Kind) -> Kind:
     return kind if isinstance(kind, Kind) else kind_of(kind)

@@ -34,6 +34,8 @@ SPEC_KEYS = ("type", "required", "default", "choices", "elements", "aliases")
 # Keys of an object spec of gpushare_read's `objects`.
 READ_KEYS = frozenset({"kind", "name", "namespace", "label_selector", "field_selector", "field_selectors", "namespaces",
                        "trim", "pack"})
+# Keys of a question of gpushare_read's `access`.
+ACCESS_KEYS = frozenset({"verb", "kind", "namespace", "name"})
 
 
 def argument_spec(documentation: str) -> dict[str, Any]:
@@ -115,6 +117,21 @@ class KubeAction(ActionBase):
         raise NotImplementedError
 
 
+def _access(session: Session, questions: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """`{alias: {allowed, reason}}`: the authorizer's answer to each `{verb, kind, namespace?, name?}`."""
+    answers = {}
+    for alias, spec in questions.items():
+        unknown = sorted(set(spec) - ACCESS_KEYS) if isinstance(spec, dict) else ["(not a mapping)"]
+        missing = sorted({"verb", "kind"} - set(spec)) if isinstance(spec, dict) else []
+        if unknown or missing:
+            raise ValueError(f"access.{alias}: {'unknown key ' + ', '.join(unknown) if unknown else 'no ' + ', '.join(missing)}; "
+                             f"a question has {', '.join(sorted(ACCESS_KEYS))} (verb and kind required)")
+        allowed, reason = session.may(str(spec["verb"]), str(spec["kind"]), spec.get("namespace") or None,
+                                      spec.get("name") or None)
+        answers[alias] = {"allowed": allowed, "reason": reason}
+    return answers
+
+
 def _in_missing_namespace(session: Session, spec: dict[str, Any], err: ApiError) -> bool:
     """A least-privilege identity is refused (403) in a namespace it has no role in, which is also
     every namespace that does not exist: then the runbook should say the namespace is wrong."""
@@ -147,7 +164,9 @@ class ReadAction(KubeAction):
     """`objects: {alias: {kind, name?, namespace?, label_selector?, field_selector?, trim?, pack?}}` ->
     `resources: {alias: object | None | [objects]}`, `versions: {alias: resourceVersion}` of the reads
     that are one list (a watch from it gives every change since), `not_served: [aliases]`, `caller`
-    {command, user, operator (with whoami)}. Not `invocation`: Ansible drops that key from registered results.
+    {command, user, identity and operator (with whoami)}. Not `invocation`: Ansible drops that key from registered results.
+    `access: {alias: {verb, kind, namespace?, name?}}` -> `access: {alias: {allowed, reason}}`, what
+    the authorizer answers this identity (SelfSubjectAccessReviews; nothing persisted).
     `trim: true` (Nodes only) keeps of each node what gpushare.model.node.Node reads; `pack: true`
     returns the objects as one JSON text (gpushare.model.node.packed), for a filter to unpack."""
 
@@ -187,11 +206,12 @@ class ReadAction(KubeAction):
         who = invocation()
         if args["whoami"]:
             try:
-                who["operator"] = f"{who['user']} as {session.whoami()}"
+                who["identity"] = session.whoami()
+                who["operator"] = f"{who['user']} as {who['identity']}"
             except ApiError:
                 who["operator"] = who["user"]
         return {"changed": False, "resources": resources, "versions": versions, "not_served": not_served,
-                "caller": who, "server": session.server}
+                "caller": who, "server": session.server, "access": _access(session, args["access"])}
 
 
 class ApplyAction(KubeAction):

@@ -72,7 +72,8 @@ def timeslicing_enable_plan(read: dict[str, Any], inputs: dict[str, Any], target
                                                      *(resources.get("nodes") or [])]}
         resources["nodes"] = list(found.values())
     settings = Settings.of(inputs)
-    result = enable.plan(ClusterState.of(resources), settings, list(targets), read.get("caller") or {}, utc_now())
+    result = enable.plan(ClusterState.of(resources), settings, list(targets), read.get("caller") or {}, utc_now(),
+                         read.get("access"))
     return {**result.as_dict(), "needs_fleet": partial and not enable.decided_without_fleet(result, settings)}
 
 
@@ -93,7 +94,7 @@ def timeslicing_rollback_plan(read: dict[str, Any], inputs: dict[str, Any], targ
     state = ClusterState.of(resources)
     settings = rollback.RollbackSettings.of(inputs)
     return rollback.plan(state, resources.get("pods_on_targets") or [], settings, list(targets),
-                         read.get("caller") or {}, utc_now()).as_dict()
+                         read.get("caller") or {}, utc_now(), read.get("access")).as_dict()
 
 
 def timeslicing_rollback_report(read: dict[str, Any], plan: dict[str, Any], evicted: list[dict[str, str]],

@@ -14,6 +14,8 @@ from gpushare.k8s.patch import escape, pointer, resolve
 from gpushare.model.node import CONFIG_LABEL, MARK, Mark, Node
 from gpushare.model.operands import CONFIG_READERS, DRIVER, MPS
 from gpushare.model.taints import tolerated
+from gpushare.rbac import Names
+from gpushare.rbac.access import configmap_refusal, identity
 from gpushare.timeslicing.records import FieldChange, Intent, new_record, record_name, state_patch
 from gpushare.runbook.inputs import NOTHING
 from gpushare.timeslicing.settings import DEFAULT_CONFIG, DEFAULT_KEY, Settings
@@ -198,7 +200,8 @@ def _node_change(node: Node, settings: Settings, record: str) -> tuple[list[dict
 
 
 def plan(state: ClusterState, settings: Settings, targets: list[str], invocation: dict[str, str],
-         now: dt.datetime) -> EnablePlan:
+         now: dt.datetime, access: dict[str, Any] | None = None) -> EnablePlan:
+    """`access`: the authorizer's answers to the preflight's questions (gpushare.rbac.access), if asked."""
     result = EnablePlan()
     adopted = next(iter(reversed(state.interrupted(RUNBOOK))), None)
     if adopted:
@@ -210,6 +213,10 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
                                                            settings.records_namespace):
         _refuse(result, problem)
     if result.refusals:
+        return result
+    denied = configmap_refusal(access, identity(invocation), writes_configmap(state, settings), rbac_names(settings))
+    if denied:
+        _refuse(result, denied)
         return result
     for record in state.interrupted("rollback-timeslicing"):
         _refuse(result, f"A rollback was interrupted (record {record.name}, started {record.started}, on "
@@ -412,6 +419,17 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
                                 driver_upgrades(state, field_changes))
     result.lines = _lines(state, settings, result, affected, targets, field_changes, readers, cm is None, data)
     return result
+
+
+def writes_configmap(state: ClusterState, settings: Settings) -> list[str]:
+    """What an enable may send to the time-slicing ConfigMap: patch (a key merged in), and create
+    when it does not exist yet."""
+    return ["patch"] + (["create"] if settings.configmap not in state.configmaps else [])
+
+
+def rbac_names(settings: Settings) -> Names:
+    """The names deploy/rbac must be rendered for, for this run."""
+    return Names(settings.namespace, settings.configmap, settings.pool.label_key)
 
 
 def _refuse_unevictable(result: EnablePlan, state: ClusterState, change: str) -> None:

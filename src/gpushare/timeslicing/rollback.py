@@ -16,6 +16,8 @@ import yaml
 from gpushare.k8s.patch import json_patch, resolve
 from gpushare.model.node import CONFIG_LABEL, CORDONED_BY, MARK, Node, Pool
 from gpushare.model.pods import UNSCHEDULABLE, Pod, outlasting_drain
+from gpushare.rbac import Names
+from gpushare.rbac.access import configmap_refusal, identity
 from gpushare.timeslicing.enable import (CONFIG, CONFIG_DEFAULT, CONFIG_NAME, RUNBOOK as ENABLE, TOLERATIONS,
                                          driver_upgrades, field_ops, operator_roll)
 from gpushare.timeslicing.records import RECORDS_NAMESPACE, FieldChange, Intent, Record, new_record, record_name, state_patch
@@ -217,8 +219,15 @@ def _comeback_warning(pod: Pod, node: Node, pool: Pool) -> str:
             "scale it down, or change its selector or tolerations.")
 
 
+def writes_configmap(state: ClusterState, settings: RollbackSettings) -> list[str]:
+    """What a rollback may send to the time-slicing ConfigMap: patch (its keys removed) and delete
+    (one the enable created); nothing when it does not exist."""
+    return ["patch", "delete"] if settings.configmap and settings.configmap in state.configmaps else []
+
+
 def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSettings, targets: list[str],
-         invocation: dict[str, str], now: dt.datetime) -> RollbackPlan:
+         invocation: dict[str, str], now: dt.datetime, access: dict[str, Any] | None = None) -> RollbackPlan:
+    """`access`: the authorizer's answers to the preflight's questions (gpushare.rbac.access), if asked."""
     result = RollbackPlan()
     result.interrupted = [state.interrupted_note(r, "An enable run was interrupted", settings.records_namespace, now)
                           for r in state.interrupted(ENABLE)]
@@ -230,6 +239,11 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
         result.refusals.append(f"{', '.join(unknown)}: not a node of this cluster (kubectl get nodes). Check the "
                                f"inventory, the -l limit and the hosts' gpushare_node_name. {NOTHING}")
     if result.refusals:
+        return result
+    denied = configmap_refusal(access, identity(invocation), writes_configmap(state, settings),
+                               Names(settings.namespace, settings.configmap, settings.pool.label_key))
+    if denied:
+        result.refusals.append(f"{denied} {NOTHING}")
         return result
     keys = shared_keys(state, settings)
     policy_name, policy_default = state.plugin_config

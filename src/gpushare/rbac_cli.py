@@ -1,0 +1,51 @@
+"""`gpushare rbac render`: deploy/rbac/ rendered for the names in use, for `kubectl apply`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gpushare import rbac
+
+DESCRIPTION = """\
+Print deploy/rbac/ (the runbook identity's ServiceAccount, Roles, bindings and
+admission policies; not optional/) as one YAML stream, rendered for the names
+the runbooks use: the GPU Operator namespace (gpu_operator_namespace), the
+time-slicing ConfigMap (timeslicing_configmap_name: the RBAC grants patch and
+delete of it by name, and the ConfigMap admission policy names it) and the
+pool label key (timeslicing_pool_label_key: a label and taint key the Node
+admission policy lets the runbooks change). Apply it as a cluster administrator."""
+EPILOG = """\
+example:
+  gpushare rbac render --operator-namespace nvidia-gpu-operator \\
+      --timeslicing-configmap team-a-sharing | kubectl apply --server-side -f -
+
+exit status: 0 printed, 2 a name that is not valid (nothing printed)"""
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    group = commands.add_parser("rbac", help="the runbook identity's RBAC (deploy/rbac/)",
+                                description="The runbook identity's least-privilege RBAC (deploy/rbac/).")
+    sub = group.add_subparsers(dest="rbac_command", metavar="COMMAND")
+    render = sub.add_parser("render", help="print deploy/rbac/ rendered for the names in use",
+                            description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    render.add_argument("--operator-namespace", default=rbac.WRITTEN_FOR_NAMESPACE, metavar="NAMESPACE",
+                        help=f"the GPU Operator's namespace, gpu_operator_namespace (default: {rbac.WRITTEN_FOR_NAMESPACE})")
+    render.add_argument("--timeslicing-configmap", default=rbac.WRITTEN_FOR_CONFIGMAP, metavar="NAME",
+                        help="the device-plugin config ConfigMap, timeslicing_configmap_name "
+                             f"(default: {rbac.WRITTEN_FOR_CONFIGMAP})")
+    render.add_argument("--pool-label-key", default=rbac.WRITTEN_FOR_POOL_LABEL_KEY, metavar="KEY",
+                        help="the shared pool's label (and taint) key, timeslicing_pool_label_key "
+                             f"(default: {rbac.WRITTEN_FOR_POOL_LABEL_KEY})")
+    render.set_defaults(handler=cmd_render)
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    names = rbac.Names(args.operator_namespace, args.timeslicing_configmap, args.pool_label_key)
+    try:
+        text = rbac.render(names)
+    except rbac.RbacError as err:
+        print(f"gpushare rbac render: {err}. Nothing was printed.", file=sys.stderr)
+        return 2
+    sys.stdout.write(text)
+    return 0
