@@ -122,3 +122,21 @@ def test_a_pod_terminating_or_already_evicted_is_not_evicted_again() -> None:
         progress.evicted_pod(pod)
     assert progress.to_evict(pods) == []
     assert [e["workload"] for e in progress.result.evicted] == ["Deployment team-a/trainer"] * 4
+
+
+def test_a_replacement_the_scheduler_has_not_tried_keeps_the_drain_going() -> None:
+    """Under load the evicted pods can be gone before the scheduler has placed their replacements;
+    the drain is done only once each replacement is placed or Pending with the scheduler's reason
+    (a replacement pinned to the node then shows up on it as a comeback)."""
+    deployment = Deployment("nowhere", max_unavailable=4)
+    progress = DrainProgress()
+    for pod in progress.to_evict([Pod(p) for p in deployment.on_node]):
+        progress.evicted_pod(pod)
+    evicted = deployment.on_node[0]
+    unbound = workload_pod(f"{OWNER}-99999", "", owner_name=OWNER)
+    other = workload_pod("batch-7c9d8e6f5-00001", "", owner_name="batch-7c9d8e6f5")
+    assert [p.name for p in progress.unplaced([Pod(evicted), Pod(unbound), Pod(other)])] == [f"{OWNER}-99999"]
+    unbound["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                        "message": "0/4 nodes are available"}]
+    placed = workload_pod(f"{OWNER}-99998", "gpu-node-2", owner_name=OWNER)
+    assert progress.unplaced([Pod(unbound), Pod(placed)]) == []

@@ -50,6 +50,13 @@ class DrainProgress:
             return []
         return [p for p in pods if not p.terminating and p.uid not in self.evicted]
 
+    def unplaced(self, pods: list[Pod]) -> list[Pod]:
+        """Of `pods` (those of the evicted pods' namespaces), the replacements of an evicted pod the
+        scheduler has not tried yet: until it has, one may still land back on the node, so the drain
+        is not done (a Pending one with the scheduler's reason is placed nowhere: done)."""
+        return [p for p in pods if p.controller.get("uid") in self.controllers and not p.node and not p.terminating
+                and not p.pending_reason()]
+
     def evicted_pod(self, pod: Pod) -> None:
         self.evicted.add(pod.uid)
         if pod.controller.get("uid"):
@@ -86,6 +93,11 @@ def _holding_pods(session: Session, nodes: list[str], resources: tuple[str, ...]
     return found
 
 
+def _evicted_namespaces_pods(session: Session, result: DrainResult) -> list[Pod]:
+    return [Pod(raw) for namespace in sorted({e["namespace"] for e in result.evicted})
+            for raw in session.list("Pod", namespace)]
+
+
 def drain(session: Session, nodes: list[str], timeout_s: float, retry_s: float, grace_period_s: int | None,
           check_mode: bool, resources: tuple[str, ...] | None = None) -> DrainResult:
     """Evict the non-DaemonSet pods of `nodes` that hold any of `resources` (None: the node's shares)."""
@@ -106,11 +118,15 @@ def drain(session: Session, nodes: list[str], timeout_s: float, retry_s: float, 
                     continue
                 raise
             progress.evicted_pod(pod)
-        if progress.result.problem or check_mode or not pods:
+        if progress.result.problem or check_mode:
+            return progress.result
+        unplaced = [] if pods else progress.unplaced(_evicted_namespaces_pods(session, progress.result))
+        if not pods and not unplaced:
             return progress.result
         if time.monotonic() >= deadline:
-            progress.timed_out(pods, timeout_s, what)
-            return progress.result
+            if pods:
+                progress.timed_out(pods, timeout_s, what)
+            return progress.result  # replacements the scheduler has not tried: the confirm phase waits for them
         time.sleep(retry_s if progress.refused else next(pause))
 
 
