@@ -1,4 +1,4 @@
-"""The gpushare filters of the runbooks' shared steps and of time-slicing (gpushare.gpu_sharing.<name>), each
+"""The gpushare filters of the runbooks' shared steps (gpushare.gpu_sharing.<name>), each
 documented in <name>.yml beside this file; their code: gpushare.plugins.filters."""
 
 from gpushare.plugins.filters import FILTERS

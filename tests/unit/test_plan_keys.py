@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from gpushare.mig.filters import mig_plan
-from gpushare.plugins.filters import timeslicing_enable_plan, timeslicing_rollback_plan
+from gpushare.timeslicing.filters import timeslicing_enable_plan, timeslicing_rollback_plan
 from gpushare.release_gates.filters import release_gates_plan
 from gpushare.rollout.filters import rollout_plan
 from gpushare.share_check.filters import share_check_plan

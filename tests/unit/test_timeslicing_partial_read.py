@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gpushare.model.node import CONFIG_LABEL, FIELDS, packed, trimmed, unpacked
-from gpushare.plugins import filters
+from gpushare.timeslicing import filters
 from gpushare.timeslicing import records
 from tests.unit.cluster_objects import INPUTS, NOW, enabled_read, node, read, shared_node
 

@@ -7,7 +7,7 @@ import re
 
 import yaml
 
-from gpushare.plugins import filters
+from gpushare.timeslicing import filters
 from gpushare.timeslicing.records import FieldChange, Intent, Record, new_record, readers_patch, record_name, state_patch
 from tests.unit.cluster_objects import NAMESPACE, NOW, clusterpolicy, configmap, managed_configmap
 
