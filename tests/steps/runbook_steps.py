@@ -176,6 +176,15 @@ def clusterpolicy_is_deleted(clusterpolicy_deleted: None) -> None:
     pass
 
 
+def _unless_gone(delete: Callable[[], Any]) -> None:
+    """A fixture's cleanup: the scenario may have deleted the object already."""
+    try:
+        delete()
+    except ApiException as err:
+        if err.status != 404:
+            raise
+
+
 @pytest.fixture
 def lock_held_elsewhere(kube: Cluster) -> Iterator[str]:
     """A Lease held by another run (a rollback started from another laptop a moment ago)."""
@@ -187,11 +196,7 @@ def lock_held_elsewhere(kube: Cluster) -> Iterator[str]:
         "spec": {"holderIdentity": holder, "acquireTime": now, "renewTime": now, "leaseDurationSeconds": 1800},
     })
     yield holder
-    try:
-        coordination.delete_namespaced_lease("gpushare-runbook-lock", kube.records_namespace)
-    except ApiException as err:
-        if err.status != 404:
-            raise
+    _unless_gone(lambda: coordination.delete_namespaced_lease("gpushare-runbook-lock", kube.records_namespace))
 
 
 @given("another run holds the runbook lock")
@@ -209,11 +214,7 @@ def stray_record(kube: Cluster) -> Iterator[str]:
                      "annotations": {"gpushare.io/state": "complete", "gpushare.io/started-at": "2026-11-01T09:00:00Z"}},
         "data": {"intent.json": '{"runbook": "enable-timeslicing", "nodes": ["gpu-node"]}'}})
     yield name
-    try:
-        kube.core.delete_namespaced_config_map(name, kube.operator_namespace)
-    except ApiException as err:
-        if err.status != 404:
-            raise
+    _unless_gone(lambda: kube.core.delete_namespaced_config_map(name, kube.operator_namespace))
 
 
 @given("an earlier gpushare left its run record in the operator namespace")
@@ -229,11 +230,7 @@ def foreign_shared_key(kube: Cluster) -> Iterator[None]:
                                "      - name: nvidia.com/gpu\n        replicas: 8\n"}}
     kube.core.create_namespaced_config_map(kube.operator_namespace, body)
     yield
-    try:
-        kube.core.delete_namespaced_config_map("time-slicing-config", kube.operator_namespace)
-    except ApiException as err:
-        if err.status != 404:
-            raise
+    _unless_gone(lambda: kube.core.delete_namespaced_config_map("time-slicing-config", kube.operator_namespace))
 
 
 @given('the device-plugin ConfigMap already has a "shared" key written by someone else')
