@@ -86,7 +86,23 @@ def _gpu_nodes(cluster: Cluster) -> dict[str, client.V1Node]:
     return {n.metadata.name: n for n in cluster.core.list_node(label_selector="nvidia.com/gpu.present=true").items}
 
 
+# How long a snapshot waits for the operator's operands to settle (a roll a scenario before started,
+# a device plugin re-registering) so that it does not record a node between two states.
+SETTLE_S = 60
+
+
+def _unsettled(cluster: Cluster) -> list[str]:
+    """Operands still rolling out, and GPU nodes whose device plugin advertises nothing right now."""
+    idle = [name for name, node in _gpu_nodes(cluster).items()
+            if not any(k.startswith("nvidia.com/") and v != "0" for k, v in (node.status.allocatable or {}).items())]
+    return rollout_problems(Rest(cluster.api), cluster.operator_namespace) + [f"{n} advertises no GPU" for n in idle]
+
+
 def take(cluster: Cluster) -> Snapshot:
+    try:
+        wait_for(lambda: not _unsettled(cluster), SETTLE_S, "the operator's operands to settle", interval_s=1.0)
+    except TimeoutError:
+        pass  # a node that stays so (a broken GPU) is recorded as it is, and restored to that
     policy = _policy(cluster)
     coordination = client.CoordinationV1Api(cluster.api)
     return Snapshot(
