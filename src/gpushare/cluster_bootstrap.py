@@ -8,19 +8,18 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from gpushare.driver_upgrade import STATE_LABEL as UPGRADE_STATE_LABEL
 from gpushare.fleet import HARDWARE_ANNOTATION, Fleet
 from gpushare.gpu_catalog import product as lookup_product
 from gpushare.kube import api_client, wait_for
+from gpushare.model.node import COUNT, GPU, REPLICAS, SHARED, Node
 from gpushare.simulator import clusterpolicy as cp
 from gpushare.simulator.operands import current_revision, owned_by
 from gpushare.simulator.rest import Rest
-
-Obj = dict[str, Any]
 
 
 def register_nodes(kubeconfig: Path, fleet: Fleet) -> None:
@@ -61,26 +60,19 @@ def grant_readers(kubeconfig: Path, users: list[str]) -> None:
                 raise
 
 
-def _ready(node: Obj) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in node.get("status", {}).get("conditions") or [])
-
-
-def gpu_node_problem(node: Obj) -> str | None:
+def gpu_node_problem(node: Node) -> str | None:
     """What keeps a simulated GPU node from showing its whole cards, None when it does."""
-    meta = node["metadata"]
-    hardware = json.loads(meta["annotations"][HARDWARE_ANNOTATION])
-    labels = meta.get("labels") or {}
-    allocatable = node.get("status", {}).get("allocatable") or {}
-    if labels.get("nvidia.com/gpu.replicas") != "1" or labels.get("nvidia.com/gpu.count") != str(hardware["count"]):
+    hardware = json.loads(node.annotations[HARDWARE_ANNOTATION])
+    labels, allocatable = node.labels, node.resources("allocatable")
+    if labels.get(REPLICAS) != "1" or labels.get(COUNT) != str(hardware["count"]):
         return "GFD labels (whole cards)"
-    if allocatable.get("nvidia.com/gpu") != str(hardware["count"]) or allocatable.get("nvidia.com/gpu.shared", "0") != "0":
+    if allocatable.get(GPU) != str(hardware["count"]) or allocatable.get(SHARED, "0") != "0":
         return "the device plugin's nvidia.com/gpu allocatable"
-    if lookup_product(hardware["product"]).mig_capable and (
-            labels.get("nvidia.com/mig.config") != "all-disabled" or labels.get("nvidia.com/mig.config.state") != "success"):
+    if lookup_product(hardware["product"]).mig_capable and (node.mig_config != "all-disabled" or node.mig_state != "success"):
         return "MIG disabled (mig.config all-disabled, state success)"
-    if labels.get("nvidia.com/gpu-driver-upgrade-state", "upgrade-done") != "upgrade-done":
+    if labels.get(UPGRADE_STATE_LABEL, "upgrade-done") != "upgrade-done":
         return "the driver upgrade to finish"
-    if node.get("spec", {}).get("unschedulable"):
+    if node.unschedulable:
         return "the node to be schedulable"
     return None
 
@@ -121,11 +113,11 @@ def settled_problems(rest: Rest, namespace: str) -> list[str]:
     problems = rollout_problems(rest, namespace)
     if problems:
         return problems
-    for node in rest.get("/api/v1/nodes").get("items") or []:
-        if HARDWARE_ANNOTATION in (node["metadata"].get("annotations") or {}):
+    for node in (Node(raw) for raw in rest.get("/api/v1/nodes").get("items") or []):
+        if HARDWARE_ANNOTATION in node.annotations:
             problem = gpu_node_problem(node)
             if problem:
-                problems.append(f"{node['metadata']['name']}: {problem}")
+                problems.append(f"{node.name}: {problem}")
     return problems
 
 
@@ -150,7 +142,7 @@ def wait_nodes_ready(kubeconfig: Path, fleet: Fleet, timeout_s: float = 300) -> 
     wanted = {n.name for n in fleet.nodes}
 
     def nodes_ready() -> bool:
-        ready = {n["metadata"]["name"] for n in rest.get("/api/v1/nodes").get("items") or [] if _ready(n)}
+        ready = {node.name for node in (Node(raw) for raw in rest.get("/api/v1/nodes").get("items") or []) if node.ready}
         return wanted <= ready
 
     wait_for(nodes_ready, timeout_s, f"all {len(wanted)} nodes to be Ready", interval_s=0.25)

@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from pathlib import Path
 
 from kubernetes import client
 
-from gpushare.kube import api_client, node_ready
+from gpushare.kube import api_client
+from gpushare.model.node import COUNT, GPU, PRODUCT, REPLICAS, SHARED, Node
 
-HEADERS = ["node", "ready", "physical GPUs", "product", "replicas", "nvidia.com/gpu", "nvidia.com/gpu.shared"]
+HEADERS = ["node", "ready", "physical GPUs", "product", "replicas", GPU, SHARED]
 
 
 def fleet_rows(kubeconfig: Path) -> tuple[list[str], list[list[str]]]:
-    nodes = client.CoreV1Api(api_client(kubeconfig)).list_node().items
-    rows = []
-    for node in sorted(nodes, key=lambda n: n.metadata.name):
-        labels = node.metadata.labels or {}
-        allocatable = node.status.allocatable or {}
-        rows.append([
-            node.metadata.name,
-            "yes" if node_ready(node) else "no",
-            labels.get("nvidia.com/gpu.count", "0"),
-            labels.get("nvidia.com/gpu.product", "-"),
-            labels.get("nvidia.com/gpu.replicas", "-"),
-            allocatable.get("nvidia.com/gpu", "0"),
-            allocatable.get("nvidia.com/gpu.shared", "0"),
-        ])
-    return HEADERS, rows
+    listed = client.CoreV1Api(api_client(kubeconfig)).list_node(_preload_content=False)
+    return HEADERS, rows(Node(raw) for raw in json.loads(listed.data)["items"])
+
+
+def rows(nodes: Iterable[Node]) -> list[list[str]]:
+    """One row per node, by name: labels and allocatable as the API server wrote them."""
+    found = []
+    for node in sorted(nodes, key=lambda n: n.name):
+        labels, allocatable = node.labels, node.resources("allocatable")
+        found.append([node.name, "yes" if node.ready else "no", labels.get(COUNT, "0"), labels.get(PRODUCT, "-"),
+                      labels.get(REPLICAS, "-"), allocatable.get(GPU, "0"), allocatable.get(SHARED, "0")])
+    return found

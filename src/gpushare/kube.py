@@ -41,7 +41,3 @@ def wait_for(probe: Callable[[], T | None], timeout_s: float, what: str, interva
             detail = f" (last error: {last_error})" if last_error else ""
             raise WaitTimeout(f"timed out after {timeout_s:.0f}s waiting for {what}{detail}")
         time.sleep(interval_s)
-
-
-def node_ready(node: client.V1Node) -> bool:
-    return any(c.type == "Ready" and c.status == "True" for c in (node.status.conditions or []))

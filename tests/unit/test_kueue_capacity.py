@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gpushare.kueue.capacity import cluster_problems, tolerated
+from gpushare.kueue.capacity import cluster_problems
 from gpushare.kueue.description import parse
 
 SHARED_TAINT = {"key": "gpu-mode", "value": "shared", "effect": "NoSchedule"}
@@ -97,4 +97,6 @@ def test_overlapping_flavors_share_their_capacity() -> None:
     ({"key": "gpu-mode", "operator": "Exists", "effect": "NoExecute"}, False),
 ])
 def test_toleration_matching(toleration: dict, matches: bool) -> None:
-    assert tolerated(SHARED_TAINT, [toleration]) == matches
+    """A flavor's tolerations against a node's taint, as the scheduler matches them (gpushare.model.taints)."""
+    flavor = {**WHOLE, "tolerations": [toleration]}
+    assert (fit({"team-a": 4}, [node("gpu-2", 4, taints=[SHARED_TAINT])], flavor=flavor) == []) == matches

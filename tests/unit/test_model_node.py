@@ -75,8 +75,9 @@ def test_a_time_sliced_node() -> None:
 def test_a_node_shares_as_soon_as_one_sign_says_so() -> None:
     raw = node("gpu-node", 1)
     raw["status"]["allocatable"]["nvidia.com/gpu.shared"] = "2"  # allocatable updated, GFD not yet
-    assert Node(raw).shares
-    assert Node(node("gpu-node", 1, labels={"nvidia.com/gpu.sharing-strategy": "mps"})).shares
+    assert Node(raw).shares and not Node(raw).labelled_shared
+    mps = Node(node("gpu-node", 1, labels={"nvidia.com/gpu.sharing-strategy": "mps"}))
+    assert mps.shares and mps.labelled_shared
 
 
 def test_right_after_a_rollback_the_kubelets_stale_capacity_is_no_sign_of_sharing() -> None:
@@ -89,6 +90,22 @@ def test_right_after_a_rollback_the_kubelets_stale_capacity_is_no_sign_of_sharin
 def test_the_shares_go_by_the_renamed_resource_unless_gfd_says_the_gpu_itself_is_shared() -> None:
     assert Node(node("gpu-node", 1, replicas=4)).shared_resource == "nvidia.com/gpu.shared"
     assert Node(node("gpu-node", 1, replicas=4, renamed=False)).shared_resource == "nvidia.com/gpu"
+
+
+def test_resources_as_the_api_server_wrote_them() -> None:
+    n = Node(node("gpu-node-2", 8))
+    assert n.resources("allocatable")["cpu"] == "64"
+    assert n.resources("capacity", "nvidia.com/") == {"nvidia.com/gpu": "8"}
+    assert Node({"metadata": {"name": "new"}}).resources("allocatable") == {}
+
+
+def test_ready_is_the_kubelets_ready_condition() -> None:
+    raw = node("gpu-node")
+    assert not Node(raw).ready  # no conditions yet (or a trimmed read)
+    raw["status"]["conditions"] = [{"type": "MemoryPressure", "status": "False"}, {"type": "Ready", "status": "True"}]
+    assert Node(raw).ready
+    raw["status"]["conditions"][1]["status"] = "Unknown"
+    assert not Node(raw).ready
 
 
 def test_gpu_facts_before_gfd_has_run() -> None:

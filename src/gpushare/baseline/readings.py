@@ -8,6 +8,8 @@ import csv
 import io
 from typing import Any
 
+from gpushare.model.node import DEPLOY_PREFIX, Node
+
 Table = dict[str, Any]
 _GPU_LABEL_PREFIXES = ("nvidia.com/gpu.", "nvidia.com/mig", "nvidia.com/device-plugin.config", "gpu-mode")
 NVIDIA_SMI_QUERY = "index,uuid,utilization.gpu,memory.used,memory.total,power.draw"
@@ -54,14 +56,12 @@ def _resources(values: dict[str, str]) -> str:
 def gpu_nodes(nodes: list[dict[str, Any]], names: list[str]) -> Table:
     """`kubectl describe node` from Capacity to Allocatable, and the node's GPU labels."""
     rows = []
-    for node in sorted(nodes, key=lambda n: n["metadata"]["name"]):
-        name = node["metadata"]["name"]
-        if name not in names:
+    for node in sorted((Node(raw) for raw in nodes), key=lambda n: n.name):
+        if node.name not in names:
             continue
-        status, labels = node.get("status") or {}, node["metadata"].get("labels") or {}
-        gpu_labels = ", ".join(f"{k}={v}" for k, v in sorted(labels.items())
-                               if k.startswith(_GPU_LABEL_PREFIXES) and not k.startswith("nvidia.com/gpu.deploy."))
-        rows.append([name, _resources(status.get("capacity") or {}), _resources(status.get("allocatable") or {}),
+        gpu_labels = ", ".join(f"{k}={v}" for k, v in sorted(node.labels.items())
+                               if k.startswith(_GPU_LABEL_PREFIXES) and not k.startswith(DEPLOY_PREFIX))
+        rows.append([node.name, _resources(node.resources("capacity")), _resources(node.resources("allocatable")),
                      gpu_labels])
     missing = sorted(set(names) - {row[0] for row in rows})
     return {"headers": ["node", "capacity", "allocatable", "GPU labels"], "rows": rows, "missing": missing}

@@ -66,9 +66,8 @@ def _nodes(session: Session, names: list[str]) -> dict[str, Node]:
 def _resource_problems(node: Node, wanted: dict[str, int]) -> list[str]:
     problems = [f"allocatable {k} is {node.allocatable(k)}, expected {v}" for k, v in sorted(wanted.items())
                 if node.allocatable(k) != v]
-    capacity = (node.raw.get("status") or {}).get("capacity") or {}
     problems += [f"allocatable {k} is {node.allocatable(k)}, expected 0 (no such instance any more)"
-                 for k in sorted(capacity) if k.startswith("nvidia.com/mig-") and k not in wanted and node.allocatable(k)]
+                 for k in sorted(node.resources("capacity", "nvidia.com/mig-")) if k not in wanted and node.allocatable(k)]
     return problems
 
 

@@ -73,8 +73,7 @@ class MigPlan:
 
 def gpu_resources(node: Node) -> tuple[str, ...]:
     """Every GPU resource the node advertises (nvidia.com/gpu, .shared, mig-*): what a GPU pod holds."""
-    capacity = (node.raw.get("status") or {}).get("capacity") or {}
-    return tuple(sorted({GPU} | {k for k in capacity if k.startswith("nvidia.com/")}))
+    return tuple(sorted({GPU} | set(node.resources("capacity", "nvidia.com/"))))
 
 
 def advertised(layout: parted.Layout, strategy: str) -> dict[str, int]:
@@ -352,12 +351,11 @@ def _kept(node: Node) -> dict[str, str | None]:
 
 def facts(node: Node) -> dict[str, Any]:
     """What the report compares before and after, for one node."""
-    allocatable = (node.raw.get("status") or {}).get("allocatable") or {}
     return {
         "nvidia.com/mig.config": node.mig_config or "-", "nvidia.com/mig.config.state": node.mig_state or "-",
         "nvidia.com/gpu.product": node.labels.get("nvidia.com/gpu.product", "-"),
         "nvidia.com/gpu.count": node.labels.get("nvidia.com/gpu.count", "-"),
-        **{f"allocatable {k}": str(v) for k, v in sorted(allocatable.items()) if k.startswith("nvidia.com/")},
+        **{f"allocatable {k}": v for k, v in sorted(node.resources("allocatable", "nvidia.com/").items())},
         "schedulable": "no (cordoned)" if node.unschedulable else "yes",
     }
 

@@ -10,12 +10,14 @@ from typing import Any
 
 from gpushare.model.taints import Taint
 
+NVIDIA = "nvidia.com/"  # the prefix of the GPU Operator's resources and labels
 GPU = "nvidia.com/gpu"
 SHARED = "nvidia.com/gpu.shared"
 PRESENT = "nvidia.com/gpu.present"
 COUNT = "nvidia.com/gpu.count"
 REPLICAS = "nvidia.com/gpu.replicas"
 STRATEGY = "nvidia.com/gpu.sharing-strategy"
+SHARING_STRATEGIES = ("time-slicing", "mps")  # GFD's strategy labels of a node whose GPUs are shared
 PRODUCT = "nvidia.com/gpu.product"
 CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG = "nvidia.com/mig.config"
@@ -150,6 +152,18 @@ class Node:
     def allocatable(self, resource: str) -> int:
         return quantity(((self.raw.get("status") or {}).get("allocatable") or {}).get(resource))
 
+    def resources(self, part: str, prefix: str = "") -> dict[str, str]:
+        """status.<part> (capacity or allocatable) as the API server wrote it, resource -> quantity
+        text, only the resources whose names start with `prefix`."""
+        return {str(k): str(v) for k, v in ((self.raw.get("status") or {}).get(part) or {}).items()
+                if str(k).startswith(prefix)}
+
+    @property
+    def ready(self) -> bool:
+        """The kubelet's Ready condition is True (status.conditions: read from an untrimmed Node)."""
+        return any(c.get("type") == "Ready" and c.get("status") == "True"
+                   for c in (self.raw.get("status") or {}).get("conditions") or [])
+
     @property
     def gpu_present(self) -> bool:
         return self.labels.get(PRESENT) == "true"
@@ -217,7 +231,12 @@ class Node:
         nvidia.com/gpu.shared, or GFD labels a sharing strategy. Not capacity: the kubelet keeps a
         resource no plugin serves any more at its capacity (allocatable 0) for 5 minutes
         (devicemanager endpointStopGracePeriod), e.g. right after a rollback."""
-        return self.allocatable(SHARED) > 0 or self.strategy in ("time-slicing", "mps")
+        return self.allocatable(SHARED) > 0 or self.labelled_shared
+
+    @property
+    def labelled_shared(self) -> bool:
+        """GFD labels a sharing strategy (time-slicing or MPS) on the node."""
+        return self.strategy in SHARING_STRATEGIES
 
     @property
     def shared_resource(self) -> str:
@@ -237,14 +256,11 @@ class Node:
     def fingerprint(self, pool: Pool | None = None) -> dict[str, Any]:
         """What GPU sharing changes on a node; two equal fingerprints mean "unchanged" (a quantity of
         0 is none: the kubelet never removes a resource a plugin once served)."""
-        status = self.raw.get("status") or {}
         labels = self.labels
         keys = SHARING_LABELS + ((pool.label_key,) if pool else ())
         return {
-            "capacity": {k: str(v) for k, v in (status.get("capacity") or {}).items()
-                         if k.startswith("nvidia.com/") and quantity(v)},
-            "allocatable": {k: str(v) for k, v in (status.get("allocatable") or {}).items()
-                            if k.startswith("nvidia.com/") and quantity(v)},
+            "capacity": {k: v for k, v in self.resources("capacity", NVIDIA).items() if quantity(v)},
+            "allocatable": {k: v for k, v in self.resources("allocatable", NVIDIA).items() if quantity(v)},
             "labels": {k: labels[k] for k in keys if k in labels},
             "taints": sorted(str(t) for t in self.taints),
             "unschedulable": self.unschedulable,
