@@ -36,6 +36,9 @@ BARE = Taint("nvidia.com/gpu", "", "NoSchedule")
     pytest.param({"key": "nvidia.com/gpu", "operator": "Gt", "value": "1", "effect": "NoSchedule"},
                  Taint("nvidia.com/gpu", "5", "NoSchedule"), False, id="comparison-operators-gated-off"),
     pytest.param({"key": "nvidia.com/gpu", "operator": "exists"}, POOL, False, id="operators-are-case-sensitive"),
+    pytest.param({"key": "nvidia.com/gpu", "value": None}, BARE, True, id="a-null-value-is-no-value"),
+    pytest.param({"key": "nvidia.com/gpu", "value": 1}, Taint("nvidia.com/gpu", "1", "NoSchedule"), False,
+                 id="an-unquoted-number-is-no-string"),
 ])
 def test_tolerates(toleration: dict[str, Any], taint: Taint, expected: bool) -> None:
     assert tolerates(toleration, taint) is expected

@@ -27,7 +27,8 @@ class Taint:
 
 
 def tolerates(toleration: dict[str, Any], taint: Taint) -> bool:
-    """k8s.io/api/core/v1 Toleration.ToleratesTaint."""
+    """k8s.io/api/core/v1 Toleration.ToleratesTaint. A value that is not a string (an unquoted YAML
+    number in an inventory's toleration) matches no taint: the API server would refuse it."""
     effect = toleration.get("effect") or ""
     if effect and effect != taint.effect:
         return False
@@ -37,7 +38,8 @@ def tolerates(toleration: dict[str, Any], taint: Taint) -> bool:
         return False
     if operator == "Exists":
         return True
-    return bool(key) and operator == "Equal" and str(toleration.get("value") or "") == taint.value
+    value = toleration.get("value")
+    return bool(key) and operator == "Equal" and (value if value is not None else "") == taint.value
 
 
 def tolerated(tolerations: list[dict[str, Any]], taint: Taint) -> bool:
