@@ -8,7 +8,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-
 from gpushare.gpu_catalog import product as lookup_product
 from gpushare.runbook.inputs import DNS_SUBDOMAIN, read_document
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-
 from gpushare.baseline.model import BaselineInputError, Workload, WorkloadFacts
 from gpushare.runbook.inputs import read_document
 
