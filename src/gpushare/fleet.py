@@ -8,10 +8,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gpushare.gpu_catalog import product as lookup_product
-from gpushare.runbook.inputs import DNS_SUBDOMAIN
+from gpushare.runbook.inputs import DNS_SUBDOMAIN, read_document
 
 # The simulated hardware of a node, read by the GPU Operator simulator (the real plugin asks NVML).
 HARDWARE_ANNOTATION = "sim.gpushare.io/gpus"
@@ -85,14 +83,9 @@ def default_fleet_path() -> Path:
 
 def load_fleet(path: Path | None = None) -> Fleet:
     path = path or default_fleet_path()
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise FleetError(f"cannot read fleet file {path}: {err.strerror}") from err
-    except (UnicodeDecodeError, yaml.YAMLError) as err:
-        raise FleetError(f"fleet file {path} is not valid YAML: {err}") from err
-    except RecursionError:
-        raise FleetError(f"fleet file {path} nests too deeply to be a fleet") from None
+    document = read_document(path, "YAML", FleetError, unreadable="cannot read fleet file {path}: {reason}",
+                             malformed="fleet file {path} is not valid YAML: {error}",
+                             nested="fleet file {path} nests too deeply to be a fleet")
     return parse_fleet(document, source=str(path))
 
 

@@ -39,6 +39,8 @@ def test_thresholds_values_and_overrides() -> None:
     ({"max_replicas": 1}, "max_replicas is 1; expected a whole number between 2"),
     ({"max_replicas": 2.5}, "max_replicas is 2.5"),
     ({"gap_util_pct": True}, "gap_util_pct is True"),
+    ({"min_coverage": 10**400}, "expected a fraction between 0 and 1"),  # beyond any float: no OverflowError
+    ({"min_coverage": float("nan")}, "min_coverage is nan; expected a fraction between 0 and 1"),
     ({"max_gap": "six hours"}, "thresholds: max_gap: 'six hours' is not a duration"),
     ({"queries": {"util": "x"}}, "unknown query key(s) util"),
     ({"queries": {"xid": ""}}, "queries.xid must be a non-empty PromQL string"),

@@ -1,11 +1,17 @@
 """The input helpers every runbook shares (gpushare.runbook.inputs): Kubernetes' own name rules
-(k8s.io/apimachinery/pkg/util/validation) and Ansible's yes/no."""
+(k8s.io/apimachinery/pkg/util/validation), Ansible's yes/no, and the input files a command reads."""
 
 from __future__ import annotations
 
+import io
+import sys
+from pathlib import Path
+
 import pytest
 
-from gpushare.runbook.inputs import DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE, as_bool, optional_int
+from gpushare.runbook.inputs import (
+    DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE, as_bool, bounded_number, optional_int, read_document,
+)
 
 
 @pytest.mark.parametrize(("name", "label", "subdomain"), [
@@ -54,3 +60,58 @@ def test_optional_whole_numbers() -> None:
     assert [optional_int(v) for v in (None, "", "None", "0", 7, " 12 ")] == [None, None, None, 0, 7, 12]
     with pytest.raises(ValueError):
         optional_int("seven")
+
+
+class _Refused(ValueError):
+    pass
+
+
+WORDS = {"unreadable": "cannot read {path}: {reason}", "malformed": "{path} is not it ({error})",
+         "nested": "{path} nests too deeply"}
+
+
+@pytest.mark.parametrize(("fmt", "text", "message"), [
+    ("YAML", None, "cannot read {path}: No such file or directory"),
+    ("YAML", b"a: [1\n", "{path} is not it (while parsing a flow sequence"),
+    ("JSON", b"{bad", "{path} is not it (Expecting property name enclosed in double quotes"),
+    ("JSON", b"\xff\xfe", "{path} is not it ('utf-8' codec can't decode byte 0xff"),
+    ("YAML", b"[" * 5000 + b"]" * 5000, "{path} nests too deeply"),
+    ("JSON", b"[" * 100000 + b"]" * 100000, "{path} nests too deeply"),
+])
+def test_an_unusable_input_file_is_refused_in_the_callers_words(tmp_path: Path, fmt, text, message) -> None:
+    path = tmp_path / "input"
+    if text is not None:
+        path.write_bytes(text)
+    with pytest.raises(_Refused) as raised:
+        read_document(path, fmt, _Refused, **WORDS)
+    assert str(raised.value).startswith(message.format(path=path))
+    assert raised.value.__cause__ is None
+
+
+def test_an_input_file_document_and_standard_input(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "a.yaml").write_text("a: [1, 2]\n")
+    (tmp_path / "a.json").write_text('{"a": [1, 2]}')
+    assert read_document(tmp_path / "a.yaml", "YAML", _Refused, **WORDS) == {"a": [1, 2]}
+    assert read_document(tmp_path / "a.json", "JSON", _Refused, **WORDS) == {"a": [1, 2]}
+    monkeypatch.setattr(sys, "stdin", io.StringIO("- x\n"))
+    assert read_document(Path("-"), "YAML", _Refused, stdin=True, **WORDS) == ["x"]
+    monkeypatch.chdir(tmp_path)  # without stdin=True, "-" is a file name
+    with pytest.raises(_Refused, match="cannot read -: No such file"):
+        read_document(Path("-"), "YAML", _Refused, **WORDS)
+
+
+def test_deep_nesting_without_words_for_it_is_not_caught(tmp_path: Path) -> None:
+    (tmp_path / "deep.json").write_text("[" * 100000 + "]" * 100000)
+    with pytest.raises(RecursionError):
+        read_document(tmp_path / "deep.json", "JSON", _Refused, unreadable="", malformed="")
+
+
+@pytest.mark.parametrize(("value", "kind", "low", "high", "valid"), [
+    (0, float, 0, 1, True), (1, float, 0, 1, True), (0.5, float, 0, None, True), (10**6, int, 0, None, True),
+    (2, int, 2, 64, True), (1, int, 2, 64, False), (65, int, 2, 64, False), (2.0, int, 2, 64, False),
+    (1.01, float, 0, 1, False), (-0.1, float, 0, None, False), (True, float, 0, 1, False), ("1", float, 0, 1, False),
+    (None, float, 0, 1, False), (float("nan"), float, 0, None, False), (float("inf"), float, 0, None, False),
+    (10**400, float, 0, None, False),  # beyond any float
+])
+def test_bounded_numbers(value, kind, low, high, valid: bool) -> None:
+    assert bounded_number(value, kind, low, high) is valid

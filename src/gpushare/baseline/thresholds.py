@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from string import Template
-
-import yaml
 
 from gpushare.baseline.model import BaselineInputError, Thresholds
 from gpushare.baseline.queries import DEFAULT_QUERIES, PLACEHOLDERS, RETIRED
 from gpushare.gates.model import GateInputError
 from gpushare.gates.thresholds import xid_required
 from gpushare.gates.timespec import parse_duration
+from gpushare.runbook.inputs import bounded_number, read_document
 
 # key -> (kind, lower bound, upper bound or None, what is expected)
 _NUMBERS: dict[str, tuple[type, float, float | None, str]] = {
@@ -29,12 +27,9 @@ _DURATIONS = {"min_history": "min_history_s", "max_gap": "max_gap_s"}
 def load_thresholds(path: Path | None) -> Thresholds:
     if path is None:
         return Thresholds()
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise BaselineInputError(f"cannot read the thresholds file {path}: {err.strerror}; check the path") from None
-    except (UnicodeDecodeError, yaml.YAMLError) as err:
-        raise BaselineInputError(f"thresholds file {path} is not YAML ({err}); fix its syntax") from None
+    document = read_document(path, "YAML", BaselineInputError,
+                             unreadable="cannot read the thresholds file {path}: {reason}; check the path",
+                             malformed="thresholds file {path} is not YAML ({error}); fix its syntax")
     return parse_thresholds({} if document is None else document)
 
 
@@ -60,11 +55,8 @@ def parse_thresholds(document: object) -> Thresholds:
 
 def _number(key: str, value: object) -> float | int:
     kind, low, high, expected = _NUMBERS[key]
-    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not numeric or (kind is int and not isinstance(value, int)) or not math.isfinite(value):
+    if not bounded_number(value, kind, low, high):
         raise BaselineInputError(f"thresholds: {key} is {value!r}; expected {expected}")
-    if value < low or (high is not None and value > high):
-        raise BaselineInputError(f"thresholds: {key} is {value}; expected {expected}")
     return kind(value)
 
 

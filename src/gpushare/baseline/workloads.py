@@ -9,14 +9,11 @@ pod wins, so put the narrow entries before the broad ones.
 
 from __future__ import annotations
 
-import json
 import re
-import sys
 from pathlib import Path
 
-import yaml
-
 from gpushare.baseline.model import BaselineInputError, Workload, WorkloadFacts
+from gpushare.runbook.inputs import read_document
 
 FLAGS = ("retryable", "checkpointed", "latency_critical")
 _KEYS = {*FLAGS, "owner", "namespace", "labels"}
@@ -31,13 +28,9 @@ def load_facts(path: Path | None) -> list[WorkloadFacts]:
     """Facts from a YAML or JSON file (`-` reads standard input): a list, or {workloads: [...]}."""
     if path is None:
         return []
-    try:
-        text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
-        document = yaml.safe_load(text)
-    except OSError as err:
-        raise BaselineInputError(f"cannot read the workloads file {path}: {err.strerror}; check the path") from None
-    except (UnicodeDecodeError, yaml.YAMLError, json.JSONDecodeError) as err:
-        raise BaselineInputError(f"workloads file {path} is not YAML or JSON ({err}); fix its syntax") from None
+    document = read_document(path, "YAML", BaselineInputError, stdin=True,
+                             unreadable="cannot read the workloads file {path}: {reason}; check the path",
+                             malformed="workloads file {path} is not YAML or JSON ({error}); fix its syntax")
     if isinstance(document, dict) and set(document) == {"workloads"}:
         document = document["workloads"]
     return parse_facts(document or [])

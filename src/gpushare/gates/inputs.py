@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gpushare.gates.model import GateInputError, Observations, Side, finite_number
+from gpushare.gates.model import GateInputError, Observations, Side
+from gpushare.runbook.inputs import finite_number, read_document
 
 COUNT_KEYS = ("oom_kills", "restarts", "xid_errors")
 WINDOW_KEYS = ("p99_ms", "queue_time_s")
@@ -30,14 +31,10 @@ _UNITS = {
 
 
 def load_metrics(path: Path) -> Observations:
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise GateInputError(f"cannot read the metrics file {path}: {err.strerror}; check the path") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise GateInputError(f"metrics file {path} is not JSON ({err}); fix its syntax") from None
-    except RecursionError:
-        raise GateInputError(f"metrics file {path} nests too deeply to be metrics; fix its syntax") from None
+    document = read_document(path, "JSON", GateInputError,
+                             unreadable="cannot read the metrics file {path}: {reason}; check the path",
+                             malformed="metrics file {path} is not JSON ({error}); fix its syntax",
+                             nested="metrics file {path} nests too deeply to be metrics; fix its syntax")
     return parse_metrics(document, source={"metrics": str(path)})
 
 

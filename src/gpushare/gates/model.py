@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -19,16 +18,6 @@ EXIT_BAD_INPUT = 2
 
 class GateInputError(ValueError):
     """Metrics, thresholds or options the gates cannot use; the message says what to fix."""
-
-
-def finite_number(value: object) -> bool:
-    """An int or float (not a bool) that a float can hold: not NaN, not infinite, not a huge int."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:  # an int beyond any float
-        return False
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from string import Template
 
-import yaml
-
-from gpushare.gates.model import GateInputError, Thresholds, finite_number
+from gpushare.gates.model import GateInputError, Thresholds
 from gpushare.gates.queries import DEFAULT_QUERIES, PLACEHOLDERS
 from gpushare.gates.timespec import parse_duration
+from gpushare.runbook.inputs import bounded_number, read_document
 
 _OF_HEADROOM = "a fraction between 0 and 1 of the room from the baseline's P99 to the SLO"
 # key -> (kind, lower bound, upper bound or None, help); required keys have no default in Thresholds.
@@ -37,14 +36,10 @@ REQUIRED = ("throughput_min_gain", "p99_slo_ms", "p99_breach_windows")
 
 
 def load_thresholds(path: Path) -> Thresholds:
-    try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise GateInputError(f"cannot read the thresholds file {path}: {err.strerror}; check the path") from None
-    except (UnicodeDecodeError, yaml.YAMLError) as err:
-        raise GateInputError(f"thresholds file {path} is not YAML ({err}); fix its syntax") from None
-    except RecursionError:
-        raise GateInputError(f"thresholds file {path} nests too deeply to be thresholds; fix its syntax") from None
+    document = read_document(path, "YAML", GateInputError,
+                             unreadable="cannot read the thresholds file {path}: {reason}; check the path",
+                             malformed="thresholds file {path} is not YAML ({error}); fix its syntax",
+                             nested="thresholds file {path} nests too deeply to be thresholds; fix its syntax")
     return parse_thresholds(document)
 
 
@@ -80,10 +75,8 @@ def xid_required(value: object) -> bool:
 
 def _value(key: str, value: object) -> float | int:
     kind, low, high, expected = _FIELDS[key]
-    if not finite_number(value) or (kind is int and not isinstance(value, int)):
+    if not bounded_number(value, kind, low, high) or (key == "p99_slo_ms" and value == 0):
         raise GateInputError(f"thresholds: {key} is {value!r}; expected {expected}")
-    if value < low or (high is not None and value > high) or (key == "p99_slo_ms" and value == 0):
-        raise GateInputError(f"thresholds: {key} is {value}; expected {expected}")
     return kind(value)
 
 

@@ -7,7 +7,7 @@ reported, each saying what is wrong and what to do."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -179,12 +179,20 @@ def _list(check: _Checker, value: Any, what: str) -> list:
     return value
 
 
+def _named_entries(check: _Checker, value: Any, what: str, keys: set[str], kind: str) -> Iterator[tuple[str, dict]]:
+    """(name, entry) for each entry of the list input `what`: a mapping of `keys` with a valid name
+    (`kind`: what a message calls the entry, such as "flavor")."""
+    for position, entry in enumerate(_list(check, value, what), start=1):
+        where = f"{what}[{position}]"
+        entry = check.mapping(entry, where)
+        check.unknown_keys(entry, keys, where)
+        yield check.name(entry.get("name"), f"{kind} {where}.name"), entry
+
+
 def _flavors(check: _Checker, flavors: Any) -> list[Flavor]:
     result: list[Flavor] = []
-    for position, entry in enumerate(_list(check, flavors, "queue_backfill_flavors"), start=1):
-        entry = check.mapping(entry, f"queue_backfill_flavors[{position}]")
-        check.unknown_keys(entry, {"name", "nodeLabels", "tolerations"}, f"queue_backfill_flavors[{position}]")
-        name = check.name(entry.get("name"), f"flavor queue_backfill_flavors[{position}].name")
+    for name, entry in _named_entries(check, flavors, "queue_backfill_flavors", {"name", "nodeLabels", "tolerations"},
+                                      "flavor"):
         labels = check.mapping(entry.get("nodeLabels"), f"flavor {name}: nodeLabels")
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
             check.fail(f"flavor {name}: nodeLabels must map label keys to string values (quote numbers and booleans)")
@@ -212,11 +220,8 @@ def _toleration(check: _Checker, value: Any, what: str) -> dict[str, Any]:
 
 def _teams(check: _Checker, teams: Any, flavors: set[str]) -> list[Team]:
     result: list[Team] = []
-    for position, entry in enumerate(_list(check, teams, "queue_backfill_teams"), start=1):
-        entry = check.mapping(entry, f"queue_backfill_teams[{position}]")
-        check.unknown_keys(entry, {"name", "namespace", "localQueue", "quotas", "preemption", "queueingStrategy"},
-                           f"queue_backfill_teams[{position}]")
-        name = check.name(entry.get("name"), f"team queue_backfill_teams[{position}].name")
+    keys = {"name", "namespace", "localQueue", "quotas", "preemption", "queueingStrategy"}
+    for name, entry in _named_entries(check, teams, "queue_backfill_teams", keys, "team"):
         namespace = check.name(entry.get("namespace", name), f"team {name}: namespace", label=True)
         local_queue = check.name(entry.get("localQueue", "gpu"), f"team {name}: localQueue")
         quotas = _quotas(check, name, entry.get("quotas"), flavors)
@@ -308,10 +313,8 @@ def _preemption(check: _Checker, team: str, value: Any) -> dict[str, Any]:
 
 def _priority_classes(check: _Checker, value: Any) -> list[PriorityClass]:
     result: list[PriorityClass] = []
-    for position, entry in enumerate(_list(check, value, "queue_backfill_priority_classes"), start=1):
-        entry = check.mapping(entry, f"queue_backfill_priority_classes[{position}]")
-        check.unknown_keys(entry, {"name", "value", "description"}, f"queue_backfill_priority_classes[{position}]")
-        name = check.name(entry.get("name"), f"priority class queue_backfill_priority_classes[{position}].name")
+    for name, entry in _named_entries(check, value, "queue_backfill_priority_classes", {"name", "value", "description"},
+                                      "priority class"):
         number = entry.get("value")
         if isinstance(number, bool) or not isinstance(number, int) or not -INT32_MAX - 1 <= number <= INT32_MAX:
             check.fail(f"priority class {name}: value {number!r} must be a whole number (32-bit); higher runs first")

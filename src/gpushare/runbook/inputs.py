@@ -1,10 +1,17 @@
-"""Reading a runbook's inputs as a role passes them, and the Kubernetes name rules they are checked
-against (k8s.io/apimachinery/pkg/util/validation)."""
+"""Reading a runbook's inputs as a role passes them, the Kubernetes name rules they are checked
+against (k8s.io/apimachinery/pkg/util/validation), and the input files a command reads (a fleet, a
+metrics or thresholds file): the document and its numbers, each caller with its own words."""
 
 from __future__ import annotations
 
+import json
+import math
 import re
-from typing import Any
+import sys
+from pathlib import Path
+from typing import Any, Literal, TypeGuard
+
+import yaml
 
 # Every refusal before the first write ends with this.
 NOTHING = "Nothing was changed."
@@ -31,3 +38,43 @@ def as_bool(value: Any) -> bool:
 def optional_int(value: Any) -> int | None:
     """An optional whole number as a role passes it (null renders as None or "")."""
     return None if value is None or str(value).strip() in ("", "None") else int(value)
+
+
+# format -> (parser, the errors that say the text is not that format)
+_PARSERS: dict[str, tuple[Any, type[Exception]]] = {"YAML": (yaml.safe_load, yaml.YAMLError),
+                                                    "JSON": (json.loads, json.JSONDecodeError)}
+
+
+def read_document(path: Path, fmt: Literal["YAML", "JSON"], error: type[Exception], *, unreadable: str,
+                  malformed: str, nested: str | None = None, stdin: bool = False) -> Any:
+    """The document of an input file, or `error` with the caller's message: `unreadable` when the
+    file cannot be read ({path}, {reason}: the system's reason), `malformed` when it is not UTF-8
+    `fmt` ({path}, {error}: the parser's message), `nested` when it nests past Python's recursion
+    limit ({path}; None: not caught). `stdin`: the path `-` reads standard input."""
+    parse, syntax_error = _PARSERS[fmt]
+    try:
+        return parse(sys.stdin.read() if stdin and str(path) == "-" else path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise error(unreadable.format(path=path, reason=err.strerror)) from None
+    except (UnicodeDecodeError, syntax_error) as err:
+        raise error(malformed.format(path=path, error=err)) from None
+    except RecursionError:
+        if nested is None:
+            raise
+        raise error(nested.format(path=path)) from None
+
+
+def finite_number(value: object) -> TypeGuard[int | float]:
+    """An int or float (not a bool) that a float can hold: not NaN, not infinite, not a huge int."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond any float
+        return False
+
+
+def bounded_number(value: object, kind: type[int] | type[float], low: float, high: float | None) -> bool:
+    """A finite number (an int when `kind` is int) from `low` to `high` (None: no upper bound)."""
+    return (finite_number(value) and (kind is not int or isinstance(value, int))
+            and low <= value and (high is None or value <= high))

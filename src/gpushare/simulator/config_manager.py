@@ -146,27 +146,28 @@ class ManagedPod(Generic[T]):
         self.mount, self.mounted_at = (dict(configmap) if configmap is not None else None), now
         return changed
 
-    def _init(self, label: str | None, now: float, load: Callable[[str], T]) -> None:
+    def _select(self, label: str | None, container: str) -> tuple[str | None, str | None]:
+        """The config-manager in `container` reads the node label: (the key it selects, None), or
+        (None, why it exits), reported as an event of the container."""
         self.label = label
         try:
-            key = select_config(label, self.default, self.mount or {})
+            return select_config(label, self.default, self.mount or {}), None
         except SelectError as err:
-            self.init_error, self.init_restarts = str(err), self.init_restarts + 1
-            self.events.append(("config-manager-init", str(err)))
-            return
-        self.init_error = None
-        self._start(key, now, load)
+            self.events.append((container, str(err)))
+            return None, str(err)
+
+    def _init(self, label: str | None, now: float, load: Callable[[str], T]) -> None:
+        key, self.init_error = self._select(label, "config-manager-init")
+        if key is None:
+            self.init_restarts += 1
+        else:
+            self._start(key, now, load)
 
     def _sidecar(self, label: str | None, now: float, load: Callable[[str], T]) -> None:
-        self.label = label
-        try:
-            key = select_config(label, self.default, self.mount or {})
-        except SelectError as err:
-            self.sidecar_error, self.sidecar_restarts = str(err), self.sidecar_restarts + 1
-            self.events.append(("config-manager", str(err)))
-            return
-        self.sidecar_error = None
-        if key != self.selected:
+        key, self.sidecar_error = self._select(label, "config-manager")
+        if key is None:
+            self.sidecar_restarts += 1
+        elif key != self.selected:
             self._start(key, now, load)  # SIGHUP: the main process reloads in place
 
     def _start(self, key: str, now: float, load: Callable[[str], T]) -> None:
