@@ -27,6 +27,7 @@ from gpushare.runbook.inputs import (
     ("a-", False, False),
     ("A", False, False),
     ("", False, False),
+    ("abc\n", False, False),  # `$` would let a trailing newline through
 ])
 def test_dns_names_as_kubernetes_validates_them(name: str, label: bool, subdomain: bool) -> None:
     assert bool(DNS_LABEL.match(name)) is label
@@ -36,6 +37,7 @@ def test_dns_names_as_kubernetes_validates_them(name: str, label: bool, subdomai
 @pytest.mark.parametrize(("key", "valid"), [
     ("gpu-mode", True), ("nvidia.com/device-plugin.config", True), ("Gpu_Mode.x", True),
     ("a" * 63, True), ("a" * 64, False), ("x..y/name", False), ("/name", False), ("a/b/c", False), ("", False),
+    ("gpu-mode\n", False),
 ])
 def test_label_keys(key: str, valid: bool) -> None:
     assert bool(LABEL_KEY.match(key)) is valid
@@ -43,7 +45,7 @@ def test_label_keys(key: str, valid: bool) -> None:
 
 def test_label_values() -> None:
     assert all(LABEL_VALUE.match(v) for v in ("", "shared", "a" * 63, "all-1g.10gb"))
-    assert not any(LABEL_VALUE.match(v) for v in ("a" * 64, "-a", "a b"))
+    assert not any(LABEL_VALUE.match(v) for v in ("a" * 64, "-a", "a b", "shared\n"))
 
 
 @pytest.mark.parametrize("text", ["true", "True", "yes", "on", "1", "y", "t", " YES "])
@@ -73,6 +75,7 @@ WORDS = {"unreadable": "cannot read {path}: {reason}", "malformed": "{path} is n
 @pytest.mark.parametrize(("fmt", "text", "message"), [
     ("YAML", None, "cannot read {path}: No such file or directory"),
     ("YAML", b"a: [1\n", "{path} is not it (while parsing a flow sequence"),
+    ("YAML", b"x: 2020-13-01\n", "{path} is not it (month must be in 1..12)"),  # a timestamp no date has
     ("JSON", b"{bad", "{path} is not it (Expecting property name enclosed in double quotes"),
     ("JSON", b"\xff\xfe", "{path} is not it ('utf-8' codec can't decode byte 0xff"),
     ("YAML", b"[" * 5000 + b"]" * 5000, "{path} nests too deeply"),

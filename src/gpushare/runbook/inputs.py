@@ -18,14 +18,15 @@ NOTHING = "Nothing was changed."
 
 _LABEL = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
 _SUBDOMAIN_PART = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+# `\Z`, not `$`: a name with a trailing newline is not a name.
 # A DNS-1123 label (a namespace, a Service): at most 63 characters.
-DNS_LABEL = re.compile(rf"^{_LABEL}$")
+DNS_LABEL = re.compile(rf"^{_LABEL}\Z")
 # A DNS-1123 subdomain (a ConfigMap, a node, most object names): at most 253 characters.
-DNS_SUBDOMAIN = re.compile(rf"^(?=.{{1,253}}$){_SUBDOMAIN_PART}(\.{_SUBDOMAIN_PART})*$")
+DNS_SUBDOMAIN = re.compile(rf"^(?=.{{1,253}}\Z){_SUBDOMAIN_PART}(\.{_SUBDOMAIN_PART})*\Z")
 # A label value (may be empty) and a label key (an optional DNS-subdomain prefix and a name).
-LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z")
 LABEL_KEY = re.compile(rf"^((?=[^/]{{1,253}}/){_SUBDOMAIN_PART}(\.{_SUBDOMAIN_PART})*/)?"
-                       r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+                       r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z")
 
 _TRUE = ("true", "yes", "on", "1", "y", "t")  # what Ansible's boolean filter reads as true
 
@@ -41,8 +42,10 @@ def optional_int(value: Any) -> int | None:
 
 
 # format -> (parser, the errors that say the text is not that format)
-_PARSERS: dict[str, tuple[Any, type[Exception]]] = {"YAML": (yaml.safe_load, yaml.YAMLError),
-                                                    "JSON": (json.loads, json.JSONDecodeError)}
+# (a YAML timestamp that names no date, 2020-13-01, fails with a ValueError)
+_PARSERS: dict[str, tuple[Any, tuple[type[Exception], ...]]] = {
+    "YAML": (yaml.safe_load, (yaml.YAMLError, ValueError)),
+    "JSON": (json.loads, (json.JSONDecodeError,))}
 
 
 def read_document(path: Path, fmt: Literal["YAML", "JSON"], error: type[Exception], *, unreadable: str,
@@ -51,12 +54,12 @@ def read_document(path: Path, fmt: Literal["YAML", "JSON"], error: type[Exceptio
     file cannot be read ({path}, {reason}: the system's reason), `malformed` when it is not UTF-8
     `fmt` ({path}, {error}: the parser's message), `nested` when it nests past Python's recursion
     limit ({path}; None: not caught). `stdin`: the path `-` reads standard input."""
-    parse, syntax_error = _PARSERS[fmt]
+    parse, syntax_errors = _PARSERS[fmt]
     try:
         return parse(sys.stdin.read() if stdin and str(path) == "-" else path.read_text(encoding="utf-8"))
     except OSError as err:
         raise error(unreadable.format(path=path, reason=err.strerror)) from None
-    except (UnicodeDecodeError, syntax_error) as err:
+    except (UnicodeDecodeError, *syntax_errors) as err:
         raise error(malformed.format(path=path, error=err)) from None
     except RecursionError:
         if nested is None:
