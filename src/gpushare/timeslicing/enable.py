@@ -225,7 +225,7 @@ class Wanted:
         taint = settings.pool_taint
         untolerated = taint if taint is not None and not tolerated(state.operand_tolerations, taint) else None
         field_changes = _config_changes(state, settings, wanted_default)
-        if untolerated and settings.confirm_operand_roll:
+        if untolerated is not None and settings.confirm_operand_roll:
             field_changes.append(FieldChange(TOLERATIONS, (state.spec.get("daemonsets") or {}).get("tolerations"),
                                              state.operand_tolerations + [{"key": untolerated.key, "operator": "Exists",
                                                                            "effect": "NoSchedule"}]))
@@ -365,7 +365,7 @@ def _roll_problems(state: ClusterState, settings: Settings, wanted: Wanted) -> l
     problems = []
     if wanted.operand_roll(settings) and _upgrades_driver(state) and state.workloads is not None:
         problems += _unevictable(state, f"Adding the toleration for {wanted.untolerated} to spec.daemonsets.tolerations")
-    if wanted.untolerated and not settings.confirm_operand_roll:
+    if wanted.untolerated is not None and not settings.confirm_operand_roll:
         problems.append(f"The operand DaemonSets do not tolerate the pool taint {wanted.untolerated} "
                         f"(spec.daemonsets.tolerations: {state.operand_tolerations}): after a restart the device plugin "
                         f"could not come back on the tainted node. Adding that toleration {_operand_roll_cost(state)}. "
@@ -595,8 +595,8 @@ def _dump(obj: dict[str, Any]) -> str:
 def driver_upgrades(state: ClusterState, changes: list[FieldChange]) -> bool:
     """A tolerations change re-renders the driver DaemonSet, whose upgrade controller (autoUpgrade)
     then cordons and drains every GPU node in turn."""
-    return (any(c.path == TOLERATIONS for c in changes) and state.driver_auto_upgrade
-            and DRIVER in state.operands and state.operands[DRIVER].rollout()[1] > 0)
+    return (any(c.path == TOLERATIONS for c in changes) and _upgrades_driver(state)
+            and state.operands[DRIVER].rollout()[1] > 0)
 
 
 def _expected(state: ClusterState, settings: Settings, affected: list[str], targets: list[str],
