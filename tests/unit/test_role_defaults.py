@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from gpushare.mig.settings import MigSettings
+from gpushare.release_gates import runbook as release_gates
 from gpushare.rollout.settings import RolloutSettings
 from gpushare.share_check.plan import Inputs
 from gpushare.timeslicing.rollback import RollbackSettings
@@ -174,7 +175,7 @@ def test_a_task_that_defaults_another_roles_input_gives_its_default() -> None:
 
 
 # The Python settings each role's plan filter builds from its `_<role>_inputs` mapping (the role's
-# variables without their prefix): (where the mapping is, its name, the class's `of`).
+# variables without their prefix): (where the mapping is, its name, what reads it).
 def _python_settings() -> dict[str, tuple[str, str, Any]]:
     return {
         "timeslicing": ("tasks/preflight.yml", "_timeslicing_inputs", Settings.of),
@@ -182,6 +183,8 @@ def _python_settings() -> dict[str, tuple[str, str, Any]]:
         "mig": ("tasks/preflight.yml", "_mig_inputs", lambda values: MigSettings.of("enable-mig", values)),
         "share_check": ("tasks/preflight.yml", "_share_check_inputs", Inputs.of),
         "rollout": ("vars/main.yml", "_rollout_inputs", RolloutSettings.of),
+        "release_gates": ("tasks/preflight.yml", "_release_gates_inputs",
+                          lambda values: release_gates.plan(values, ".", ["gpu-node"])),
     }
 
 
@@ -201,10 +204,14 @@ def _mapping(role: str, where: str, name: str) -> dict[str, str]:
     return found
 
 
+# Inputs the tasks derive (a host's configs, the directory of the run) or that have no default, as
+# a run gives them, so that the defaults around them are read: the release gates on, from Prometheus.
+_GIVEN = {"configs": {}, "cwd": ".", "backup_text": "", "prometheus_url": "http://prometheus.example:9090",
+          "thresholds_file": str(ROOT / "examples" / "gates" / "thresholds.yaml")}
 _PASSES = re.compile(r"^\{\{\s*([a-z][a-z0-9_]*)\s*(\|\s*(bool|int)\s*)?\}\}$")
 
 
-@pytest.mark.parametrize("role", ["timeslicing", "timeslicing_rollback", "mig", "share_check", "rollout"])
+@pytest.mark.parametrize("role", ["timeslicing", "timeslicing_rollback", "mig", "share_check", "rollout", "release_gates"])
 def test_a_python_fallback_is_the_argument_specs_default(role: str) -> None:
     """Settings built without an input the role always passes are the settings of its default: a
     fallback in Python that differs from the argument spec fails here."""
@@ -218,8 +225,8 @@ def test_a_python_fallback_is_the_argument_specs_default(role: str) -> None:
         if passes and plain(values.get(variable)):
             inputs[key] = values[variable]
             checked.append(key)
-        else:  # derived by the tasks (a host's configs, the directory of the run): any valid value
-            inputs[key] = {"configs": {}, "cwd": ".", "backup_text": ""}.get(key)
+        else:
+            inputs[key] = _GIVEN.get(key)
     full = settings_of(dict(inputs))
     assert checked
     wrong = []
