@@ -13,7 +13,7 @@ import yaml
 
 from gpushare.k8s.patch import PatchConflict, json_patch, merge_patch
 from gpushare.model.node import Mark, Node, unpacked
-from gpushare.timeslicing.enable import EnablePlan, plan
+from gpushare.timeslicing.enable import EnablePlan, needs_fleet, plan, refusals
 from gpushare.timeslicing import records
 from gpushare.timeslicing.records import FieldChange, Record
 from gpushare.timeslicing.state import ClusterState
@@ -160,6 +160,31 @@ REFUSALS = [
 @pytest.mark.parametrize(("cluster", "targets", "inputs", "fragment"), REFUSALS)
 def test_each_refusal(cluster: dict[str, Any], targets: list[str], inputs: dict[str, Any], fragment: str) -> None:
     refused(enable(cluster, targets, **inputs), fragment)
+
+
+@pytest.mark.parametrize(("cluster", "targets", "inputs", "fragment"), REFUSALS)
+def test_the_plans_refusals_are_the_refusals_of_its_inputs_and_cluster(
+        cluster: dict[str, Any], targets: list[str], inputs: dict[str, Any], fragment: str) -> None:
+    found, _ = refusals(ClusterState.of(cluster), settings(**inputs), targets, {"command": "x"})
+    assert found == enable(cluster, targets, **inputs).refusals and any(fragment in r for r in found)
+
+
+def test_a_refused_precondition_hides_what_the_change_would_harm() -> None:
+    """An unknown target stops the judging there: the change problems assume the targets exist."""
+    found, wanted = refusals(ClusterState.of(read()), settings(pool_taint_key="gpu-mode"), ["gpu-node-9"], {})
+    assert wanted is None and len(found) == 1 and "gpu-node-9 is not a node of this cluster" in found[0]
+
+
+@pytest.mark.parametrize(("targets", "inputs", "fleet"), [
+    pytest.param(["gpu-node"], {}, False, id="a re-run: decided by the first read"),
+    pytest.param(["gpu-node"], {"replicas": 4}, True, id="a change"),
+    pytest.param(["gpu-node-9"], {}, True, id="a refusal"),
+    pytest.param(["gpu-node"], {"scope": "cluster", "confirm_cluster_scope": True}, True, id="cluster scope"),
+])
+def test_the_fleet_read_rule(targets: list[str], inputs: dict[str, Any], fleet: bool) -> None:
+    result = enable(enabled_read(), targets, **inputs)
+    assert needs_fleet(result, settings(**inputs)) is fleet
+    assert not result.needs_fleet, "a plan made from every node needs no other read"
 
 
 def test_a_healthy_cluster_is_refused_nothing() -> None:

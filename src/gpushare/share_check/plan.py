@@ -72,7 +72,7 @@ class Inputs:
                           "taint": {"key": values["pool_taint_key"], "value": values["pool_taint_value"]}}),
             fail_requests_greater_than_one=as_bool(fail_gt_one) if fail_gt_one is not None else None,
             overflow=as_bool(values.get("overflow", True)), exec=as_bool(values.get("exec", False)),
-            timeout=int(values.get("timeout", 180)), poll_interval=int(values.get("poll_interval", 2)),
+            timeout=int(values.get("timeout", 180)), poll_interval=int(values["poll_interval"]),
             keep=as_bool(values.get("keep", False)), operator_namespace=str(values["operator_namespace"]),
         )
 

@@ -13,7 +13,7 @@ from gpushare import mps
 from gpushare.k8s.patch import escape, pointer, resolve
 from gpushare.model.node import CONFIG_LABEL, MARK, Mark, Node
 from gpushare.model.operands import CONFIG_READERS, DRIVER, MPS
-from gpushare.model.taints import tolerated
+from gpushare.model.taints import Taint, tolerated
 from gpushare.rbac import Names
 from gpushare.rbac.access import configmap_refusal, identity
 from gpushare.timeslicing.records import FieldChange, Intent, new_record, record_name, state_patch
@@ -44,6 +44,7 @@ class EnablePlan:
     backup_file: str = ""  # where the ClusterPolicy goes on the control machine before it changes
     expected: dict[str, Any] = field(default_factory=dict)
     needs_workloads: bool = False  # the pods of every GPU node decide it: read them, then plan again
+    needs_fleet: bool = False  # made from the first read, it is not decided without every node (needs_fleet())
 
     @property
     def writes(self) -> bool:
@@ -52,13 +53,9 @@ class EnablePlan:
     def as_dict(self) -> dict[str, Any]:
         return {"refusals": self.refusals, "interrupted": self.interrupted, "notes": self.notes, "lines": self.lines,
                 "changes": self.changes, "restart_nodes": self.restart_nodes, "known_readers": self.known_readers,
-                "rolls_fleet": self.rolls_fleet, "needs_workloads": self.needs_workloads,
+                "rolls_fleet": self.rolls_fleet, "needs_workloads": self.needs_workloads, "needs_fleet": self.needs_fleet,
                 "record": self.record, "backup_file": self.backup_file, "expected": self.expected,
                 "writes": self.writes}
-
-
-def _refuse(plan: EnablePlan, message: str) -> None:
-    plan.refusals.append(f"{message} {NOTHING}")
 
 
 def _label_problems(state: ClusterState, settings: Settings, targets: list[str]) -> list[str]:
@@ -199,9 +196,203 @@ def _node_change(node: Node, settings: Settings, record: str) -> tuple[list[dict
     return changes, bool(existing and existing != pool.taint)
 
 
+@dataclass(frozen=True)
+class Wanted:
+    """What the run asks of the cluster, before it is judged: the nodes it affects, the ConfigMap's
+    data it wants, the ClusterPolicy fields it changes and whether that rolls the fleet."""
+
+    affected: list[str]  # the targets; with cluster scope every GPU node too
+    data: dict[str, str]  # the ConfigMap's data as read
+    desired: dict[str, str]  # ... and as this run leaves it
+    wanted_default: str  # the ClusterPolicy's default key this run leaves
+    field_changes: list[FieldChange]
+    untolerated: Taint | None  # the pool taint, when the operands do not tolerate it
+    rolls_fleet: bool  # spec.devicePlugin.config changes: the operator restarts the readers everywhere
+    readers: list[str]  # the operand DaemonSets that read the ConfigMap
+
+    @classmethod
+    def of(cls, state: ClusterState, settings: Settings, targets: list[str]) -> Wanted:
+        data = state.configmap_data(settings.configmap)
+        policy_name, policy_default = state.plugin_config
+        affected = sorted(set(targets) | ({n.name for n in state.gpu_nodes} if settings.scope == "cluster" else set()))
+        if settings.scope == "cluster":
+            wanted_default = settings.key
+        else:
+            wanted_default = policy_default if policy_name == settings.configmap and policy_default else DEFAULT_KEY
+        desired = {**data, settings.key: settings.shared_config()}
+        if DEFAULT_KEY not in desired:
+            desired[DEFAULT_KEY] = DEFAULT_CONFIG
+        taint = settings.pool_taint
+        untolerated = taint if taint is not None and not tolerated(state.operand_tolerations, taint) else None
+        field_changes = _config_changes(state, settings, wanted_default)
+        if untolerated is not None and settings.confirm_operand_roll:
+            field_changes.append(FieldChange(TOLERATIONS, (state.spec.get("daemonsets") or {}).get("tolerations"),
+                                             state.operand_tolerations + [{"key": untolerated.key, "operator": "Exists",
+                                                                           "effect": "NoSchedule"}]))
+        return cls(affected, data, desired, wanted_default, field_changes, untolerated,
+                   any(c.path.startswith(CONFIG) for c in field_changes),
+                   [o.name for o in state.config_readers()] or list(CONFIG_READERS[:2]))
+
+    def operand_roll(self, settings: Settings) -> bool:
+        """The confirmed toleration change: every operand DaemonSet re-renders."""
+        return self.untolerated is not None and settings.confirm_operand_roll
+
+    def needs_workloads(self, state: ClusterState, settings: Settings) -> bool:
+        """The driver upgrade the operand roll starts must evict every GPU pod: read them first."""
+        return self.operand_roll(settings) and _upgrades_driver(state) and state.workloads is None
+
+    def notes(self, state: ClusterState, settings: Settings) -> list[str]:
+        if not self.operand_roll(settings):
+            return []
+        return [f"Confirmed: adding the toleration for {self.untolerated} to spec.daemonsets.tolerations "
+                f"{_operand_roll_cost(state)}."]
+
+
+def _config_changes(state: ClusterState, settings: Settings, wanted_default: str) -> list[FieldChange]:
+    """spec.devicePlugin.config as this run wants it."""
+    policy_name, policy_default = state.plugin_config
+    config = (state.spec.get("devicePlugin") or {}).get("config")
+    if config is None:  # the chart renders no config block until a ConfigMap is named
+        return [FieldChange(CONFIG, None, {"name": settings.configmap, "default": wanted_default})]
+    changes = []
+    if policy_name != settings.configmap:
+        changes.append(FieldChange(CONFIG_NAME, config.get("name"), settings.configmap))
+    if policy_default != wanted_default:
+        changes.append(FieldChange(CONFIG_DEFAULT, config.get("default"), wanted_default))
+    return changes
+
+
+def _upgrades_driver(state: ClusterState) -> bool:
+    """A re-rendered driver DaemonSet makes its upgrade controller drain every GPU node in turn."""
+    return state.driver_auto_upgrade and DRIVER in state.operands
+
+
+def _operand_roll_cost(state: ClusterState) -> str:
+    operands = sorted(state.operands)
+    return (f"re-renders every operand DaemonSet ({spread(state, operands)})"
+            + ("; the driver DaemonSet's template changes, and with driver.upgradePolicy.autoUpgrade=true the "
+               "upgrade controller then cordons each GPU node in turn, evicts its GPU pods and reloads the driver"
+               if _upgrades_driver(state) else ""))
+
+
+def refusals(state: ClusterState, settings: Settings, targets: list[str], invocation: dict[str, str],
+             access: dict[str, Any] | None = None) -> tuple[list[str], Wanted | None]:
+    """Every reason to refuse the run before any write, each ending "Nothing was changed.", in the
+    order the operator reads them, and what the run wants once its preconditions hold (None until
+    they do). Each stage's refusals hide the later stages', which assume the earlier ones passed.
+    `access`: the authorizer's answers to the preflight's questions (gpushare.rbac.access), if asked."""
+    problems = _precondition_problems(state, settings, targets, invocation, access)
+    wanted = None if problems else Wanted.of(state, settings, targets)
+    if wanted:
+        problems = _change_problems(state, settings, targets, wanted)
+    return [f"{problem} {NOTHING}" for problem in problems], wanted
+
+
+def _precondition_problems(state: ClusterState, settings: Settings, targets: list[str], invocation: dict[str, str],
+                           access: dict[str, Any] | None) -> list[str]:
+    """The inputs, the operator, the identity's access, an interrupted rollback and the targets."""
+    problems = settings.problems() + operator_problems(state, settings.namespace, settings.clusterpolicy,
+                                                       settings.records_namespace)
+    if problems:
+        return problems
+    denied = configmap_refusal(access, identity(invocation), writes_configmap(state, settings), rbac_names(settings))
+    if denied:
+        return [denied]
+    return ([f"A rollback was interrupted (record {record.name}, started {record.started}, on "
+             f"{', '.join(record.intent.nodes) or 'the cluster level'}): finish it first by re-running "
+             "playbooks/rollback-timeslicing.yml for those nodes." for record in state.interrupted("rollback-timeslicing")]
+            + _target_problems(state, targets, settings.strategy) + _mps_problems(state, settings, targets))
+
+
+def _change_problems(state: ClusterState, settings: Settings, targets: list[str], wanted: Wanted) -> list[str]:
+    """What the change itself would harm: other configs, other nodes, the fleet, a roll under way."""
+    return (_label_problems(state, settings, targets) + _config_problems(state, settings, targets, wanted)
+            + _roll_problems(state, settings, wanted))
+
+
+def _config_problems(state: ClusterState, settings: Settings, targets: list[str], wanted: Wanted) -> list[str]:
+    """The ConfigMap's keys and the ClusterPolicy's config that the change would overwrite or strand."""
+    problems = []
+    data, shared = wanted.data, settings.shared_config()
+    managed = state.managed_keys(settings.configmap)
+    policy_name, policy_default = state.plugin_config
+    gpu_nodes = state.gpu_nodes
+    blocked = [n for n in gpu_nodes if n.config_label not in ("", settings.key) or n.mig_enabled or n.gpus is None]
+    if settings.scope == "cluster" and blocked:
+        problems.append("timeslicing_scope=cluster changes the default config of every GPU node, but "
+                        + ", ".join(f"{n.name} ({'MIG enabled' if n.mig_enabled else 'no GPU count yet' if n.gpus is None else f'its own label {CONFIG_LABEL}={n.config_label}'})"  # noqa: E501
+                                    for n in blocked)
+                        + ". Remove that label / disable MIG there, or use timeslicing_scope=node.")
+    if settings.key in data and data[settings.key] != shared and settings.key not in managed:
+        problems.append(f"ConfigMap {settings.namespace}/{settings.configmap} already has a key `{settings.key}` with a "
+                        "different config, and it was not written by this runbook (annotation gpushare.io/managed-keys: "
+                        f"{','.join(managed) or 'none'}). Overwriting it would change every node that uses it. Choose "
+                        "another key with timeslicing_config_key, or remove that key yourself first.")
+    if policy_name and policy_name != settings.configmap:
+        problems.append(f"ClusterPolicy {settings.clusterpolicy} already points the device plugin at ConfigMap "
+                        f"`{policy_name}` (default key `{policy_default}`). Switching it to `{settings.configmap}` would "
+                        f"reload every GPU node. Add the shared config to that ConfigMap instead: "
+                        f"-e timeslicing_configmap_name={policy_name}.")
+    if settings.scope == "node" and wanted.wanted_default != policy_default:
+        try:
+            if dpc.parse(wanted.desired[wanted.wanted_default]).sharing.strategy != "none":
+                raise dpc.ConfigError("it enables sharing")
+        except dpc.ConfigError as err:
+            problems.append(f"ConfigMap {settings.namespace}/{settings.configmap} already has a `{wanted.wanted_default}` "
+                            f"key that is not a valid no-sharing config ({err}). Pointing the ClusterPolicy at it would "
+                            "change every GPU node without a per-node label. Fix or remove that key first.")
+    if data.get(settings.key, shared) != shared:
+        bystanders = sorted(set(_key_users(state, settings, settings.key)) - set(wanted.affected))
+        if bystanders:
+            problems.append(f"The `{settings.key}` config already in ConfigMap {settings.configmap} differs from this "
+                            f"run's ({settings.sharing().replicas} replicas). Changing it would also change GPU node(s) "
+                            f"outside the limit that use it: {', '.join(bystanders)}. Add them to the limit "
+                            f"(-l {','.join(sorted(set(targets) | set(bystanders)))}), or give this trial its own "
+                            "timeslicing_config_key.")
+    relabelled = set(targets) if settings.scope == "node" else set()
+    orphans = [n for n in gpu_nodes if n.name not in relabelled and n.config_label and n.config_label not in wanted.desired]
+    if orphans:
+        problems.append(", ".join(f"{n.name} carries {CONFIG_LABEL}={n.config_label}" for n in orphans)
+                        + f", but ConfigMap {settings.configmap} has no such key: once the device plugin reads that "
+                        "ConfigMap, its config-manager there would crash-loop (\"specified config does not exist\"). "
+                        "Remove the label or add the key first.")
+    return problems
+
+
+def _roll_problems(state: ClusterState, settings: Settings, wanted: Wanted) -> list[str]:
+    """The operator's rolls the change starts (operands, driver upgrade, the fleet's readers) or would
+    start during one under way."""
+    problems = []
+    if wanted.operand_roll(settings) and _upgrades_driver(state) and state.workloads is not None:
+        problems += _unevictable(state, f"Adding the toleration for {wanted.untolerated} to spec.daemonsets.tolerations")
+    if wanted.untolerated is not None and not settings.confirm_operand_roll:
+        problems.append(f"The operand DaemonSets do not tolerate the pool taint {wanted.untolerated} "
+                        f"(spec.daemonsets.tolerations: {state.operand_tolerations}): after a restart the device plugin "
+                        f"could not come back on the tainted node. Adding that toleration {_operand_roll_cost(state)}. "
+                        "Use a pool taint the operands already tolerate (the default: -e timeslicing_pool_taint_key="
+                        "nvidia.com/gpu), or -e timeslicing_pool_taint=false, or confirm the fleet-wide change with "
+                        "-e timeslicing_confirm_operand_roll=true.")
+    gpu_nodes = state.gpu_nodes
+    if wanted.rolls_fleet and len(gpu_nodes) > settings.fleet_roll_confirm_above and not settings.confirm_fleet_roll:
+        problems.append(f"This cluster has not been prepared for time-slicing: pointing spec.devicePlugin.config at "
+                        f"{settings.configmap} re-renders {' and '.join(wanted.readers)}, whose pods then restart on all "
+                        f"{len(gpu_nodes)} GPU nodes, one node at a time (above timeslicing_fleet_roll_confirm_above="
+                        f"{settings.fleet_roll_confirm_above}). Run playbooks/prepare-timeslicing.yml first (a separate, "
+                        "fleet-wide change), or confirm with -e timeslicing_confirm_fleet_roll=true.")
+    rolling = [o for o in state.config_readers() if o.rolling]
+    if rolling:
+        problems.append("The GPU Operator is still rolling out an earlier change: " + ", ".join(
+            f"DaemonSet {o.name} has {o.rollout()[0]} of {o.rollout()[1]} GPU nodes on its current template"
+            for o in rolling) + ". A trial started during the roll could not tell its own effect on the other nodes "
+            f"from the roll's. Wait for it (kubectl -n {settings.namespace} rollout status daemonset/{rolling[0].name}), "
+            "then re-run.")
+    return problems
+
+
 def plan(state: ClusterState, settings: Settings, targets: list[str], invocation: dict[str, str],
-         now: dt.datetime, access: dict[str, Any] | None = None) -> EnablePlan:
-    """`access`: the authorizer's answers to the preflight's questions (gpushare.rbac.access), if asked."""
+         now: dt.datetime, access: dict[str, Any] | None = None, partial: bool = False) -> EnablePlan:
+    """The refusals, else the changes. `partial`: the state's nodes are only the targets and the nodes
+    with a device-plugin config label (the preflight's first read; see `needs_fleet`)."""
     result = EnablePlan()
     adopted = next(iter(reversed(state.interrupted(RUNBOOK))), None)
     if adopted:
@@ -209,158 +400,92 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
                                                      settings.records_namespace, now)]
         result.notes.append(f"{result.interrupted[0]} This run finishes that change and keeps its backup (roll back "
                             "instead with playbooks/rollback-timeslicing.yml).")
-    for problem in settings.problems() + operator_problems(state, settings.namespace, settings.clusterpolicy,
-                                                           settings.records_namespace):
-        _refuse(result, problem)
-    if result.refusals:
-        return result
-    denied = configmap_refusal(access, identity(invocation), writes_configmap(state, settings), rbac_names(settings))
-    if denied:
-        _refuse(result, denied)
-        return result
-    for record in state.interrupted("rollback-timeslicing"):
-        _refuse(result, f"A rollback was interrupted (record {record.name}, started {record.started}, on "
-                        f"{', '.join(record.intent.nodes) or 'the cluster level'}): finish it first by re-running "
-                        "playbooks/rollback-timeslicing.yml for those nodes.")
-    for problem in _target_problems(state, targets, settings.strategy) + _mps_problems(state, settings, targets):
-        _refuse(result, problem)
-    if result.refusals:
-        return result
-    for problem in _label_problems(state, settings, targets):
-        _refuse(result, problem)
+    result.refusals, wanted = refusals(state, settings, targets, invocation, access)
+    if wanted:
+        result.notes += wanted.notes(state, settings)
+        result.needs_workloads = wanted.needs_workloads(state, settings)
+        if not result.refusals:
+            _plan_changes(result, state, settings, targets, wanted, invocation, now,
+                          adopted.name if adopted else record_name(RUNBOOK, now), adopted.intent if adopted else None)
+    result.needs_fleet = partial and needs_fleet(result, settings)
+    return result
 
+
+def needs_fleet(result: EnablePlan, settings: Settings) -> bool:
+    """The fleet-read rule. The preflight first reads the targets and the nodes with a device-plugin
+    config label; a plan made from that is the plan only when it writes nothing, refuses nothing and
+    has node scope. Every other node counts only for a change (its fingerprint for the verify, the
+    users of a key or of the default, the fleet's size) or for the refusal of a cluster-scope run:
+    for those the preflight reads every node and plans again."""
+    return not (settings.scope == "node" and not result.writes and not result.refusals)
+
+
+def _plan_changes(result: EnablePlan, state: ClusterState, settings: Settings, targets: list[str], wanted: Wanted,
+                  invocation: dict[str, str], now: dt.datetime, record: str, adopted: Intent | None) -> None:
+    """The changes of a run nothing refused, in the order the phases write them. `adopted`: the
+    intent of the interrupted run this one finishes (its record is `record`)."""
     cm = state.configmaps.get(settings.configmap)
-    data = state.configmap_data(settings.configmap)
+    configmap_changes = _configmap_changes(state, settings, wanted)
+    policy_changes = ([{"action": "json", "kind": "ClusterPolicy", "name": settings.clusterpolicy,
+                        "body": field_ops(state.clusterpolicy or {}, wanted.field_changes),
+                        "why": "point the device plugin at the ConfigMap"}] if wanted.field_changes else [])
+    node_changes, changing_nodes = _node_changes(result, state, settings, targets, record)
+    restart = _restarts(state, settings, targets, wanted, bool(configmap_changes))
+    result.restart_nodes = sorted(restart)
+    result.known_readers = {"resourceVersion": ((cm or {}).get("metadata") or {}).get("resourceVersion", ""),
+                            "pods": sorted(state.started_after(settings.configmap))}
+    result.rolls_fleet = wanted.rolls_fleet or wanted.operand_roll(settings)
+    result.record = record
+    result.backup_file = (f"{settings.backup_dir}/clusterpolicy-{now.strftime('%Y%m%dT%H%M%SZ')}.yaml"
+                          if policy_changes else "")
+    if not (configmap_changes or policy_changes or node_changes or restart) and adopted is None:
+        result.lines = [f"Nothing to change: {settings.mechanism} is already enabled as asked ({settings.sharing().replicas} "
+                        f"replicas, key {settings.key}, scope {settings.scope}) on {', '.join(sorted(set(targets)))}."
+                        if targets else f"Nothing to change: the cluster is prepared for time-slicing trials "
+                        f"(ConfigMap {settings.namespace}/{settings.configmap}, key {settings.key})."]
+        result.expected = _expected(state, settings, wanted.affected, targets, False, False)
+        return
+    intent = Intent(RUNBOOK, sorted(set(changing_nodes) | set(restart)), wanted.field_changes, settings.configmap,
+                    cm is None, sorted(k for k in wanted.desired if k not in wanted.data))
+    result.changes = {
+        "record": _record_changes(state, settings, record, intent, adopted, invocation, now, result.backup_file),
+        "configmap": configmap_changes, "clusterpolicy": policy_changes, "nodes": node_changes,
+        "finish": [{"action": "merge", "kind": "ConfigMap", "name": record, "namespace": settings.records_namespace,
+                    "body": state_patch("complete", now), "why": "mark this run complete"}],
+    }
+    result.expected = _expected(state, settings, wanted.affected, targets, result.rolls_fleet,
+                                driver_upgrades(state, wanted.field_changes))
+    result.lines = _lines(state, settings, result, wanted.affected, targets, wanted.field_changes, wanted.readers,
+                          cm is None, wanted.data)
+
+
+def _configmap_changes(state: ClusterState, settings: Settings, wanted: Wanted) -> list[dict[str, Any]]:
+    """Create the ConfigMap with the configs, or merge in the keys that differ."""
+    cm = state.configmaps.get(settings.configmap)
+    data, desired = wanted.data, wanted.desired
     managed = state.managed_keys(settings.configmap)
-    shared = settings.shared_config()
-    policy_name, policy_default = state.plugin_config
-    gpu_nodes = state.gpu_nodes
-
-    if settings.scope == "cluster":
-        blocked = [n for n in gpu_nodes if n.config_label not in ("", settings.key) or n.mig_enabled or n.gpus is None]
-        if blocked:
-            _refuse(result, "timeslicing_scope=cluster changes the default config of every GPU node, but "
-                    + ", ".join(f"{n.name} ({'MIG enabled' if n.mig_enabled else 'no GPU count yet' if n.gpus is None else f'its own label {CONFIG_LABEL}={n.config_label}'})"  # noqa: E501
-                                for n in blocked)
-                    + ". Remove that label / disable MIG there, or use timeslicing_scope=node.")
-        affected = sorted(set(targets) | {n.name for n in gpu_nodes})
-    else:
-        affected = sorted(set(targets))
-
-    if settings.key in data and data[settings.key] != shared and settings.key not in managed:
-        _refuse(result, f"ConfigMap {settings.namespace}/{settings.configmap} already has a key `{settings.key}` with a "
-                        "different config, and it was not written by this runbook (annotation gpushare.io/managed-keys: "
-                        f"{','.join(managed) or 'none'}). Overwriting it would change every node that uses it. Choose "
-                        "another key with timeslicing_config_key, or remove that key yourself first.")
-    if policy_name and policy_name != settings.configmap:
-        _refuse(result, f"ClusterPolicy {settings.clusterpolicy} already points the device plugin at ConfigMap "
-                        f"`{policy_name}` (default key `{policy_default}`). Switching it to `{settings.configmap}` would "
-                        f"reload every GPU node. Add the shared config to that ConfigMap instead: "
-                        f"-e timeslicing_configmap_name={policy_name}.")
-    if settings.scope == "cluster":
-        wanted_default = settings.key
-    else:
-        wanted_default = policy_default if policy_name == settings.configmap and policy_default else DEFAULT_KEY
-    desired = {**data, settings.key: shared}
-    if DEFAULT_KEY not in desired:
-        desired[DEFAULT_KEY] = DEFAULT_CONFIG
-    if settings.scope == "node" and wanted_default != policy_default:
-        try:
-            if dpc.parse(desired[wanted_default]).sharing.strategy != "none":
-                raise dpc.ConfigError("it enables sharing")
-        except dpc.ConfigError as err:
-            _refuse(result, f"ConfigMap {settings.namespace}/{settings.configmap} already has a `{wanted_default}` key "
-                            f"that is not a valid no-sharing config ({err}). Pointing the ClusterPolicy at it would change "
-                            "every GPU node without a per-node label. Fix or remove that key first.")
-    if data.get(settings.key, shared) != shared:
-        bystanders = sorted(set(_key_users(state, settings, settings.key)) - set(affected))
-        if bystanders:
-            _refuse(result, f"The `{settings.key}` config already in ConfigMap {settings.configmap} differs from this "
-                            f"run's ({settings.sharing().replicas} replicas). Changing it would also change GPU node(s) "
-                            f"outside the limit that use it: {', '.join(bystanders)}. Add them to the limit "
-                            f"(-l {','.join(sorted(set(targets) | set(bystanders)))}), or give this trial its own "
-                            "timeslicing_config_key.")
-    relabelled = set(targets) if settings.scope == "node" else set()
-    orphans = [n for n in gpu_nodes if n.name not in relabelled and n.config_label and n.config_label not in desired]
-    if orphans:
-        _refuse(result, ", ".join(f"{n.name} carries {CONFIG_LABEL}={n.config_label}" for n in orphans)
-                + f", but ConfigMap {settings.configmap} has no such key: once the device plugin reads that ConfigMap, "
-                "its config-manager there would crash-loop (\"specified config does not exist\"). Remove the label or "
-                "add the key first.")
-
-    field_changes: list[FieldChange] = []
-    config = (state.spec.get("devicePlugin") or {}).get("config")
-    if config is None:  # the chart renders no config block until a ConfigMap is named
-        field_changes.append(FieldChange(CONFIG, None, {"name": settings.configmap, "default": wanted_default}))
-    else:
-        if policy_name != settings.configmap:
-            field_changes.append(FieldChange(CONFIG_NAME, config.get("name"), settings.configmap))
-        if policy_default != wanted_default:
-            field_changes.append(FieldChange(CONFIG_DEFAULT, config.get("default"), wanted_default))
-    taint = settings.pool_taint
-    operand_roll = False
-    if taint is not None and not tolerated(state.operand_tolerations, taint):
-        operands = sorted(state.operands)
-        cost = (f"re-renders every operand DaemonSet ({spread(state, operands)})"
-                + ("; the driver DaemonSet's template changes, and with driver.upgradePolicy.autoUpgrade=true the "
-                   "upgrade controller then cordons each GPU node in turn, evicts its GPU pods and reloads the driver"
-                   if state.driver_auto_upgrade and DRIVER in operands else ""))
-        if settings.confirm_operand_roll and state.driver_auto_upgrade and DRIVER in operands:
-            _refuse_unevictable(result, state, f"Adding the toleration for {taint} to spec.daemonsets.tolerations")
-        if settings.confirm_operand_roll:
-            tolerations = state.operand_tolerations
-            field_changes.append(FieldChange(TOLERATIONS, (state.spec.get("daemonsets") or {}).get("tolerations"),
-                                             tolerations + [{"key": taint.key, "operator": "Exists",
-                                                             "effect": "NoSchedule"}]))
-            operand_roll = True
-            result.notes.append(f"Confirmed: adding the toleration for {taint} to spec.daemonsets.tolerations {cost}.")
-        else:
-            _refuse(result, f"The operand DaemonSets do not tolerate the pool taint {taint} (spec.daemonsets.tolerations: "
-                            f"{state.operand_tolerations}): after a restart the device plugin could not come back on the "
-                            f"tainted node. Adding that toleration {cost}. Use a pool taint the operands already tolerate "
-                            "(the default: -e timeslicing_pool_taint_key=nvidia.com/gpu), or -e timeslicing_pool_taint=false, "
-                            "or confirm the fleet-wide change with -e timeslicing_confirm_operand_roll=true.")
-    rolls_fleet = any(c.path.startswith(CONFIG) for c in field_changes)
-    readers = [o.name for o in state.config_readers()] or list(CONFIG_READERS[:2])
-    if rolls_fleet and len(gpu_nodes) > settings.fleet_roll_confirm_above and not settings.confirm_fleet_roll:
-        _refuse(result, f"This cluster has not been prepared for time-slicing: pointing spec.devicePlugin.config at "
-                        f"{settings.configmap} re-renders {' and '.join(readers)}, whose pods then restart on all "
-                        f"{len(gpu_nodes)} GPU nodes, one node at a time (above timeslicing_fleet_roll_confirm_above="
-                        f"{settings.fleet_roll_confirm_above}). Run playbooks/prepare-timeslicing.yml first (a separate, "
-                        "fleet-wide change), or confirm with -e timeslicing_confirm_fleet_roll=true.")
-    rolling = [o for o in state.config_readers() if o.rolling]
-    if rolling:
-        _refuse(result, "The GPU Operator is still rolling out an earlier change: " + ", ".join(
-            f"DaemonSet {o.name} has {o.rollout()[0]} of {o.rollout()[1]} GPU nodes on its current template"
-            for o in rolling) + ". A trial started during the roll could not tell its own effect on the other nodes "
-            f"from the roll's. Wait for it (kubectl -n {settings.namespace} rollout status daemonset/{rolling[0].name}), "
-            "then re-run.")
-    if result.refusals:
-        return result
-
-    record = adopted.name if adopted else record_name(RUNBOOK, now)
-    annotations = ((cm or {}).get("metadata") or {}).get("annotations") or {}
     managed_wanted = ",".join(sorted(set(managed) | {settings.key} | ({DEFAULT_KEY} if DEFAULT_KEY not in data else set())))
-    configmap_changes: list[dict[str, Any]] = []
     if cm is None:
-        configmap_changes.append({"action": "create", "kind": "ConfigMap", "name": settings.configmap,
-                                  "namespace": settings.namespace, "why": "the device-plugin configs", "body": {
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": settings.configmap, "namespace": settings.namespace,
-                         "labels": {"app.kubernetes.io/managed-by": "gpushare"},
-                         "annotations": {"gpushare.io/managed-keys": managed_wanted,
-                                         "gpushare.io/created-by": RUNBOOK}},
-            "data": desired}})
-    elif desired != data or annotations.get("gpushare.io/managed-keys") != managed_wanted:
-        configmap_changes.append({"action": "merge", "kind": "ConfigMap", "name": settings.configmap,
-                                  "namespace": settings.namespace, "why": "the device-plugin configs",
-                                  "body": {"metadata": {"annotations": {"gpushare.io/managed-keys": managed_wanted}},
-                                           "data": {k: v for k, v in desired.items() if data.get(k) != v}}})
-    policy_changes = []
-    if field_changes:
-        policy_changes.append({"action": "json", "kind": "ClusterPolicy", "name": settings.clusterpolicy,
-                               "body": field_ops(state.clusterpolicy or {}, field_changes),
-                               "why": "point the device plugin at the ConfigMap"})
+        return [{"action": "create", "kind": "ConfigMap", "name": settings.configmap, "namespace": settings.namespace,
+                 "why": "the device-plugin configs", "body": {
+                     "apiVersion": "v1", "kind": "ConfigMap",
+                     "metadata": {"name": settings.configmap, "namespace": settings.namespace,
+                                  "labels": {"app.kubernetes.io/managed-by": "gpushare"},
+                                  "annotations": {"gpushare.io/managed-keys": managed_wanted,
+                                                  "gpushare.io/created-by": RUNBOOK}},
+                     "data": desired}}]
+    annotations = (cm.get("metadata") or {}).get("annotations") or {}
+    if desired == data and annotations.get("gpushare.io/managed-keys") == managed_wanted:
+        return []
+    return [{"action": "merge", "kind": "ConfigMap", "name": settings.configmap, "namespace": settings.namespace,
+             "why": "the device-plugin configs",
+             "body": {"metadata": {"annotations": {"gpushare.io/managed-keys": managed_wanted}},
+                      "data": {k: v for k, v in desired.items() if data.get(k) != v}}}]
+
+
+def _node_changes(result: EnablePlan, state: ClusterState, settings: Settings, targets: list[str],
+                  record: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """Each target's label, annotation and taint patches, and the targets that change."""
     node_changes: list[dict[str, Any]] = []
     changing_nodes = []
     for name in sorted(set(targets)):
@@ -371,54 +496,37 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
         if changes:
             changing_nodes.append(name)
         node_changes += changes
-    # Pods read the ConfigMap as mounted: a node may use a key its pods can see.
-    started_after = state.started_after(settings.configmap)
-    if configmap_changes or rolls_fleet:
-        restart = [n for n in affected if n in set(targets) or settings.scope == "cluster"]
-    else:
-        restart = [n for n in affected if any(not pod.sees(cm, started_after) or not state.operands[pod.daemonset].current(pod)
-                                              for pod in state.pods if pod.node == n and pod.daemonset in readers
-                                              and pod.daemonset in state.operands)]
-    if rolls_fleet and settings.scope == "cluster":
-        restart = []  # the operator's roll restarts every node's readers from the new template
-    result.restart_nodes = sorted(restart)
-    result.known_readers = {"resourceVersion": ((cm or {}).get("metadata") or {}).get("resourceVersion", ""),
-                            "pods": sorted(started_after)}
-    result.rolls_fleet = rolls_fleet or operand_roll
-    result.record = record
-    stamp_now = now.strftime("%Y%m%dT%H%M%SZ")
-    result.backup_file = f"{settings.backup_dir}/clusterpolicy-{stamp_now}.yaml" if policy_changes else ""
-    if not (configmap_changes or policy_changes or node_changes or restart) and not adopted:
-        result.lines = [f"Nothing to change: {settings.mechanism} is already enabled as asked ({settings.sharing().replicas} "
-                        f"replicas, key {settings.key}, scope {settings.scope}) on {', '.join(sorted(set(targets)))}."
-                        if targets else f"Nothing to change: the cluster is prepared for time-slicing trials "
-                        f"(ConfigMap {settings.namespace}/{settings.configmap}, key {settings.key})."]
-        result.expected = _expected(state, settings, affected, targets, False, False)
-        return result
+    return node_changes, changing_nodes
 
-    intent = Intent(RUNBOOK, sorted(set(changing_nodes) | set(restart)), field_changes, settings.configmap,
-                    cm is None, sorted(k for k in desired if k not in data))
-    if adopted:
-        intent = _merge(adopted.intent, intent)
-        record_changes = [{"action": "merge", "kind": "ConfigMap", "name": record, "namespace": settings.records_namespace,
-                           "why": "extend the interrupted run's record",
-                           "body": {"data": {"intent.json": _intent_json(intent)}}}]
-    else:
-        body = new_record(record, settings.records_namespace, intent, state.clusterpolicy, now, invocation, result.backup_file)
-        if cm is not None:
-            body["data"]["configmap.yaml"] = _dump(cm)
-        record_changes = [{"action": "create", "kind": "ConfigMap", "name": record, "namespace": settings.records_namespace,
-                           "body": body, "why": "record this run and back up the ClusterPolicy"}]
-    result.changes = {
-        "record": record_changes, "configmap": configmap_changes, "clusterpolicy": policy_changes,
-        "nodes": node_changes,
-        "finish": [{"action": "merge", "kind": "ConfigMap", "name": record, "namespace": settings.records_namespace,
-                    "body": state_patch("complete", now), "why": "mark this run complete"}],
-    }
-    result.expected = _expected(state, settings, affected, targets, result.rolls_fleet,
-                                driver_upgrades(state, field_changes))
-    result.lines = _lines(state, settings, result, affected, targets, field_changes, readers, cm is None, data)
-    return result
+
+def _restarts(state: ClusterState, settings: Settings, targets: list[str], wanted: Wanted,
+              writes_configmap: bool) -> list[str]:
+    """The nodes whose ConfigMap readers the run restarts. Pods read the ConfigMap as mounted: a node
+    may use a key its pods can see."""
+    if wanted.rolls_fleet and settings.scope == "cluster":
+        return []  # the operator's roll restarts every node's readers from the new template
+    if writes_configmap or wanted.rolls_fleet:
+        return [n for n in wanted.affected if n in set(targets) or settings.scope == "cluster"]
+    cm = state.configmaps.get(settings.configmap)
+    started_after = state.started_after(settings.configmap)
+    return [n for n in wanted.affected if any(not pod.sees(cm, started_after) or not state.operands[pod.daemonset].current(pod)
+                                              for pod in state.pods if pod.node == n and pod.daemonset in wanted.readers
+                                              and pod.daemonset in state.operands)]
+
+
+def _record_changes(state: ClusterState, settings: Settings, record: str, intent: Intent, adopted: Intent | None,
+                    invocation: dict[str, str], now: dt.datetime, backup_file: str) -> list[dict[str, Any]]:
+    """The run record, written before the first change (or the interrupted run's, extended)."""
+    if adopted is not None:
+        return [{"action": "merge", "kind": "ConfigMap", "name": record, "namespace": settings.records_namespace,
+                 "why": "extend the interrupted run's record",
+                 "body": {"data": {"intent.json": _intent_json(_merge(adopted, intent))}}}]
+    body = new_record(record, settings.records_namespace, intent, state.clusterpolicy, now, invocation, backup_file)
+    cm = state.configmaps.get(settings.configmap)
+    if cm is not None:
+        body["data"]["configmap.yaml"] = _dump(cm)
+    return [{"action": "create", "kind": "ConfigMap", "name": record, "namespace": settings.records_namespace,
+             "body": body, "why": "record this run and back up the ClusterPolicy"}]
 
 
 def writes_configmap(state: ClusterState, settings: Settings) -> list[str]:
@@ -432,30 +540,18 @@ def rbac_names(settings: Settings) -> Names:
     return Names(settings.namespace, settings.configmap, settings.pool.label_key)
 
 
-def _refuse_unevictable(result: EnablePlan, state: ClusterState, change: str) -> None:
+def _unevictable(state: ClusterState, change: str) -> list[str]:
     """The driver upgrade that `change` starts must be able to take every GPU pod off its node
-    (gpushare.driver_upgrade); without the pods read yet, the plan asks for them."""
-    if state.workloads is None:
-        result.needs_workloads = True
-        return
+    (gpushare.driver_upgrade); `state.workloads` holds them."""
     nodes = set(du.upgraded_nodes(state.gpu_nodes))
     pods: dict[str, list[dict[str, Any]]] = {}
-    for pod in state.workloads:
+    for pod in state.workloads or []:
         node = (pod.get("spec") or {}).get("nodeName")
         if node in nodes:
             pods.setdefault(node, []).append(pod)
     problem = du.refusal(pods, du.Policy.of(state.spec), change)
-    if problem:
-        _refuse(result, problem + " Or use a pool taint the operands already tolerate (the default: "
-                "-e timeslicing_pool_taint_key=nvidia.com/gpu), or -e timeslicing_pool_taint=false.")
-
-
-def decided_without_fleet(result: EnablePlan, settings: Settings) -> bool:
-    """Whether a plan made from the targets and the nodes with a device-plugin config label is the
-    plan: one that writes nothing, refuses nothing and has node scope. Every other node counts only
-    for a change (its fingerprint for the verify, the users of a key or of the default, the fleet's
-    size) or for the refusal of a cluster-scope run."""
-    return settings.scope == "node" and not result.writes and not result.refusals
+    return [problem + " Or use a pool taint the operands already tolerate (the default: "
+            "-e timeslicing_pool_taint_key=nvidia.com/gpu), or -e timeslicing_pool_taint=false."] if problem else []
 
 
 def field_ops(obj: dict[str, Any], changes: list[FieldChange]) -> list[dict[str, Any]]:
@@ -499,8 +595,8 @@ def _dump(obj: dict[str, Any]) -> str:
 def driver_upgrades(state: ClusterState, changes: list[FieldChange]) -> bool:
     """A tolerations change re-renders the driver DaemonSet, whose upgrade controller (autoUpgrade)
     then cordons and drains every GPU node in turn."""
-    return (any(c.path == TOLERATIONS for c in changes) and state.driver_auto_upgrade
-            and DRIVER in state.operands and state.operands[DRIVER].rollout()[1] > 0)
+    return (any(c.path == TOLERATIONS for c in changes) and _upgrades_driver(state)
+            and state.operands[DRIVER].rollout()[1] > 0)
 
 
 def _expected(state: ClusterState, settings: Settings, affected: list[str], targets: list[str],

@@ -17,8 +17,8 @@ def timeslicing_enable_plan(read: dict[str, Any], inputs: dict[str, Any], target
                             fleet: dict[str, Any] | None = None, workloads: dict[str, Any] | None = None) -> dict[str, Any]:
     """The enable runbook's plan (gpushare.timeslicing.enable) from one gpushare_read of the cluster.
     A read whose `nodes` are only the targets, with the nodes that carry a device-plugin config as
-    `configured_nodes`, gives a plan that says `needs_fleet` unless it is decided without the other
-    nodes; `fleet` (a read of every node) then makes the plan again. A plan that says
+    `configured_nodes`, is partial: its plan says `needs_fleet` as gpushare.timeslicing.enable.needs_fleet
+    rules; `fleet` (a read of every node) then makes the plan again. A plan that says
     `needs_workloads` is made again with `workloads`, a read of every pod not finished (`pods`).
     A read a skipped task registered counts as none."""
     read, inputs, targets = plain(read), plain(inputs), plain(targets)
@@ -36,10 +36,8 @@ def timeslicing_enable_plan(read: dict[str, Any], inputs: dict[str, Any], target
         found = {n["metadata"]["name"]: n for n in [*(unpacked(resources["configured_nodes"]) or []),
                                                      *(resources.get("nodes") or [])]}
         resources["nodes"] = list(found.values())
-    settings = Settings.of(inputs)
-    result = enable.plan(ClusterState.of(resources), settings, list(targets), read.get("caller") or {}, utc_now(),
-                         read.get("access"))
-    return {**result.as_dict(), "needs_fleet": partial and not enable.decided_without_fleet(result, settings)}
+    return enable.plan(ClusterState.of(resources), Settings.of(inputs), list(targets), read.get("caller") or {}, utc_now(),
+                       read.get("access"), partial).as_dict()
 
 
 def timeslicing_with_readers(changes: list[dict[str, Any]], restarted: dict[str, Any], configmap: str) -> list[dict[str, Any]]:

@@ -51,11 +51,11 @@ class RollbackSettings:
 
     @classmethod
     def of(cls, values: dict[str, Any]) -> RollbackSettings:
-        taint = ({"key": values["pool_taint_key"], "value": values.get("pool_taint_value", "")}
-                 if values.get("pool_taint_key") else None)
+        taint = ({"key": values["pool_taint_key"], "value": values["pool_taint_value"]}
+                 if values["pool_taint_key"] else None)
         return cls(Pool.of({"label_key": values["pool_label_key"], "label_value": values["pool_label_value"],
                             "taint": taint}),
-                   str(values.get("config_key") or "shared"), str(values.get("configmap_name") or ""),
+                   str(values.get("config_key") or "shared"), str(values["configmap_name"] or ""),
                    str(values["namespace"]), str(values["clusterpolicy_name"]),
                    bool(values.get("confirm_cluster_scope")), bool(values.get("confirm_overwrite")),
                    bool(values.get("drain_force")), bool(values.get("drain_delete_emptydir_data")),

@@ -51,7 +51,7 @@ class Settings:
         override = values.get("config_override") or ""
         if isinstance(override, dict):
             override = yaml.safe_dump(override, default_flow_style=False, sort_keys=False)
-        taint = ({"key": values["pool_taint_key"], "value": values.get("pool_taint_value", "")}
+        taint = ({"key": values["pool_taint_key"], "value": values["pool_taint_value"]}
                  if as_bool(values.get("pool_taint", True)) else None)
         return cls(
             replicas=int(values.get("replicas", 2)), max_replicas=int(values.get("max_replicas", 16)),
