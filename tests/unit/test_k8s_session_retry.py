@@ -69,8 +69,13 @@ def test_a_refused_connection_is_a_request_never_sent(closed_port_kubeconfig: Pa
 def test_a_read_is_repeated_within_the_window_only(closed_port_kubeconfig: Path, monkeypatch: pytest.MonkeyPatch,
                                                    window: float, more_than_once: bool) -> None:
     monkeypatch.setattr(k8s_session, "RETRY_WINDOW_S", window)
-    session, attempts = Session(closed_port_kubeconfig), []
-    once = session._request_once
+    attempts = _read_attempts(Session(closed_port_kubeconfig), monkeypatch)
+    assert (len(attempts) > 1) is more_than_once, attempts
+
+
+def _read_attempts(session: Session, monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The requests `session` sends for one GET of a node from a server that never answers."""
+    attempts, once = [], session._request_once
 
     def counted(*args: object) -> object:
         attempts.append(args[0])
@@ -79,22 +84,12 @@ def test_a_read_is_repeated_within_the_window_only(closed_port_kubeconfig: Path,
     monkeypatch.setattr(session, "_request_once", counted)
     with pytest.raises(Unreachable):
         session.get("Node", "gpu-node")
-    assert (len(attempts) > 1) is more_than_once, attempts
+    return attempts
 
 
 def test_a_session_without_retries_sends_a_read_once(closed_port_kubeconfig: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The simulator's (gpushare.simulator.rest): a controller requeues what failed instead."""
-    session, attempts = Session(closed_port_kubeconfig, retries=False), []
-    once = session._request_once
-
-    def counted(*args: object) -> object:
-        attempts.append(args[0])
-        return once(*args)
-
-    monkeypatch.setattr(session, "_request_once", counted)
-    with pytest.raises(Unreachable):
-        session.get("Node", "gpu-node")
-    assert attempts == ["GET"]
+    assert _read_attempts(Session(closed_port_kubeconfig, retries=False), monkeypatch) == ["GET"]
 
 
 class _Stream:
