@@ -21,7 +21,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from gpushare.kube import api_client, wait_for  # noqa: E402
+from gpushare.kube import api_client  # noqa: E402
+from gpushare.polling import wait_for  # noqa: E402
 import yaml  # noqa: E402
 from kubernetes import client  # noqa: E402
 

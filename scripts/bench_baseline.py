@@ -12,6 +12,7 @@ from pathlib import Path
 
 from gpushare.dcgm_sim.backfill import backfill
 from gpushare.dcgm_sim.hardware import NodeHardware, fleet_gpus
+from gpushare.polling import pauses
 from tests.prometheus_fixture import prometheus_server
 
 END = 1704672000  # 2024-01-08T00:00:00Z
@@ -31,14 +32,14 @@ def _baseline(url: str, *args: str) -> float:
 def _wait_compacted(tsdb: Path, quiet_s: float = 15.0, timeout_s: float = 600.0) -> None:
     """Prometheus compacts the 84 backfilled 2 h blocks after it starts: measure after it is done
     (the block count unchanged for quiet_s), as a long-running server would be."""
-    deadline, last, since = time.monotonic() + timeout_s, -1, time.monotonic()
+    deadline, last, since, pause = time.monotonic() + timeout_s, -1, time.monotonic(), pauses(1.0)
     while time.monotonic() < deadline:
         blocks = sum(1 for p in tsdb.iterdir() if p.is_dir() and len(p.name) == 26)
         if blocks != last:
             last, since = blocks, time.monotonic()
         elif time.monotonic() - since >= quiet_s:
             return
-        time.sleep(1)
+        time.sleep(next(pause))
     raise TimeoutError(f"Prometheus still compacting {tsdb} after {timeout_s:.0f}s ({last} blocks)")
 
 

@@ -17,10 +17,11 @@ from kubernetes import client
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from gpushare.kube import api_client, wait_for  # noqa: E402
+from gpushare.kube import api_client  # noqa: E402
 from gpushare.kueue.description import parse  # noqa: E402
 from gpushare.kueue.kinds import GROUP, PLURALS, QUEUE_NAME_LABEL, VERSION, condition  # noqa: E402
 from gpushare.kueue.render import kueue_objects  # noqa: E402
+from gpushare.polling import wait_for  # noqa: E402
 
 NAMESPACE = "bench-kueue"
 

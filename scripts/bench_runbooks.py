@@ -23,8 +23,8 @@ from typing import Any
 
 from gpushare.controlplane import StateDir
 from gpushare.k8s.session import Session
-from gpushare.kube import wait_for
 from gpushare.model.operands import OperandPod
+from gpushare.polling import wait_for
 from gpushare.processes import recorded_pid
 from gpushare.rbac.audit import read_events
 

@@ -38,7 +38,7 @@ def up() -> None:
              "--without", "gpu-operator-sim", "--without", "kueue")
     from gpushare import cluster_bootstrap, controlplane, rbac  # noqa: PLC0415
     from gpushare.kueue import embedded as kueue_embedded  # noqa: PLC0415
-    from gpushare.kube import wait_for  # noqa: PLC0415
+    from gpushare.polling import wait_for  # noqa: PLC0415
 
     ready = STATE / "external-gpu-operator.ready"
     with (STATE / "external-gpu-operator.log").open("ab") as log:

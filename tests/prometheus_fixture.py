@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from gpushare.polling import pauses
+
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 
@@ -287,7 +289,7 @@ def prometheus_server(tsdb: Path, workdir: Path, ready_timeout_s: float = 60.0) 
 
 
 def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
+    deadline, pause = time.monotonic() + timeout_s, pauses(0.1)
     last_error = "no answer yet"
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -298,5 +300,5 @@ def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path, timeout_s
                     return
         except OSError as err:
             last_error = str(err)
-        time.sleep(0.1)
+        time.sleep(next(pause))
     raise TimeoutError(f"prometheus at {url} not ready after {timeout_s:.0f}s ({last_error}); log: {log}")

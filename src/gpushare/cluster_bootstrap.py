@@ -15,8 +15,10 @@ from kubernetes.client.exceptions import ApiException
 from gpushare.driver_upgrade import STATE_LABEL as UPGRADE_STATE_LABEL
 from gpushare.fleet import HARDWARE_ANNOTATION, Fleet
 from gpushare.gpu_catalog import product as lookup_product
-from gpushare.kube import api_client, wait_for
+from gpushare.k8s.session import ApiError
+from gpushare.kube import api_client
 from gpushare.model.node import COUNT, GPU, REPLICAS, SHARED, Node
+from gpushare.polling import wait_for
 from gpushare.simulator import clusterpolicy as cp
 from gpushare.simulator.operands import current_revision, owned_by
 from gpushare.simulator.rest import Rest
@@ -106,7 +108,7 @@ def settled_problems(rest: Rest, namespace: str) -> list[str]:
         policy = rest.get(f"/apis/{cp.GROUP}/{cp.VERSION}/{cp.PLURAL}/{cp.CLUSTER_POLICY}")
         if (policy.get("status") or {}).get("state") != "ready":
             return ["ClusterPolicy cluster-policy to be ready"]
-    except ApiException as err:
+    except ApiError as err:
         if err.status != 404:
             raise
         return ["ClusterPolicy cluster-policy to exist"]

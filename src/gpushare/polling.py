@@ -5,7 +5,11 @@ interval, so a long wait asks the API server no more often than a fixed-interval
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+T = TypeVar("T")
 
 FIRST_PAUSE_S = 0.1
 QUICK_S = 1.0  # how long the checks come FIRST_PAUSE_S apart
@@ -27,3 +31,25 @@ class DeadEnd(Exception):
     def __init__(self, problems: list[str]) -> None:
         super().__init__("; ".join(problems))
         self.problems = problems
+
+
+class WaitTimeout(TimeoutError):
+    """A bounded wait ran out; the message names what was awaited and the last observation."""
+
+
+def wait_for(probe: Callable[[], T | None], timeout_s: float, what: str, interval_s: float = 0.1) -> T:
+    """Poll `probe` (pauses as `pauses(interval_s)` gives) until it returns a truthy value; raise
+    WaitTimeout naming `what`, and the last error `probe` raised, otherwise."""
+    deadline, pause = time.monotonic() + timeout_s, pauses(interval_s)
+    last_error: Exception | None = None
+    while True:
+        try:
+            result = probe()
+            if result:
+                return result
+        except Exception as err:  # noqa: BLE001 - the last error is reported on timeout
+            last_error = err
+        if time.monotonic() >= deadline:
+            detail = f" (last error: {last_error})" if last_error else ""
+            raise WaitTimeout(f"timed out after {timeout_s:.0f}s waiting for {what}{detail}")
+        time.sleep(next(pause))

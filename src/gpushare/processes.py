@@ -11,6 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpushare.polling import pauses
+
 
 class ComponentError(RuntimeError):
     """A component failed to start; the message carries the tail of its log."""
@@ -95,7 +97,7 @@ def stop(pid_file: Path, grace_s: float = 10.0) -> bool:
             os.killpg(pid, sig)
         except ProcessLookupError:
             return True
-        deadline = time.monotonic() + wait
+        deadline, pause = time.monotonic() + wait, pauses(0.05)
         while time.monotonic() < deadline:
             try:
                 os.waitpid(pid, os.WNOHANG)
@@ -104,7 +106,7 @@ def stop(pid_file: Path, grace_s: float = 10.0) -> bool:
             fields = _stat_fields(pid)
             if not fields or fields[0] == "Z":
                 return True
-            time.sleep(0.05)
+            time.sleep(next(pause))
     return True
 
 
@@ -124,8 +126,7 @@ def restart(name: str, pid_file: Path, log: Path) -> Component:
 
 def wait_ready(component: Component, probe: Callable[[], bool], timeout_s: float) -> None:
     """Poll `probe` until it answers True; fail with the log tail if the process dies or time runs out."""
-    deadline = time.monotonic() + timeout_s
-    delay = 0.05
+    deadline, pause = time.monotonic() + timeout_s, pauses(0.5)
     while time.monotonic() < deadline:
         if not alive(component.pid_file):
             raise ComponentError(
@@ -133,8 +134,7 @@ def wait_ready(component: Component, probe: Callable[[], bool], timeout_s: float
             )
         if probe():
             return
-        time.sleep(delay)
-        delay = min(delay * 2, 0.5)
+        time.sleep(next(pause))
     raise ComponentError(
         f"{component.name} was not ready after {timeout_s:.0f}s. Last lines of {component.log}:\n{log_tail(component.log)}"
     )

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from gpushare.k8s.session import Session
-from gpushare.kube import wait_for
+from gpushare.polling import wait_for
 from tests.support.cluster import TEST_NAMESPACE_LABEL, Cluster
 
 

@@ -15,7 +15,7 @@ import pytest
 from kubernetes import watch
 
 from gpushare.fleet import HARDWARE_ANNOTATION
-from gpushare.kube import wait_for
+from gpushare.polling import wait_for
 from gpushare.simulator import clusterpolicy as cp
 from gpushare.simulator import operands
 from tests.support.cluster import Cluster

@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 
 from gpushare.dcgm_sim.exposition import FAMILIES
-from gpushare.kube import wait_for
+from gpushare.polling import wait_for
 from tests.support.cluster import Cluster
 
 pytestmark = pytest.mark.cluster

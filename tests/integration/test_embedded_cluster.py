@@ -20,7 +20,8 @@ import yaml
 from kubernetes import client
 
 from gpushare.fleet import load_fleet
-from gpushare.kube import api_client, wait_for
+from gpushare.kube import api_client
+from gpushare.polling import wait_for
 from tests.support.cluster import TEST_NAMESPACE_LABEL, Cluster
 
 pytestmark = pytest.mark.cluster

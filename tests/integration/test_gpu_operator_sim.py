@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from gpushare.kube import wait_for
+from gpushare.polling import wait_for
 from gpushare.simulator import clusterpolicy as cp
 from gpushare.simulator import operands
 from tests.integration.sim_support import (

@@ -10,7 +10,7 @@ import pytest
 
 from gpushare.k8s.changes import Change, ChangeFailed, apply_changes, diffs
 from gpushare.k8s.session import Session
-from gpushare.kube import wait_for
+from gpushare.polling import wait_for
 from tests.integration.k8s_fixtures import namespace, needs_audit_log, scratch_node, session  # noqa: F401
 from tests.integration.k8s_fixtures import settled_writes
 from tests.support.cluster import Cluster

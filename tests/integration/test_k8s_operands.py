@@ -8,8 +8,8 @@ import threading
 import pytest
 
 from gpushare.k8s.session import Session
-from gpushare.kube import wait_for
 from gpushare.model.operands import CONFIG_READERS, Operand, OperandPod, pods_by_node
+from gpushare.polling import wait_for
 from gpushare.timeslicing.restart import restart_readers, stale_pods
 from tests.integration.k8s_fixtures import namespace, session  # noqa: F401 - fixtures
 

@@ -13,7 +13,7 @@ import yaml
 from gpushare.k8s import session as k8s_session
 from gpushare.k8s.kinds import kind_of
 from gpushare.k8s.session import ApiError, KindNotServed, Session, Unreachable
-from gpushare.kube import wait_for
+from gpushare.polling import wait_for
 from tests.integration.k8s_fixtures import namespace, session  # noqa: F401 - fixtures
 from tests.support.cluster import Cluster
 

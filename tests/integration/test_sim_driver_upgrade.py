@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from kubernetes import watch
 
-from gpushare.kube import wait_for
+from gpushare.polling import wait_for
 from gpushare.simulator import driver_manager as dm
 from gpushare.simulator import operands
 from gpushare.simulator import upgrade as u

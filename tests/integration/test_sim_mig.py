@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpushare.kube import wait_for
+from gpushare.polling import wait_for
 from gpushare.simulator import mig_manager as mm
 from gpushare.simulator import operands
 from tests.integration.sim_support import (

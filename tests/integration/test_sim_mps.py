@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from gpushare.gpu_catalog import product
-from gpushare.kube import wait_for
 from gpushare.mps import LIMITS_ANNOTATION, WAIT_ERROR, share_limits
+from gpushare.polling import wait_for
 from gpushare.simulator import clusterpolicy as cp
 from gpushare.simulator import mig_manager as mm
 from gpushare.simulator import operands

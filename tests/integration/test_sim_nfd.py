@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from gpushare.kube import wait_for
+from gpushare.polling import wait_for
 from gpushare.simulator import clusterpolicy as cp
 from gpushare.simulator import nfd, operands
 from gpushare.simulator.node_view import gfd_owns

@@ -12,9 +12,9 @@ import pytest
 
 from gpushare.controlplane import StateDir
 from gpushare.k8s.session import Session
-from gpushare.kube import wait_for
 from gpushare.model.node import Node, Pool
 from gpushare.model.pods import UNSCHEDULABLE
+from gpushare.polling import wait_for
 from gpushare.processes import recorded_pid
 from gpushare.timeslicing import checks
 from gpushare.timeslicing.checks import NAMED_READS_MAX, _gpu_nodes, timeslicing_disabled, uncordoned, whole_cards

@@ -13,9 +13,9 @@ import yaml
 from pytest_bdd import given, parsers, then
 
 from gpushare.k8s.session import Session
-from gpushare.kube import wait_for
 from gpushare.model.node import Node, Pool
 from gpushare.model.operands import DEVICE_PLUGIN, DRIVER, GFD, MPS, OperandPod
+from gpushare.polling import wait_for
 from gpushare.simulator import clusterpolicy as cp
 from tests.support.cluster import REPO, Cluster, wait_operator_settled
 

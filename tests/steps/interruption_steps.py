@@ -12,7 +12,7 @@ from pytest_bdd import parsers, then, when
 
 from gpushare.clock import parse_time, utc_now
 from gpushare.k8s.session import Session
-from gpushare.kube import wait_for
+from gpushare.polling import pauses, wait_for
 from tests.steps.cluster_steps import Before, operator_configmaps
 from tests.steps.fault_steps import start_runbook
 from tests.steps.runbook_steps import ENABLE, RunbookRun, _run
@@ -70,10 +70,10 @@ def lock_expired(kube: Cluster) -> None:
         spec = lease["spec"]
         return (utc_now() - parse_time(spec["renewTime"])).total_seconds() > int(spec["leaseDurationSeconds"])
 
-    deadline = time.monotonic() + 90
+    deadline, pause = time.monotonic() + 90, pauses(0.5)
     while not expired():
         assert time.monotonic() < deadline, "the lock did not expire"
-        time.sleep(0.5)
+        time.sleep(next(pause))
 
 
 @then(parsers.parse("the interrupted run's record says \"{state}\""))

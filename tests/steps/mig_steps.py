@@ -21,7 +21,7 @@ from kubernetes.client.exceptions import ApiException
 from pytest_bdd import given, parsers, then, when
 
 from gpushare.fleet import FleetNode
-from gpushare.kube import wait_for
+from gpushare.polling import wait_for
 from tests.steps.cluster_steps import Before, _unchanged
 from tests.steps.runbook_steps import RunbookRun, _run
 from tests.support.cluster import TEST_NAMESPACE_LABEL, WORKLOAD_GRACE_S, Cluster

@@ -17,8 +17,9 @@ from kubernetes.client.exceptions import ApiException
 from pytest_bdd import given, parsers, then, when
 
 from gpushare.clock import parse_time
-from gpushare.kube import api_client, wait_for
+from gpushare.kube import api_client
 from gpushare.model.node import Pool
+from gpushare.polling import wait_for
 from tests.steps.cluster_steps import Before, backups, clusterpolicy_spec
 from tests.steps.runbook_steps import ENABLE, RunbookRun, _run
 from tests.support.cluster import TEST_NAMESPACE_LABEL, WORKLOAD_GRACE_S, Cluster

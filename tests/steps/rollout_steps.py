@@ -12,7 +12,7 @@ import yaml
 from pytest_bdd import given, parsers, then, when
 
 from gpushare.k8s.session import Session
-from gpushare.kube import wait_for
+from gpushare.polling import wait_for
 from tests.steps.cluster_steps import Before, node_state
 from tests.steps.fault_steps import start_runbook
 from tests.steps.runbook_steps import RunbookRun, run_runbook

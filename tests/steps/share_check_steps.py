@@ -30,8 +30,8 @@ from gpushare.gates.model import Report
 from gpushare.gates.prometheus import QueryPlan, collect
 from gpushare.gates.report import to_table
 from gpushare.gates.thresholds import load_thresholds
-from gpushare.kube import wait_for
 from gpushare.model.taints import Taint, tolerated
+from gpushare.polling import wait_for
 from tests.prometheus_fixture import THRESHOLDS, TRIAL_END, free_port, serve_gate_cases
 from tests.steps.runbook_steps import RunbookRun, recorded, run_runbook
 from tests.support.ansible import PlaybookRun, as_typed, inventory_limit, run_playbook

@@ -10,8 +10,8 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 from pytest_bdd import parsers, then, when
 
-from gpushare.kube import wait_for
 from gpushare.model.node import Pool
+from gpushare.polling import wait_for
 from tests.support.cluster import TEST_NAMESPACE_LABEL, WORKLOAD_GRACE_S, Cluster
 
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from kubernetes import client
 
-from gpushare.kube import api_client, wait_for
+from gpushare.kube import api_client
+from gpushare.polling import wait_for
 from gpushare.rbac.audit import read_events
 from tests.support.namespaces import delete_test_namespaces
 

@@ -16,7 +16,8 @@ from typing import Any
 
 from kubernetes import client
 
-from gpushare.kube import wait_for
+from gpushare.k8s.session import ApiError
+from gpushare.polling import wait_for
 from gpushare.simulator.rest import Rest
 
 EMPTY_TIMEOUT_S = 10
@@ -45,7 +46,7 @@ def _left_in(rest: Rest, namespace: str) -> list[str]:
         try:
             if rest.get(path.format(namespace=namespace), limit=1).get("items"):
                 left.append(path.rsplit("/", 1)[1])
-        except client.exceptions.ApiException:
+        except ApiError:
             left.append(path.rsplit("/", 1)[1])  # not readable: not known to be empty
     return left
 
@@ -78,6 +79,6 @@ def delete_namespaces(cluster: Any, names: list[str]) -> None:
 def _ignoring(call: Any, *statuses: int) -> None:
     try:
         call()
-    except client.exceptions.ApiException as err:
+    except ApiError as err:
         if err.status not in statuses:
             raise

@@ -12,7 +12,7 @@ from typing import Any
 from kubernetes import client
 
 from gpushare.cluster_bootstrap import rollout_problems
-from gpushare.kube import wait_for
+from gpushare.polling import wait_for
 from gpushare.simulator import clusterpolicy as cp
 from gpushare.simulator.rest import Rest
 from tests.support.cluster import (

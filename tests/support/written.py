@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubernetes.client.exceptions import ApiException
-
 from gpushare.k8s.kinds import KINDS, Kind
+from gpushare.k8s.session import ApiError
 from gpushare.simulator.node_view import gfd_owns
 from gpushare.simulator.rest import Rest
 from tests.support.cluster import TEST_NAMESPACE_LABEL, Cluster
@@ -82,7 +81,7 @@ def _items(rest: Rest, kind: Kind, namespace: str | None = None) -> list[dict[st
     """The objects of `kind` (in `namespace`), none where the API is not installed (Kueue)."""
     try:
         return rest.get(kind.path(namespace))["items"]
-    except ApiException as err:
+    except ApiError as err:
         if err.status == 404:
             return []
         raise

@@ -69,8 +69,13 @@ def test_a_refused_connection_is_a_request_never_sent(closed_port_kubeconfig: Pa
 def test_a_read_is_repeated_within_the_window_only(closed_port_kubeconfig: Path, monkeypatch: pytest.MonkeyPatch,
                                                    window: float, more_than_once: bool) -> None:
     monkeypatch.setattr(k8s_session, "RETRY_WINDOW_S", window)
-    session, attempts = Session(closed_port_kubeconfig), []
-    once = session._request_once
+    attempts = _read_attempts(Session(closed_port_kubeconfig), monkeypatch)
+    assert (len(attempts) > 1) is more_than_once, attempts
+
+
+def _read_attempts(session: Session, monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The requests `session` sends for one GET of a node from a server that never answers."""
+    attempts, once = [], session._request_once
 
     def counted(*args: object) -> object:
         attempts.append(args[0])
@@ -79,4 +84,40 @@ def test_a_read_is_repeated_within_the_window_only(closed_port_kubeconfig: Path,
     monkeypatch.setattr(session, "_request_once", counted)
     with pytest.raises(Unreachable):
         session.get("Node", "gpu-node")
-    assert (len(attempts) > 1) is more_than_once, attempts
+    return attempts
+
+
+def test_a_session_without_retries_sends_a_read_once(closed_port_kubeconfig: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The simulator's (gpushare.simulator.rest): a controller requeues what failed instead."""
+    assert _read_attempts(Session(closed_port_kubeconfig, retries=False), monkeypatch) == ["GET"]
+
+
+class _Stream:
+    """A watch response as urllib3 gives it: the body in arbitrary chunks."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks, self.ended_by = chunks, ""
+
+    def stream(self, amt: object = None, decode_content: bool = True) -> object:
+        yield from self.chunks
+
+    def release_conn(self) -> None:
+        self.ended_by = "release_conn"
+
+    def close(self) -> None:
+        self.ended_by = "close"
+
+
+def test_watch_events_are_one_json_document_a_line_whatever_the_chunks(closed_port_kubeconfig: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    session = Session(closed_port_kubeconfig)
+    response = _Stream([b'{"type": "ADDED", "obj', b'ect": {"n": 1}}\n\n{"type": "BOOK', b'MARK", "object": {}}\n'])
+    monkeypatch.setattr(session, "_open", lambda *_: response)
+    assert [e["type"] for e in session.events("/api/v1/nodes", {"resourceVersion": "1"}, 5)] == ["ADDED", "BOOKMARK"]
+    assert response.ended_by == "release_conn"  # read to its end: the connection is reused
+    response = _Stream([b'{"type": "ADDED", "object": {}}\n', b'{"type": "MODIFIED", "object": {}}\n'])
+    monkeypatch.setattr(session, "_open", lambda *_: response)
+    events = session.events("/api/v1/nodes", {"resourceVersion": "1"}, 5)
+    assert next(events)["type"] == "ADDED"
+    events.close()
+    assert response.ended_by == "close"  # left early: the rest of the stream is not read on a reused connection

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from gpushare.kube import wait_for
+from gpushare.polling import wait_for
 from gpushare.simulator.workqueue import WorkQueue
 
 

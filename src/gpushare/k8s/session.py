@@ -14,9 +14,10 @@ from typing import Any
 from urllib.parse import urlencode
 
 import urllib3
-from kubernetes import client, config
+from kubernetes import client
 
 from gpushare.k8s.kinds import Kind, kind_of
+from gpushare.kube import api_client
 
 TIMEOUT = (5, 30)  # connect, read seconds
 # A control-plane restart in a change window (the API server or etcd back within seconds) is ridden
@@ -69,27 +70,29 @@ class KindNotServed(ApiError):
 
 
 class Session:
-    def __init__(self, kubeconfig: str | Path | None = None, context: str | None = None) -> None:
-        configuration = client.Configuration()
-        config.load_kube_config(
-            config_file=str(Path(kubeconfig).expanduser()) if kubeconfig else None,
-            context=context or None, client_configuration=configuration, persist_config=False,
-        )
-        configuration.retries = False
-        self.api = client.ApiClient(configuration)
-        self.server = configuration.host
+    """Plain-JSON requests over one connection (gpushare.kube.api_client's, or `api`). With `retries`
+    False, `request` sends each request once (a controller that requeues what failed, as the
+    simulator does, retries on its own)."""
+
+    def __init__(self, kubeconfig: str | Path | None = None, context: str | None = None,
+                 api: client.ApiClient | None = None, retries: bool = True) -> None:
+        self.api = api or api_client(kubeconfig, context, retries=False, persist=False)
+        self.server = self.api.configuration.host
+        self.retries = retries
 
     # ---- transport -------------------------------------------------------------------------
     def request(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None,
                 content_type: str = "application/json", repeatable: bool = False) -> Any:
-        """One request, repeated (bounded, see RETRY_WINDOW_S) only where `retryable` allows."""
-        deadline, delay = time.monotonic() + RETRY_WINDOW_S, 0.25
+        """One request, repeated (bounded, see RETRY_WINDOW_S) only where `retryable` allows. This is a
+        retry policy, not a poll (gpushare.polling): a request that failed in a way a retry can mend is
+        sent again after a pause that starts at 0.25 s and doubles up to 2 s."""
+        deadline, delay = time.monotonic() + (RETRY_WINDOW_S if self.retries else 0.0), 0.25
         while True:
             try:
                 return self._request_once(method, path, body, query, content_type)
             except ApiError as err:
-                if not (retryable(method, err, repeatable) or err.status == 403 and not self._ready()) \
-                        or time.monotonic() + delay > deadline:
+                if time.monotonic() + delay > deadline \
+                        or not (retryable(method, err, repeatable) or err.status == 403 and not self._ready()):
                     raise
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
@@ -160,20 +163,29 @@ class Session:
         """The watch events (`{"type", "object"}`) of `kind` after resourceVersion `since`, in the
         order they happened, for at most `timeout_s` seconds. Not retried: a caller that cannot
         tell what changed reads everything instead."""
-        query = {"watch": "true", "resourceVersion": since, "labelSelector": label_selector,
-                 "timeoutSeconds": timeout_s}
-        response = self._open("GET", _kind(kind).path(), None, query, "application/json",
-                              (TIMEOUT[0], timeout_s + TIMEOUT[0]))
+        return self.events(_kind(kind).path(), {"resourceVersion": since, "labelSelector": label_selector}, timeout_s)
+
+    def events(self, path: str, query: dict[str, Any], timeout_s: int) -> Iterator[dict[str, Any]]:
+        """The watch events (`{"type", "object"}`) of the collection at `path` (`query`: its
+        resourceVersion, selectors...) for at most `timeout_s` seconds, one JSON document a line as
+        the API server streams them; a broken stream raises Unreachable."""
+        response = self._open("GET", path, None, {**query, "watch": "true", "timeoutSeconds": timeout_s},
+                              "application/json", (TIMEOUT[0], timeout_s + TIMEOUT[0]))
+        ended = False
         try:
             buffer = b""
             for chunk in response.stream(amt=None, decode_content=True):
                 buffer += chunk
                 *lines, buffer = buffer.split(b"\n")
                 yield from (json.loads(line) for line in lines if line.strip())
+            ended = True
         except (urllib3.exceptions.HTTPError, OSError) as err:
             raise Unreachable(self.server, _reason(err)) from None
         finally:
-            response.close()  # a watch left early still streams: its connection is not reused
+            if ended:
+                response.release_conn()
+            else:
+                response.close()  # a watch left early still streams: its connection is not reused
 
     def pods_on(self, nodes: list[str], namespace: str | None = None) -> list[dict[str, Any]]:
         """The pods of some nodes only (one field-selected list per node: cheap on a large fleet)."""

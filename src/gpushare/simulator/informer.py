@@ -7,8 +7,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from kubernetes.client.exceptions import ApiException
-
+from gpushare.k8s.session import ApiError, Unreachable
 from gpushare.simulator.rest import Obj, Rest
 
 log = logging.getLogger(__name__)
@@ -79,12 +78,10 @@ class Informer:
                         if kind != "DELETED":
                             self.cache[key] = obj
                     self.on_change(key, old, None if kind == "DELETED" else obj)
-            except ApiException as err:
-                log.warning("%s watch failed: %s %s; re-listing", self.name, err.status, err.reason)
-                version = None
-                stop.wait(1)
-            except Exception as err:  # noqa: BLE001 - connection drops: re-list and carry on
-                if not stop.is_set():
+            except Exception as err:  # noqa: BLE001 - refusals and connection drops: re-list and carry on
+                if isinstance(err, ApiError) and not isinstance(err, Unreachable):
+                    log.warning("%s watch failed: %s %s; re-listing", self.name, err.status, err.reason)
+                elif not stop.is_set():
                     log.warning("%s watch interrupted: %s; re-listing", self.name, err)
                 version = None
                 stop.wait(1)

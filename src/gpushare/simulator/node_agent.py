@@ -14,12 +14,11 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from kubernetes.client.exceptions import ApiException
-
 from gpushare.device_plugin_config import ConfigError, PluginConfig, parse
 from gpushare.fleet import HARDWARE_ANNOTATION
 from gpushare.gpu_catalog import GpuProduct
 from gpushare.gpu_catalog import product as lookup_product
+from gpushare.k8s.session import ApiError
 from gpushare.mps import LIMITS_ANNOTATION, WAIT_ERROR, ShareLimits, limits_annotation, replicas_problem, share_limits
 from gpushare.simulator import clusterpolicy as cp
 from gpushare.simulator import mig_manager, nfd, operands
@@ -29,7 +28,7 @@ from gpushare.simulator.mig import Layout, generated_config
 from gpushare.simulator.node_view import GPU, SHARED, gfd_labels, gfd_owns, plugin_resources
 from gpushare.simulator.operator import node_labels
 from gpushare.simulator.plugin_version import gfd_uses_node_feature_api, init_waits_for_label
-from gpushare.simulator.rest import STRATEGIC, Obj
+from gpushare.simulator.rest import Obj
 
 # A fault to test against: the device plugin on a node so annotated crashes with the annotation's
 # message whenever its config shares (as a driver that rejects time-slicing would), and never
@@ -183,7 +182,7 @@ class NodeAgent:
             for validator in sim.pods_on(name, operands.VALIDATOR):
                 try:
                     sim.rest.delete(f"/api/v1/namespaces/{sim.namespace}/pods/{validator['metadata']['name']}")
-                except ApiException as err:
+                except ApiError as err:
                     if err.status != 404:
                         raise
         if decision.wake_after is not None:
@@ -219,7 +218,7 @@ class NodeAgent:
         path = f"/api/v1/namespaces/{sim.namespace}/configmaps"
         try:
             sim.rest.create(path, body)
-        except ApiException as err:
+        except ApiError as err:
             if err.status != 409:
                 raise
             body["metadata"]["resourceVersion"] = sim.rest.get(f"{path}/{name}")["metadata"]["resourceVersion"]
@@ -289,8 +288,8 @@ class NodeAgent:
         meta = pod["metadata"]
         try:
             self.sim.rest.patch(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/status",
-                                {"status": managed_pod_status(pod, state, main, _now_iso())}, STRATEGIC)
-        except ApiException as err:
+                                {"status": managed_pod_status(pod, state, main, _now_iso())}, "strategic")
+        except ApiError as err:
             if err.status != 404:
                 raise
 
@@ -303,8 +302,8 @@ class NodeAgent:
             return
         try:
             self.sim.rest.patch(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}",
-                                {"metadata": {"annotations": {LIMITS_ANNOTATION: wanted}}}, STRATEGIC)
-        except ApiException as err:
+                                {"metadata": {"annotations": {LIMITS_ANNOTATION: wanted}}}, "strategic")
+        except ApiError as err:
             if err.status != 404:
                 raise
 

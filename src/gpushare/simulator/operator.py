@@ -9,9 +9,8 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from kubernetes.client.exceptions import ApiException
-
 from gpushare import driver_upgrade as du
+from gpushare.k8s.session import ApiError
 from gpushare.simulator import clusterpolicy as cp
 from gpushare.simulator import operands, operator_objects, upgrade
 from gpushare.simulator.rest import Obj
@@ -114,14 +113,14 @@ class Operator:
     def _create(self, path: str, body: Obj) -> None:
         try:
             self.sim.rest.create(path, body)
-        except ApiException as err:
+        except ApiError as err:
             if err.status != 409:
                 raise
 
     def _delete(self, path: str) -> None:
         try:
             self.sim.rest.delete(path)
-        except ApiException as err:
+        except ApiError as err:
             if err.status != 404:
                 raise
 
@@ -262,7 +261,7 @@ class Operator:
                         "metadata": {"name": meta["name"], "namespace": meta["namespace"]}}
             try:
                 sim.rest.create(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/eviction", eviction)
-            except ApiException as err:
+            except ApiError as err:
                 if err.status == 429:
                     refused.append(f"{meta['namespace']}/{meta['name']}")
                 elif err.status != 404:

@@ -15,9 +15,10 @@ import threading
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from kubernetes.client.exceptions import ApiException
 
-from gpushare.kube import api_client, wait_for
+from gpushare.k8s.session import ApiError, Unreachable
+from gpushare.kube import api_client
+from gpushare.polling import wait_for
 from gpushare.simulator import clusterpolicy as cp
 from gpushare.simulator import nfd, operands, operator_objects
 from gpushare.simulator.informer import Informer, name_key, namespaced_key
@@ -203,7 +204,7 @@ class Simulator:
         for crd in (cp.crd(), nfd.crd()):
             try:
                 self.rest.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
-            except ApiException as err:
+            except ApiError as err:
                 if err.status != 409:
                     raise
 
@@ -220,7 +221,7 @@ class Simulator:
                            (f"/apis/{cp.GROUP}/{cp.VERSION}/{cp.PLURAL}", cp.default_instance())):
             try:
                 self.rest.create(path, body)
-            except ApiException as err:
+            except ApiError as err:
                 if err.status != 409:
                     raise
 
@@ -258,14 +259,15 @@ class Simulator:
                     self.driver_manager.reconcile(key.removeprefix("driver/"))
                 elif key.startswith("pod/"):
                     self.admit(key.removeprefix("pod/"))
-            except ApiException as err:
-                if err.status in (409, 429, 500, 503):
-                    self.queue.add_after(key, 0.2)  # conflict or overload: retry on fresh data
-                elif err.status != 404:
-                    log.warning("%s: API error %s %s: %s", key, err.status, err.reason, err.body)
-            except Exception:
-                log.exception("%s: reconcile failed", key)
-                self.queue.add_after(key, 1.0)
+            except Exception as err:
+                if isinstance(err, ApiError) and not isinstance(err, Unreachable):
+                    if err.status in (409, 429, 500, 503):
+                        self.queue.add_after(key, 0.2)  # conflict or overload: retry on fresh data
+                    elif err.status != 404:
+                        log.warning("%s: API error %s %s: %s", key, err.status, err.reason, err.message)
+                else:
+                    log.exception("%s: reconcile failed", key)
+                    self.queue.add_after(key, 1.0)
             finally:
                 self.queue.done(key)
 
