@@ -395,6 +395,22 @@ def _http_ok(url: str) -> bool:
 
 
 # What `gpushare sim restart` restarts: the faults of a change window the tests inject.
+def compact_history(state: StateDir) -> int:
+    """Compact etcd's history up to its current revision, as the API server does every five minutes
+    (--etcd-compaction-interval): a watch from an older resourceVersion then gets 410 Gone. Returns
+    the revision compacted to."""
+    url, context = f"https://127.0.0.1:{recorded_info(state)['ports']['etcd-client']}", _client_context(state, ETCD_CLIENT)
+
+    def post(path: str, body: dict) -> dict:
+        request = urllib.request.Request(f"{url}{path}", json.dumps(body).encode(), method="POST")  # noqa: S310 - loopback URL we built
+        with urllib.request.urlopen(request, context=context, timeout=10) as response:  # noqa: S310 - loopback URL we built
+            return json.loads(response.read())
+
+    revision = int(post("/v3/kv/range", {"key": "AA=="})["header"]["revision"])  # any key: the header says where etcd is
+    post("/v3/kv/compaction", {"revision": revision, "physical": True})
+    return revision
+
+
 RESTARTABLE = ("etcd", "kube-apiserver")
 
 
