@@ -18,12 +18,12 @@ from gpushare.model.node import CONFIG_LABEL, CORDONED_BY, MARK, Node, Pool
 from gpushare.model.pods import UNSCHEDULABLE, Pod, outlasting_drain
 from gpushare.rbac import Names
 from gpushare.rbac.access import configmap_refusal, identity
+from gpushare.runbook.inputs import NOTHING, optional_int
+from gpushare.runbook.records import RECORDS_NAMESPACE, FieldChange, Intent, Record, new_record, record_name, state_patch
+from gpushare.runbook.state import ClusterState, operator_problems
 from gpushare.timeslicing.enable import (CONFIG, CONFIG_DEFAULT, CONFIG_NAME, RUNBOOK as ENABLE, TOLERATIONS,
                                          driver_upgrades, field_ops, operator_roll)
-from gpushare.timeslicing.records import RECORDS_NAMESPACE, FieldChange, Intent, Record, new_record, record_name, state_patch
-from gpushare.runbook.inputs import NOTHING, optional_int
 from gpushare.timeslicing.settings import DEFAULT_KEY
-from gpushare.timeslicing.state import ClusterState, operator_problems
 
 RUNBOOK = "rollback-timeslicing"
 SHARED_RESOURCES = ("nvidia.com/gpu.shared", "nvidia.com/gpu")
@@ -197,13 +197,6 @@ def unrestorable(records: list[Record], namespace: str) -> list[str]:
     return problems
 
 
-def _workload(pod: Pod) -> str:
-    owner = pod.controller
-    if owner.get("kind") == "ReplicaSet" and "pod-template-hash" in (pod.raw["metadata"].get("labels") or {}):
-        return f"Deployment {pod.namespace}/{owner['name'].rsplit('-', 1)[0]}"
-    return f"{owner.get('kind') or 'Pod'} {pod.namespace}/{owner.get('name') or pod.name}"
-
-
 def _comeback_warning(pod: Pod, node: Node, pool: Pool) -> str:
     """The replacement comes back if it tolerates the cordon and the taints that stay during the
     drain (the pool taint), and its selection admits the node without the pool label."""
@@ -214,7 +207,7 @@ def _comeback_warning(pod: Pod, node: Node, pool: Pool) -> str:
     selection = pod.selection()
     admits = (f"its {selection} still admits {node.name} without the {pool.label_key} label" if selection
               else "it has no node selector or required node affinity")
-    return (f"{_workload(pod)} (pod {pod.name}) will come back to {node.name} after its eviction: it tolerates the "
+    return (f"{pod.workload} (pod {pod.name}) will come back to {node.name} after its eviction: it tolerates the "
             f"cordon ({pod.cordon_toleration()}) and the node's taints, and {admits}. The drain will stop; first "
             "scale it down, or change its selector or tolerations.")
 

@@ -6,10 +6,10 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpushare.k8s import lock
 from gpushare.model.node import Node, Pool, packed, unpacked
 from gpushare.model.operands import CONFIG_READERS, DEVICE_PLUGIN, Operand, OperandPod
-from gpushare.timeslicing.records import Record
+from gpushare.runbook import lock
+from gpushare.runbook.records import Record
 
 ASSET_TOLERATIONS = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
 
