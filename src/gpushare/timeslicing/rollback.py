@@ -18,6 +18,7 @@ from gpushare.model.node import CONFIG_LABEL, CORDONED_BY, MARK, Node, Pool
 from gpushare.model.pods import UNSCHEDULABLE, Pod, outlasting_drain
 from gpushare.rbac import Names
 from gpushare.rbac.access import configmap_refusal, identity
+from gpushare.runbook.drain import shared_resources
 from gpushare.runbook.inputs import NOTHING, optional_int
 from gpushare.runbook.records import RECORDS_NAMESPACE, FieldChange, Intent, Record, new_record, record_name, state_patch
 from gpushare.runbook.state import ClusterState, operator_problems
@@ -26,7 +27,6 @@ from gpushare.timeslicing.enable import (CONFIG, CONFIG_DEFAULT, CONFIG_NAME, RU
 from gpushare.timeslicing.settings import DEFAULT_KEY
 
 RUNBOOK = "rollback-timeslicing"
-SHARED_RESOURCES = ("nvidia.com/gpu.shared", "nvidia.com/gpu")
 _ABSENT = object()
 _SET_BY_RUNS = object()  # with an explicit backup: whatever the field holds now is overwritten
 
@@ -124,12 +124,6 @@ def shared_keys(state: ClusterState, settings: RollbackSettings) -> set[str]:
         keys |= set(state.managed_keys(name)) - {DEFAULT_KEY}
     keys |= {n.mark.key for n in state.nodes.values() if n.mark and n.mark.valid and n.mark.key}
     return keys
-
-
-def shared_resources(node: Node) -> tuple[str, ...]:
-    """The resources that are shares on this node: nvidia.com/gpu.shared, and nvidia.com/gpu when
-    the node time-slices without renaming."""
-    return SHARED_RESOURCES if node.shares and node.shared_resource == SHARED_RESOURCES[1] else SHARED_RESOURCES[:1]
 
 
 def _has_sharing(node: Node, keys: set[str], pool: Pool) -> bool:

@@ -14,9 +14,15 @@ from gpushare.k8s.session import ApiError, Session
 from gpushare.model.node import Node
 from gpushare.model.pods import Pod
 from gpushare.polling import pauses
-from gpushare.timeslicing.rollback import shared_resources
 
 BUDGET = re.compile(r"disruption budget (\S+)")
+SHARED_RESOURCES = ("nvidia.com/gpu.shared", "nvidia.com/gpu")
+
+
+def shared_resources(node: Node) -> tuple[str, ...]:
+    """The resources that are shares on this node (what the drain evicts for by default):
+    nvidia.com/gpu.shared, and nvidia.com/gpu when the node time-slices without renaming."""
+    return SHARED_RESOURCES if node.shares and node.shared_resource == SHARED_RESOURCES[1] else SHARED_RESOURCES[:1]
 
 
 @dataclass
