@@ -1,4 +1,6 @@
-"""The cluster as the time-slicing runbooks read it in one go at the start of a phase."""
+"""The cluster as every runbook's preflight reads it in one go (gpushare_read): the GPU Operator's
+objects, the GPU nodes, the run records and the lock; and what is refused when the operator or the
+runbooks' own namespace is missing."""
 
 from __future__ import annotations
 
