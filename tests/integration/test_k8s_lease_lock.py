@@ -1,4 +1,4 @@
-"""The runbook lock (gpushare.k8s.lock) on a real Lease: of two runs that take it at the same
+"""The runbook lock (gpushare.runbook.lock) on a real Lease: of two runs that take it at the same
 moment exactly one wins, an expired Lease is taken over only at the version read, and a run
 releases only the Lease it took."""
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from gpushare.clock import utc_now
-from gpushare.k8s import lock
+from gpushare.runbook import lock
 from gpushare.k8s.changes import Change, ChangeFailed, Outcome, apply_changes
 from gpushare.k8s.session import ApiError, Session
 from tests.integration.k8s_fixtures import namespace, session  # noqa: F401 - fixtures

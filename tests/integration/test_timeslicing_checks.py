@@ -16,8 +16,10 @@ from gpushare.model.node import Node, Pool
 from gpushare.model.pods import UNSCHEDULABLE
 from gpushare.polling import wait_for
 from gpushare.processes import recorded_pid
+from gpushare.runbook import checks as runbook_checks
+from gpushare.runbook.checks import NAMED_READS_MAX, gpu_nodes, uncordoned
 from gpushare.timeslicing import checks
-from gpushare.timeslicing.checks import NAMED_READS_MAX, _gpu_nodes, timeslicing_disabled, uncordoned, whole_cards
+from gpushare.timeslicing.checks import timeslicing_disabled, whole_cards
 from tests.integration.k8s_fixtures import scratch_node, session  # noqa: F401 - fixtures
 from tests.support.cluster import Cluster
 
@@ -38,7 +40,7 @@ def paused(cluster: Cluster, component: str) -> Iterator[None]:
 
 
 def whole_gpu_nodes(session: Session) -> dict[str, Node]:
-    return {name: node for name, node in _gpu_nodes(session).items() if node.allocatable("nvidia.com/gpu")
+    return {name: node for name, node in gpu_nodes(session).items() if node.allocatable("nvidia.com/gpu")
             and not node.allocatable("nvidia.com/gpu.shared")}
 
 
@@ -49,12 +51,12 @@ def expected(target: Node, bystanders: dict[str, dict], gpus: int | None = None)
 
 
 def test_named_nodes_are_read_by_name_and_many_as_the_fleet(clean_cluster: Cluster, session: Session) -> None:
-    fleet = _gpu_nodes(session)
+    fleet = gpu_nodes(session)
     first = sorted(fleet)[0]
-    assert set(_gpu_nodes(session, [first])) == {first}
-    assert _gpu_nodes(session, ["no-such-node"]) == {}
+    assert set(gpu_nodes(session, [first])) == {first}
+    assert gpu_nodes(session, ["no-such-node"]) == {}
     many = [first] + [f"absent-{i}" for i in range(NAMED_READS_MAX)]
-    assert set(_gpu_nodes(session, many)) == set(fleet)  # one list: a superset
+    assert set(gpu_nodes(session, many)) == set(fleet)  # one list: a superset
 
 
 def test_the_fleet_is_compared_once_the_targets_are_done(clean_cluster: Cluster, session: Session) -> None:
@@ -106,8 +108,8 @@ def test_a_bystander_written_since_the_plans_read_is_found_without_reading_the_f
     plan = {**expected(read[target], {n: node.fingerprint(pool) for n, node in read.items() if n != target}),
             "since": since, "versions": {target: read[target].resource_version}}
     fleet_reads = []
-    original = checks._gpu_nodes
-    monkeypatch.setattr(checks, "_gpu_nodes", lambda s, names=None: fleet_reads.append(names) or original(s, names))
+    original = runbook_checks.gpu_nodes
+    monkeypatch.setattr(runbook_checks, "gpu_nodes", lambda s, names=None: fleet_reads.append(names) or original(s, names))
     mark = "gpushare.io/watch-test"
     try:
         # what a run does after its read: it writes to its target; someone else changes a bystander

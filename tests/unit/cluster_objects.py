@@ -8,7 +8,7 @@ import datetime as dt
 import json
 from typing import Any
 
-from gpushare.timeslicing.records import RECORDS_NAMESPACE, FieldChange, Intent, Record, new_record
+from gpushare.runbook.records import RECORDS_NAMESPACE, FieldChange, Intent, Record, new_record
 from gpushare.timeslicing.settings import Settings
 
 NAMESPACE = "gpu-operator"
@@ -196,7 +196,7 @@ def record(name: str, runbook: str, *, state: str = "in-progress", nodes: list[s
            fields: list[FieldChange] | None = None, configmap_name: str = CONFIGMAP, created: bool = False,
            keys_added: list[str] | None = None, backup: dict[str, Any] | None = None,
            finished: str = "", backup_file: str = "") -> dict[str, Any]:
-    """A run record ConfigMap as the runbooks write it (gpushare.timeslicing.records.new_record)."""
+    """A run record ConfigMap as the runbooks write it (gpushare.runbook.records.new_record)."""
     intent = Intent(runbook, nodes or [], fields or [], configmap_name, created, keys_added or [])
     body = new_record(name, RECORDS_NAMESPACE, intent, backup, NOW - dt.timedelta(hours=1),
                       {"command": "ansible-playbook playbooks/x.yml", "operator": "alice"}, backup_file)

@@ -1,4 +1,4 @@
-"""The runbook lock (gpushare.k8s.lock and the gpushare_lock filters) without a cluster: when a
+"""The runbook lock (gpushare.runbook.lock and the gpushare_lock filters) without a cluster: when a
 Lease holds, what a run is told, and the changes that take and release it. Taking it against the
 API server is tests/integration/test_k8s_lease_lock.py."""
 
@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from gpushare.k8s import lock
 from gpushare.k8s.changes import Change
 from gpushare.plugins.filters import gpushare_lock, gpushare_lock_release
+from gpushare.runbook import lock
 from tests.unit.cluster_objects import NAMESPACE, NOW
 
 NAME = "gpushare-runbook-lock"
@@ -106,3 +106,14 @@ def test_the_release_filter_releases_only_what_this_run_took() -> None:
     assert gpushare_lock_release({"changed": False, "objects": [lease()]}, NAME, NAMESPACE) == []
     assert gpushare_lock_release({}, NAME, NAMESPACE) == []
     assert gpushare_lock_release({"changed": True, "objects": [None]}, NAME, NAMESPACE) == []
+
+
+def test_a_holder_is_known_dead_only_by_its_process_on_this_machine() -> None:
+    with_pid = lock.holder_identity("rollout-timeslicing", NOW, 4242)
+    host = with_pid.partition("@")[2].partition("/")[0]
+    assert re.fullmatch(rf"rollout-timeslicing@{re.escape(host)}/4242/20261201T100000Z-[0-9a-f]{{4}}", with_pid)
+    assert lock.holder_process_alive(with_pid, host, lambda pid: pid != 4242) is False
+    assert lock.holder_process_alive(with_pid, "another-machine", lambda pid: False) is True
+    # a Lease's holder names no process: only its expiry frees it
+    assert lock.holder_process_alive(lock.holder_identity("enable-timeslicing", NOW), host, lambda pid: False) is True
+

@@ -14,8 +14,8 @@ import yaml
 from gpushare.mig.plan import advertised, plan
 from gpushare.mig.settings import ENABLE, MARK, ROLLBACK, MigSettings
 from gpushare.model.node import unpacked
-from gpushare.timeslicing.records import Intent, Record, new_record
-from gpushare.timeslicing.state import ClusterState
+from gpushare.runbook.records import Intent, Record, new_record
+from gpushare.runbook.state import ClusterState
 
 NOW = dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.timezone.utc)
 WHO = {"command": "ansible-playbook playbooks/enable-mig.yml -l gpu-node-mig", "user": "alice"}

@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 
 from gpushare.timeslicing.enable import EnablePlan, plan
-from gpushare.timeslicing.state import ClusterState
+from gpushare.runbook.state import ClusterState
 from tests.unit.cluster_objects import NOW, daemonset, enabled_read, fleet, node, read, settings
 
 MPS_DAEMON = "nvidia-device-plugin-mps-control-daemon"

@@ -11,7 +11,7 @@ import pytest
 from gpushare.rbac import Names
 from gpushare.rbac.access import alias, configmap_refusal, identity
 from gpushare.timeslicing import enable, rollback
-from gpushare.timeslicing.state import ClusterState
+from gpushare.runbook.state import ClusterState
 from tests.unit.cluster_objects import CONFIGMAP, NOW, configmap, enabled_read, read, settings
 from tests.unit.test_timeslicing_rollback import rollback_settings
 

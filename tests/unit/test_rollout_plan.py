@@ -16,6 +16,7 @@ from gpushare.k8s.patch import PatchConflict, json_patch
 from gpushare.rollout import progress as pr
 from gpushare.rollout.plan import gate_inputs, plan, wait
 from gpushare.rollout.settings import RolloutSettings
+from gpushare.runbook.state import ClusterState
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NOW = dt.datetime(2026, 1, 5, 10, 0, 0, tzinfo=dt.timezone.utc)
@@ -41,7 +42,7 @@ def node(name: str, mig: bool = False) -> dict[str, Any]:
 NODES = [node("gpu-node"), node("gpu-node-2"), node("gpu-node-mig")]
 
 
-def never_live(record: pr.Record, now: dt.datetime) -> bool:
+def never_live(record: pr.RolloutRecord, now: dt.datetime) -> bool:
     return False
 
 
@@ -71,7 +72,7 @@ def written(record: dict[str, Any], changes: list[dict[str, Any]]) -> dict[str, 
 def event(record: dict[str, Any], name: str, step: str, details: dict[str, Any] | None = None,
           at: dt.datetime = NOW, **inputs: Any) -> dict[str, Any]:
     """One event written the way the role writes it (through the filter's pieces)."""
-    rec = pr.Record.of(record)
+    rec = pr.RolloutRecord.of(record)
     chosen = settings(**inputs)
     new = pr.apply_event(rec.progress, name, step, {**(details or {}), "on_rollback": chosen.on_rollback}, at)
     return written(record, pr.write_changes("gpu-operator", new, rec.holder, at + dt.timedelta(seconds=900), "", at, ""))
@@ -94,7 +95,7 @@ def through(record: dict[str, Any], step: str, *verdicts: str, last: bool = Fals
 
 
 def progress(record: dict[str, Any]) -> pr.Progress:
-    return pr.Record.of(record).progress
+    return pr.RolloutRecord.of(record).progress
 
 
 # ---- the plan ------------------------------------------------------------------------------------
@@ -288,9 +289,9 @@ def test_an_unknown_event_is_a_programming_error() -> None:
 
 # ---- the holder and the writes ----------------------------------------------------------------------
 def holder_record(state: str = "in-progress", until: str = "2026-01-05T10:15:00Z",
-                  holder: str = HOLDER) -> pr.Record:
-    return pr.Record({"metadata": {"name": pr.RECORD, "annotations": {
-        pr.HOLDER: holder, pr.VALID_UNTIL: until, "gpushare.io/state": state}}}, None)
+                  holder: str = HOLDER) -> pr.RolloutRecord:
+    return pr.RolloutRecord.of({"metadata": {"name": pr.RECORD, "annotations": {
+        pr.HOLDER: holder, pr.VALID_UNTIL: until, "gpushare.io/state": state}}})
 
 
 @pytest.mark.parametrize(("record", "host", "alive", "live"), [
@@ -302,16 +303,24 @@ def holder_record(state: str = "in-progress", until: str = "2026-01-05T10:15:00Z
     (holder_record(state="complete"), "control", True, False),      # a finished rollout holds nothing
     (holder_record(holder="someone-else"), "laptop", True, True),
 ])
-def test_who_holds_the_rollout(record: pr.Record, host: str, alive: bool, live: bool) -> None:
+def test_who_holds_the_rollout(record: pr.RolloutRecord, host: str, alive: bool, live: bool) -> None:
     assert pr.holder_live(record, NOW, host, lambda pid: alive) is live
 
 
 def test_every_write_first_tests_that_this_run_still_holds_the_record() -> None:
     record = new_record()
-    rec = pr.Record.of(record)
+    rec = pr.RolloutRecord.of(record)
     changes = pr.write_changes("gpu-operator", rec.progress, "rollout-timeslicing@other/1/x", NOW, "", NOW, "why")
     with pytest.raises(PatchConflict, match="expected 'rollout-timeslicing@other/1/x'"):
         json_patch(record, changes[0]["body"])
+
+
+def test_the_rollout_record_is_a_run_record_of_the_rollout() -> None:
+    record = new_record()
+    rec = pr.RolloutRecord.of(record)
+    assert (rec.runbook, rec.state, rec.started) == ("rollout-timeslicing", "in-progress", "2026-01-05T10:00:00Z")
+    assert rec.intent.nodes == sorted({n for s in rec.progress.steps for n in s.nodes})
+    assert [r.name for r in ClusterState.of({"records": [record]}).interrupted("rollout-timeslicing")] == [pr.RECORD]
 
 
 def test_holder_identity_names_this_machine_and_the_playbook_process() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from gpushare.rollout import filters, summary
 from gpushare.rollout.plan import plan
-from gpushare.rollout.progress import Record
+from gpushare.rollout.progress import RolloutRecord
 from tests.unit.test_rollout_plan import HOSTS, NOW, event, new_record, planned, settings, through
 
 
@@ -106,7 +106,7 @@ def test_a_large_fleet_keeps_one_line_per_step_and_the_gate_tables_in_the_change
 
 
 def test_the_change_record_has_every_evaluations_gate_table_and_each_decision() -> None:
-    text = summary.change_record(Record.of(complete()).progress,
+    text = summary.change_record(RolloutRecord.of(complete()).progress,
                                  {"gpushare.io/started-at": "2026-01-05T10:00:00Z", "gpushare.io/operator": "ops as admin",
                                   "gpushare.io/command": "ansible-playbook playbooks/rollout-timeslicing.yml"})
     assert text.startswith("# Change record: rollout of GPU time-slicing (complete)\n")

@@ -13,10 +13,10 @@ import yaml
 
 from gpushare.k8s.patch import PatchConflict, json_patch, merge_patch
 from gpushare.model.node import Mark, Node, unpacked
+from gpushare.runbook import records
+from gpushare.runbook.records import FieldChange, Record
+from gpushare.runbook.state import ClusterState
 from gpushare.timeslicing.enable import EnablePlan, needs_fleet, plan, refusals
-from gpushare.timeslicing import records
-from gpushare.timeslicing.records import FieldChange, Record
-from gpushare.timeslicing.state import ClusterState
 from tests.unit.cluster_objects import (ASSET_TOLERATION, CONFIGMAP, NOW, POOL_TAINT, clusterpolicy, configmap,
                                         daemonset, enabled_read, managed_configmap, mark, node, operand_pod,
                                         read, record, settings, shared_node)

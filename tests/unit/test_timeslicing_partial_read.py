@@ -10,7 +10,7 @@ import pytest
 
 from gpushare.model.node import CONFIG_LABEL, FIELDS, packed, trimmed, unpacked
 from gpushare.timeslicing import filters
-from gpushare.timeslicing import records
+from gpushare.runbook import records
 from tests.unit.cluster_objects import INPUTS, NOW, enabled_read, node, read, shared_node
 
 CALLER = {"command": "ansible-playbook playbooks/enable-timeslicing.yml -l gpu-node", "user": "alice"}

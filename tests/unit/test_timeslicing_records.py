@@ -1,4 +1,4 @@
-"""Run records (gpushare.timeslicing.records): what a run writes before its first change reads
+"""Run records (gpushare.runbook.records): what a run writes before its first change reads
 back the same for any later run, and a damaged record is told apart instead of trusted."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 import yaml
 
 from gpushare.timeslicing import filters
-from gpushare.timeslicing.records import FieldChange, Intent, Record, new_record, readers_patch, record_name, state_patch
+from gpushare.runbook.records import FieldChange, Intent, Record, new_record, readers_patch, record_name, state_patch
 from tests.unit.cluster_objects import NAMESPACE, NOW, clusterpolicy, configmap, managed_configmap
 
 INTENT = Intent("enable-timeslicing", ["gpu-node", "gpu-node-2"],

@@ -1,13 +1,14 @@
 """The end-of-run reports (gpushare.timeslicing.report) and the pure parts of the checks the
-runbooks wait for (gpushare.timeslicing.checks): what an operator reads at the end of a run."""
+runbooks wait for (gpushare.timeslicing.checks, gpushare.runbook.checks): what an operator reads at the end of a run."""
 
 from __future__ import annotations
 
 from gpushare.model.node import Node, Pool
 from gpushare.plugins.filters import gpushare_problem_nodes
+from gpushare.runbook.checks import bystander_problems
 from gpushare.timeslicing import checks, report
 from gpushare.timeslicing.enable import plan as enable_plan
-from gpushare.timeslicing.state import ClusterState
+from gpushare.runbook.state import ClusterState
 from tests.unit.cluster_objects import (NOW, POOL_TAINT, daemonset, enabled_read, node, read, settings, shared_node,
                                         workload_pod)
 
@@ -85,13 +86,13 @@ def test_bystanders_are_compared_on_what_sharing_changes() -> None:
     rolling["status"]["allocatable"]["nvidia.com/gpu"] = "0"
     now = {"gpu-node-2": Node(node("gpu-node-2", 8, taints=[POOL_TAINT])), "gpu-node-mig": Node(rolling),
            "gpu-node-3": None, "gpu-node": Node(node("gpu-node", 1, taints=[POOL_TAINT]))}
-    assert checks.bystander_problems(now, before, pool, compare_allocatable=False) == [
+    assert bystander_problems(now, before, pool, compare_allocatable=False) == [
         "gpu-node-2 (not targeted): taints [] -> ['nvidia.com/gpu=shared:NoSchedule']",
         "gpu-node-3 (not targeted): not a GPU node any more"]
-    assert "gpu-node-mig (not targeted): allocatable nvidia.com/gpu 4 -> 0" in checks.bystander_problems(
+    assert "gpu-node-mig (not targeted): allocatable nvidia.com/gpu 4 -> 0" in bystander_problems(
         now, before, pool, compare_allocatable=True)
     # what a watch did not show changed is as it was; a node that is no bystander (the target) is not compared
-    assert checks.bystander_problems({"gpu-node": now["gpu-node"]}, before, pool, compare_allocatable=True) == []
+    assert bystander_problems({"gpu-node": now["gpu-node"]}, before, pool, compare_allocatable=True) == []
 
 
 def test_where_the_evicted_workloads_went() -> None:

@@ -15,10 +15,11 @@ import yaml
 
 from gpushare.k8s.patch import PatchConflict, json_patch, merge_patch
 from gpushare.model.node import Node, unpacked
-from gpushare.timeslicing.records import RECORDS_NAMESPACE, FieldChange, Record
+from gpushare.runbook.drain import shared_resources
+from gpushare.runbook.records import RECORDS_NAMESPACE, FieldChange, Record
+from gpushare.runbook.state import ClusterState
 from gpushare.timeslicing import enable
-from gpushare.timeslicing.rollback import PHASES, RESTORABLE, RollbackPlan, RollbackSettings, plan, progress, shared_resources
-from gpushare.timeslicing.state import ClusterState
+from gpushare.timeslicing.rollback import PHASES, RESTORABLE, RollbackPlan, RollbackSettings, plan, progress
 from tests.unit.cluster_objects import (ASSET_TOLERATION, CLUSTERPOLICY, CONFIGMAP, NAMESPACE, NOW, POOL_TAINT,
                                         clusterpolicy, configmap, daemonset, enabled_read, managed_configmap, mark,
                                         node, read, record, shared_node, workload_pod)

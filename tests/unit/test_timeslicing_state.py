@@ -1,8 +1,8 @@
-"""The cluster as one read gives it to the planners (gpushare.timeslicing.state)."""
+"""The cluster as one read gives it to the planners (gpushare.runbook.state)."""
 
 from __future__ import annotations
 
-from gpushare.timeslicing.state import ASSET_TOLERATIONS, ClusterState, operator_problems
+from gpushare.runbook.state import ASSET_TOLERATIONS, ClusterState, operator_problems
 from tests.unit.cluster_objects import (CONFIGMAP, clusterpolicy, configmap, enabled_read, managed_configmap, node,
                                         read, record)
 

@@ -13,7 +13,7 @@ from typing import Any
 from gpushare.clock import stamp, utc_now
 from gpushare.model.node import GPU, PRODUCT, SHARED, Node, Pool, fingerprint_changes
 from gpushare.release_gates.runbook import table
-from gpushare.timeslicing.records import BACKUP_LABEL, Record
+from gpushare.runbook.records import BACKUP_LABEL, Record
 
 NOT_EVALUATED = {"evaluated": False, "verdict": "not evaluated", "reason": "the run stopped before the gates",
                  "action": "none", "gates": []}

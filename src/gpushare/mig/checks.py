@@ -12,7 +12,7 @@ from gpushare.k8s.session import Session
 from gpushare.model.node import MIG_CONFIG, MIG_STATE, Node, unpacked
 from gpushare.model.operands import DEVICE_PLUGIN, OperandPod
 from gpushare.polling import DeadEnd
-from gpushare.timeslicing.checks import bystander_problems, bystanders_now
+from gpushare.runbook.checks import bystander_problems, bystanders_now
 
 PAUSED = "paused-for-mig-change"
 MIG_MANAGER = "nvidia-mig-manager"

@@ -9,7 +9,7 @@ from gpushare.clock import stamp, utc_now
 from gpushare.mig import plan, report
 from gpushare.mig.settings import MigSettings
 from gpushare.plugins.filters import plain, read_resources
-from gpushare.timeslicing.state import ClusterState
+from gpushare.runbook.state import ClusterState
 
 
 def mig_plan(read: dict[str, Any], runbook: str, inputs: dict[str, Any], targets: list[str]) -> dict[str, Any]:

@@ -21,8 +21,8 @@ from gpushare.mig_parted_config import MigConfigError, MigConfigSpec, parse_conf
 from gpushare.model.node import CORDONED_BY, GPU, MIG_CONFIG, MIG_STATE, Node
 from gpushare.model.pods import Pod, outlasting_drain
 from gpushare.runbook.inputs import NOTHING
-from gpushare.timeslicing.records import Intent, Record, new_record, record_name, state_patch
-from gpushare.timeslicing.state import ClusterState, operator_problems
+from gpushare.runbook.records import Intent, Record, new_record, record_name, state_patch
+from gpushare.runbook.state import ClusterState, operator_problems
 
 STRATEGIES = ("single", "mixed")
 PAUSED = "paused-for-mig-change"

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpushare.mig.fit import Workload, parse_workloads
-from gpushare.timeslicing.records import RECORDS_NAMESPACE
 from gpushare.runbook.inputs import as_bool, optional_int
+from gpushare.runbook.records import RECORDS_NAMESPACE
 
 ENABLE, ROLLBACK = "enable-mig", "rollback-mig"
 RUNBOOKS = (ENABLE, ROLLBACK)

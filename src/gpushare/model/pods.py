@@ -97,6 +97,15 @@ class Pod:
         return {}
 
     @property
+    def workload(self) -> str:
+        """What re-creates the pod, as an operator names it: `Deployment ns/name` for a ReplicaSet
+        a Deployment made, else the controller's kind and name (`Pod ns/name` for a bare pod)."""
+        owner = self.controller
+        if owner.get("kind") == "ReplicaSet" and "pod-template-hash" in (self.raw["metadata"].get("labels") or {}):
+            return f"Deployment {self.namespace}/{owner['name'].rsplit('-', 1)[0]}"
+        return f"{owner.get('kind') or 'Pod'} {self.namespace}/{owner.get('name') or self.name}"
+
+    @property
     def daemonset(self) -> bool:
         return self.controller.get("kind") == "DaemonSet"
 

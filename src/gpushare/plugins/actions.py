@@ -310,12 +310,12 @@ class BackupAction(ActionBase):
 
 class DrainAction(KubeAction):
     """Evict the pods of `nodes` that hold `resources` (default: their shared replicas; see
-    gpushare.timeslicing.drain); fails naming what blocks."""
+    gpushare.runbook.drain); fails naming what blocks."""
 
     UNANSWERED = "Some of the pods may have been evicted already; a re-run evicts the rest."
 
     def act(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
-        from gpushare.timeslicing.drain import drain  # noqa: PLC0415
+        from gpushare.runbook.drain import drain  # noqa: PLC0415
 
         outcome = drain(self.session(task_vars), args["nodes"], args["timeout"], args["retry_delay"],
                         args["grace_period"], bool(self._task.check_mode), tuple(args["resources"]) or None)

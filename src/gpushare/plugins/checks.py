@@ -5,7 +5,8 @@ from __future__ import annotations
 from gpushare.kueue import checks as kueue
 from gpushare.mig import checks as mig
 from gpushare.rollout import checks as rollout
+from gpushare.runbook import checks as runbook
 from gpushare.share_check import checks as share_check
 from gpushare.timeslicing import checks as timeslicing
 
-CHECKS = {**timeslicing.CHECKS, **kueue.CHECKS, **share_check.CHECKS, **mig.CHECKS, **rollout.CHECKS}
+CHECKS = {**runbook.CHECKS, **timeslicing.CHECKS, **kueue.CHECKS, **share_check.CHECKS, **mig.CHECKS, **rollout.CHECKS}

@@ -8,8 +8,8 @@ from typing import Any
 from ansible.template import is_trusted_as_template
 
 from gpushare.clock import utc_now
-from gpushare.k8s import lock
 from gpushare.output_dir import output_path
+from gpushare.runbook import lock
 
 
 # Exactly these types carry no Ansible tag (a tagged value is an instance of a subclass), so they

@@ -15,8 +15,8 @@ from gpushare.rollout import summary
 from gpushare.rollout.settings import RolloutSettings
 
 
-def _record(record: dict[str, Any]) -> pr.Record:
-    rec = pr.Record.of(plain(record))
+def _record(record: dict[str, Any]) -> pr.RolloutRecord:
+    rec = pr.RolloutRecord.of(plain(record))
     if rec.progress is None:
         raise ValueError(f"the rollout record {pr.RECORD} cannot be read any more (was it edited meanwhile?)")
     return rec

@@ -52,7 +52,7 @@ def _node_problems(nodes: dict[str, Node], steps: list[Step]) -> list[str]:
     return [f"{p}. {NOTHING}" for p in problems]
 
 
-def _describe(record: pr.Record) -> str:
+def _describe(record: pr.RolloutRecord) -> str:
     progress = record.progress
     steps = ", ".join(f"{s.name} ({', '.join(s.nodes)}, {s.replicas} replicas)" for s in progress.steps) if progress else "?"
     command = record.annotations.get("gpushare.io/command") or "?"
@@ -61,7 +61,7 @@ def _describe(record: pr.Record) -> str:
 
 def plan(read: dict[str, Any], settings: RolloutSettings, hosts: list[tuple[str, str]], now: dt.datetime,
          invocation: dict[str, str], holder: str, check_mode: bool,
-         live: Callable[[pr.Record, dt.datetime], bool] = pr.holder_live) -> RolloutPlan:
+         live: Callable[[pr.RolloutRecord, dt.datetime], bool] = pr.holder_live) -> RolloutPlan:
     """`read`: {record: the rollout ConfigMap or None, nodes: the GPU nodes, clusterpolicy}."""
     result = RolloutPlan(holder=holder)
     result.refusals = settings.problems()
@@ -77,7 +77,7 @@ def plan(read: dict[str, Any], settings: RolloutSettings, hosts: list[tuple[str,
         return result
     wanted = pr.Progress(fingerprint(steps), steps)
     raw = read.get("record")
-    record = pr.Record.of(raw) if raw else None
+    record = pr.RolloutRecord.of(raw) if raw else None
     if record is not None and record.progress is None:
         result.refusals.append(f"ConfigMap {settings.records_namespace}/{pr.RECORD}, the rollout record, cannot be read (its "
                                f"{pr.DATA} is not what this runbook writes). Look at it, then start over with "

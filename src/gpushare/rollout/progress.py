@@ -1,6 +1,6 @@
-"""The rollout's progress, kept in the cluster: one record ConfigMap (a run record of the
-`rollout-timeslicing` runbook, gpushare.timeslicing.records) that says which nodes are at which
-step and each step's verdict, so that a re-run after a stop or a crash continues where it was.
+"""The rollout's progress, kept in the cluster: one run record (gpushare.runbook.records) of the
+`rollout-timeslicing` runbook, RolloutRecord, that also says which nodes are at which step and each
+step's verdict, so that a re-run after a stop or a crash continues where it was.
 
 The record is also the rollout's exclusivity: its name is fixed, so creating it is atomic (a second
 rollout gets a conflict), and every write first tests that this run still holds it (a JSON-patch
@@ -10,18 +10,18 @@ record stays until a new rollout archives it (a copy under its start stamp; reco
 from __future__ import annotations
 
 import copy
+import dataclasses
 import datetime as dt
 import json
 import os
-import secrets
-import socket
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from gpushare.clock import parse_time, stamp
 from gpushare.k8s.patch import escape
 from gpushare.rollout.steps import Step
-from gpushare.timeslicing.records import FINISHED, STATE, Intent, new_record
+from gpushare.runbook import lock
+from gpushare.runbook.records import FINISHED, STATE, Intent, Record, new_record
 
 RUNBOOK = "rollout-timeslicing"
 RECORD = "gpushare-rollout-timeslicing"
@@ -90,19 +90,20 @@ class Progress:
 
 
 @dataclass(frozen=True)
-class Record:
-    """The rollout record as read: its ConfigMap, progress, holder and state."""
+class RolloutRecord(Record):
+    """The rollout's run record as read: a run record whose data also holds the progress, and whose
+    holder annotation names the one run that may write it."""
 
-    raw: dict[str, Any]
-    progress: Progress | None  # None: unreadable (edited by hand)
+    raw: dict[str, Any] = field(default_factory=dict)
+    progress: Progress | None = None  # None: unreadable (edited by hand)
 
     @classmethod
-    def of(cls, configmap: dict[str, Any]) -> Record:
+    def of(cls, configmap: dict[str, Any]) -> RolloutRecord:
         try:
             progress = Progress.of(json.loads((configmap.get("data") or {})[DATA]))
         except (KeyError, ValueError, TypeError):
             progress = None
-        return cls(configmap, progress)
+        return dataclasses.replace(super().of(configmap), raw=configmap, progress=progress)
 
     @property
     def annotations(self) -> dict[str, str]:
@@ -112,34 +113,16 @@ class Record:
     def holder(self) -> str:
         return self.annotations.get(HOLDER, "")
 
-    @property
-    def state(self) -> str:
-        return self.annotations.get(STATE, "in-progress")
-
-    @property
-    def started(self) -> str:
-        return self.annotations.get("gpushare.io/started-at", "")
-
 
 # ---- the holder ------------------------------------------------------------------------------------
 def holder_identity(now: dt.datetime) -> str:
     """`rollout-timeslicing@<host>/<pid of ansible-playbook>/<stamp>-<hex>`: the filters run in a
     worker forked from ansible-playbook, whose pid tells a crashed run from a live one on this host."""
-    return f"{RUNBOOK}@{socket.gethostname()}/{os.getppid()}/{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(2)}"
+    return lock.holder_identity(RUNBOOK, now, os.getppid())
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def holder_live(record: Record, now: dt.datetime, host: str = "",
-                alive: Callable[[int], bool] = pid_alive) -> bool:
+def holder_live(record: RolloutRecord, now: dt.datetime, host: str = "",
+                alive: Callable[[int], bool] = lock.pid_alive) -> bool:
     """Another run holds the record: it is in progress, its validity has not run out, and its
     process is not known dead (same host, pid gone: a killed run)."""
     if record.state in FINAL or not record.holder:
@@ -147,11 +130,7 @@ def holder_live(record: Record, now: dt.datetime, host: str = "",
     until = parse_time(record.annotations.get(VALID_UNTIL))
     if until is None or now >= until:
         return False
-    where, _, rest = record.holder.partition("@")[2].partition("/")
-    pid = rest.split("/")[0]
-    if where == (host or socket.gethostname()) and pid.isdigit():
-        return alive(int(pid))
-    return True
+    return lock.holder_process_alive(record.holder, host, alive)
 
 
 # ---- writes ----------------------------------------------------------------------------------------
@@ -168,7 +147,7 @@ def new_record_body(namespace: str, progress: Progress, holder: str, valid_until
     return body
 
 
-def take_changes(namespace: str, record: Record | None, progress: Progress, holder: str, valid_until: dt.datetime,
+def take_changes(namespace: str, record: RolloutRecord | None, progress: Progress, holder: str, valid_until: dt.datetime,
                  now: dt.datetime, invocation: dict[str, str], change_record: str, start_over: bool) -> list[dict[str, Any]]:
     """The changes that make this run the rollout's holder: create the record; or, for a new
     rollout over a finished one, archive that one first; or take over the one it resumes."""
@@ -197,7 +176,7 @@ def take_changes(namespace: str, record: Record | None, progress: Progress, hold
              "why": "resume the rollout (this run holds its record now)"}]
 
 
-def archive_name(record: Record) -> str:
+def archive_name(record: RolloutRecord) -> str:
     """Its start stamp and uid: one name per record, so archiving it twice (a re-run) writes it once."""
     moment = parse_time(record.started)
     when = moment.strftime("%Y%m%dt%H%M%Sz") if moment else "unstarted"

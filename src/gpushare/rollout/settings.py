@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gpushare.runbook.inputs import NOTHING, as_bool
-from gpushare.timeslicing.records import RECORDS_NAMESPACE
+from gpushare.runbook.records import RECORDS_NAMESPACE
 
 ON_ROLLBACK = ("step", "all")
 _PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")

@@ -77,7 +77,7 @@ def summary_lines(record: dict[str, Any] | None, namespace: str, check_mode: boo
         steps = ", ".join(s.name for s in progress.pending) if progress else ""
         return [f"Preview only (--check): the record and the prepare were dry runs; the steps ({steps}) run for real "
                 "only, each on what the one before changed."]
-    rec = pr.Record.of(record)
+    rec = pr.RolloutRecord.of(record)
     progress = rec.progress
     every = len({n for s in progress.steps for n in s.nodes})
     done = sum(1 for s in progress.steps if progress.state(s.name).state == "continued")

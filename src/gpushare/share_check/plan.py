@@ -12,7 +12,7 @@ from gpushare import device_plugin_config as dpc
 from gpushare.model.node import GPU, Node, Pool
 from gpushare.model.pods import Pod
 from gpushare.runbook.inputs import DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE, NOTHING, as_bool
-from gpushare.timeslicing.state import ClusterState
+from gpushare.runbook.state import ClusterState
 
 CREATED_BY = {"gpushare.io/created-by": "verify-sharing"}
 MANAGED = {"app.kubernetes.io/managed-by": "gpushare"}

@@ -3,33 +3,18 @@ the cluster through a Session; `gpushare_wait` polls one until it is empty or ti
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from gpushare import driver_upgrade as du
 from gpushare.clock import utc_now
 from gpushare.k8s.session import Session
-from gpushare.k8s.watch import changed_since
-from gpushare.model.node import CONFIG_LABEL, GPU, SHARED, Node, Pool, fingerprint_changes, unpacked
+from gpushare.model.node import CONFIG_LABEL, GPU, SHARED, Node, Pool, unpacked
 from gpushare.model.operands import CONFIG_READERS, DEVICE_PLUGIN, DRIVER, MPS, Operand, OperandPod
-from gpushare.model.pods import UNSCHEDULABLE, Pod
+from gpushare.model.pods import Pod
 from gpushare.polling import DeadEnd
+from gpushare.runbook.checks import NAMED_READS_MAX, bystander_problems, bystanders_now, gpu_nodes
 
 STARTING_S = 120
-GPU_PRESENT = "nvidia.com/gpu.present=true"
-# Up to this many nodes a field-selected list each is cheaper than one list of the whole fleet.
-NAMED_READS_MAX = 16
-
-
-def _gpu_nodes(session: Session, names: Iterable[str] | None = None) -> dict[str, Node]:
-    """The GPU nodes: all of them, or those of `names` (a superset when there are many)."""
-    wanted = sorted(set(names)) if names is not None else None
-    if wanted is None or len(wanted) > NAMED_READS_MAX:
-        raws = session.list("Node", label_selector=GPU_PRESENT)
-    else:
-        raws = [n for name in wanted for n in session.list("Node", label_selector=GPU_PRESENT,
-                                                             field_selector=f"metadata.name={name}")]
-    return {n["metadata"]["name"]: Node(n) for n in raws}
 
 
 def _reader_problems(session: Session, namespace: str, nodes: list[str], required: tuple[str, ...] = (DEVICE_PLUGIN,)) -> list[str]:
@@ -54,25 +39,6 @@ def _reader_problems(session: Session, namespace: str, nodes: list[str], require
     return problems
 
 
-def bystander_problems(nodes: dict[str, Node | None], bystanders: dict[str, Any], pool: Pool | None,
-                       compare_allocatable: bool, compare_schedulable: bool = True) -> list[str]:
-    """The bystanders (name -> fingerprint before the run) among `nodes` (name -> the node now, None
-    when it is no GPU node any more) that sharing changed; a bystander `nodes` leaves out is unchanged."""
-    problems = []
-    for name, node in sorted(nodes.items()):
-        before = bystanders.get(name)
-        if before is None:  # a target, or a node that joined since
-            continue
-        if node is None:
-            problems.append(f"{name} (not targeted): not a GPU node any more")
-            continue
-        changes = fingerprint_changes(before, node.fingerprint(pool), allocatable=compare_allocatable,
-                                      schedulable=compare_schedulable)
-        if changes:
-            problems.append(f"{name} (not targeted): {'; '.join(changes)}")
-    return problems
-
-
 def driver_upgrade_dead_ends(session: Session, clusterpolicy: str) -> None:
     """In a run whose change starts a driver upgrade: a GPU node the upgrade left upgrade-failed stays
     so (cordoned, and it holds the upgrade of the others) until someone acts: DeadEnd, with why and
@@ -92,7 +58,7 @@ def timeslicing_enabled(session: Session, namespace: str, expected: dict[str, An
     starts a driver upgrade, a node it leaves upgrade-failed ends the wait."""
     if expected.get("driver_upgrade"):
         driver_upgrade_dead_ends(session, expected["driver_upgrade"])
-    nodes = _gpu_nodes(session, expected["targets"])
+    nodes = gpu_nodes(session, expected["targets"])
     pool = Pool.of(expected["pool"])
     replicas = int(expected["replicas"])
     problems = []
@@ -133,21 +99,6 @@ def _bystanders_unchanged(session: Session, expected: dict[str, Any], pool: Pool
     now = ({name: nodes.get(name) for name in bystanders} if len(expected["targets"]) > NAMED_READS_MAX
            else bystanders_now(session, expected, nodes, bystanders))
     return bystander_problems(now, bystanders, pool, expected["compare_allocatable"], expected["compare_schedulable"])
-
-
-def bystanders_now(session: Session, expected: dict[str, Any], targets: dict[str, Node],
-                   bystanders: dict[str, Any]) -> dict[str, Node | None]:
-    """The bystanders that may have changed since the plan's read (`expected["since"]`), as they are
-    now: those a watch from that read shows changed, up to the `targets` as just read (each written
-    since), when the API server can say; else every bystander, read again."""
-    before = expected.get("versions") or {}
-    seen_at = {name: node.resource_version for name, node in targets.items()
-               if before.get(name) not in (None, node.resource_version)}
-    changed = changed_since(session, "Node", str(expected.get("since") or ""), GPU_PRESENT, seen_at)
-    if changed is not None:
-        return {name: Node(raw) if raw else None for name, raw in changed.items()}
-    fleet = _gpu_nodes(session)
-    return {name: fleet.get(name) for name in bystanders}
 
 
 def operator_rendered(session: Session, namespace: str, configmap: str, mounted: bool) -> list[str]:
@@ -209,7 +160,7 @@ CHECKS = {
 def whole_cards(session: Session, nodes: dict[str, Any], found: dict[str, Node] | None = None) -> list[str]:
     """`nodes`: name -> {gpus}: each advertises its physical GPUs as whole cards, nothing shared
     (`found`: those nodes as just read)."""
-    found = found if found is not None else _gpu_nodes(session, nodes)
+    found = found if found is not None else gpu_nodes(session, nodes)
     problems = []
     for name, want in sorted(nodes.items()):
         node = found.get(name)
@@ -233,7 +184,7 @@ def timeslicing_disabled(session: Session, namespace: str, expected: dict[str, A
     if expected.get("driver_upgrade"):
         driver_upgrade_dead_ends(session, clusterpolicy)
 
-    nodes = _gpu_nodes(session, expected["targets"])
+    nodes = gpu_nodes(session, expected["targets"])
     pool = Pool.of(expected["pool"])
     keys = set(expected["keys"])
     problems = whole_cards(session, expected["targets"], nodes)
@@ -283,19 +234,5 @@ def whereabouts(pods: list[dict[str, Any]], evicted: list[dict[str, str]]) -> li
     return lines
 
 
-def uncordoned(session: Session, nodes: list[str]) -> list[str]:
-    """The uncordoned `nodes` take pods again: the node lifecycle controller has removed the taint
-    node.kubernetes.io/unschedulable it keeps on a cordoned node, which the scheduler honours like any
-    other. A node cordoned again since, or deleted, is not this run's to wait for."""
-    problems = []
-    for name in sorted(set(nodes)):
-        raw = session.get("Node", name)
-        node = Node(raw) if raw else None
-        if node and not node.unschedulable and UNSCHEDULABLE in node.taints:
-            problems.append(f"{name}: uncordoned, but still tainted {UNSCHEDULABLE} (the node lifecycle controller "
-                            "of kube-controller-manager removes it; until then no pod is scheduled there)")
-    return problems
-
-
 CHECKS.update({"whole_cards": whole_cards, "timeslicing_disabled": timeslicing_disabled,
-               "scheduler_tried": scheduler_tried, "uncordoned": uncordoned})
+               "scheduler_tried": scheduler_tried})

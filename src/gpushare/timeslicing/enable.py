@@ -16,10 +16,10 @@ from gpushare.model.operands import CONFIG_READERS, DRIVER, MPS
 from gpushare.model.taints import Taint, tolerated
 from gpushare.rbac import Names
 from gpushare.rbac.access import configmap_refusal, identity
-from gpushare.timeslicing.records import FieldChange, Intent, new_record, record_name, state_patch
 from gpushare.runbook.inputs import NOTHING
+from gpushare.runbook.records import FieldChange, Intent, new_record, record_name, state_patch
+from gpushare.runbook.state import ClusterState, operator_problems
 from gpushare.timeslicing.settings import DEFAULT_CONFIG, DEFAULT_KEY, Settings
-from gpushare.timeslicing.state import ClusterState, operator_problems
 
 RUNBOOK = "enable-timeslicing"
 CONFIG = "/spec/devicePlugin/config"

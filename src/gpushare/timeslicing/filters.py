@@ -8,9 +8,10 @@ from typing import Any
 from gpushare.clock import utc_now
 from gpushare.model.node import unpacked
 from gpushare.plugins.filters import plain, read_resources
-from gpushare.timeslicing import checks, enable, records, report, rollback
+from gpushare.runbook import records
+from gpushare.runbook.state import ClusterState
+from gpushare.timeslicing import checks, enable, report, rollback
 from gpushare.timeslicing.settings import Settings
-from gpushare.timeslicing.state import ClusterState
 
 
 def timeslicing_enable_plan(read: dict[str, Any], inputs: dict[str, Any], targets: list[str],

@@ -18,15 +18,15 @@ from gpushare.model.node import CONFIG_LABEL, CORDONED_BY, MARK, Node, Pool
 from gpushare.model.pods import UNSCHEDULABLE, Pod, outlasting_drain
 from gpushare.rbac import Names
 from gpushare.rbac.access import configmap_refusal, identity
+from gpushare.runbook.drain import shared_resources
+from gpushare.runbook.inputs import NOTHING, optional_int
+from gpushare.runbook.records import RECORDS_NAMESPACE, FieldChange, Intent, Record, new_record, record_name, state_patch
+from gpushare.runbook.state import ClusterState, operator_problems
 from gpushare.timeslicing.enable import (CONFIG, CONFIG_DEFAULT, CONFIG_NAME, RUNBOOK as ENABLE, TOLERATIONS,
                                          driver_upgrades, field_ops, operator_roll)
-from gpushare.timeslicing.records import RECORDS_NAMESPACE, FieldChange, Intent, Record, new_record, record_name, state_patch
-from gpushare.runbook.inputs import NOTHING, optional_int
 from gpushare.timeslicing.settings import DEFAULT_KEY
-from gpushare.timeslicing.state import ClusterState, operator_problems
 
 RUNBOOK = "rollback-timeslicing"
-SHARED_RESOURCES = ("nvidia.com/gpu.shared", "nvidia.com/gpu")
 _ABSENT = object()
 _SET_BY_RUNS = object()  # with an explicit backup: whatever the field holds now is overwritten
 
@@ -126,12 +126,6 @@ def shared_keys(state: ClusterState, settings: RollbackSettings) -> set[str]:
     return keys
 
 
-def shared_resources(node: Node) -> tuple[str, ...]:
-    """The resources that are shares on this node: nvidia.com/gpu.shared, and nvidia.com/gpu when
-    the node time-slices without renaming."""
-    return SHARED_RESOURCES if node.shares and node.shared_resource == SHARED_RESOURCES[1] else SHARED_RESOURCES[:1]
-
-
 def _has_sharing(node: Node, keys: set[str], pool: Pool) -> bool:
     mark = node.mark
     return bool(mark or node.config_label in keys or node.in_pool(pool) or node.shares
@@ -197,13 +191,6 @@ def unrestorable(records: list[Record], namespace: str) -> list[str]:
     return problems
 
 
-def _workload(pod: Pod) -> str:
-    owner = pod.controller
-    if owner.get("kind") == "ReplicaSet" and "pod-template-hash" in (pod.raw["metadata"].get("labels") or {}):
-        return f"Deployment {pod.namespace}/{owner['name'].rsplit('-', 1)[0]}"
-    return f"{owner.get('kind') or 'Pod'} {pod.namespace}/{owner.get('name') or pod.name}"
-
-
 def _comeback_warning(pod: Pod, node: Node, pool: Pool) -> str:
     """The replacement comes back if it tolerates the cordon and the taints that stay during the
     drain (the pool taint), and its selection admits the node without the pool label."""
@@ -214,7 +201,7 @@ def _comeback_warning(pod: Pod, node: Node, pool: Pool) -> str:
     selection = pod.selection()
     admits = (f"its {selection} still admits {node.name} without the {pool.label_key} label" if selection
               else "it has no node selector or required node affinity")
-    return (f"{_workload(pod)} (pod {pod.name}) will come back to {node.name} after its eviction: it tolerates the "
+    return (f"{pod.workload} (pod {pod.name}) will come back to {node.name} after its eviction: it tolerates the "
             f"cordon ({pod.cordon_toleration()}) and the node's taints, and {admits}. The drain will stop; first "
             "scale it down, or change its selector or tolerations.")
 

@@ -13,7 +13,7 @@ from gpushare import mps
 from gpushare.model.node import Pool
 from gpushare.model.taints import Taint
 from gpushare.runbook.inputs import DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE, as_bool, optional_int
-from gpushare.timeslicing.records import RECORDS_NAMESPACE
+from gpushare.runbook.records import RECORDS_NAMESPACE
 
 DEFAULT_KEY = "default"
 # The no-sharing config every GPU node without a per-node label reads once the ClusterPolicy points

@@ -1,4 +1,6 @@
-"""The cluster as the time-slicing runbooks read it in one go at the start of a phase."""
+"""The cluster as every runbook's preflight reads it in one go (gpushare_read): the GPU Operator's
+objects, the GPU nodes, the run records and the lock; and what is refused when the operator or the
+runbooks' own namespace is missing."""
 
 from __future__ import annotations
 
@@ -6,10 +8,10 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpushare.k8s import lock
 from gpushare.model.node import Node, Pool, packed, unpacked
 from gpushare.model.operands import CONFIG_READERS, DEVICE_PLUGIN, Operand, OperandPod
-from gpushare.timeslicing.records import Record
+from gpushare.runbook import lock
+from gpushare.runbook.records import Record
 
 ASSET_TOLERATIONS = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
 

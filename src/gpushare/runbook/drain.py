@@ -14,9 +14,15 @@ from gpushare.k8s.session import ApiError, Session
 from gpushare.model.node import Node
 from gpushare.model.pods import Pod
 from gpushare.polling import pauses
-from gpushare.timeslicing.rollback import _workload, shared_resources
 
 BUDGET = re.compile(r"disruption budget (\S+)")
+SHARED_RESOURCES = ("nvidia.com/gpu.shared", "nvidia.com/gpu")
+
+
+def shared_resources(node: Node) -> tuple[str, ...]:
+    """The resources that are shares on this node (what the drain evicts for by default):
+    nvidia.com/gpu.shared, and nvidia.com/gpu when the node time-slices without renaming."""
+    return SHARED_RESOURCES if node.shares and node.shared_resource == SHARED_RESOURCES[1] else SHARED_RESOURCES[:1]
 
 
 @dataclass
@@ -61,7 +67,7 @@ class DrainProgress:
         self.evicted.add(pod.uid)
         if pod.controller.get("uid"):
             self.controllers.add(pod.controller["uid"])
-        self.result.evicted.append({"pod": pod.ref, "namespace": pod.namespace, "workload": _workload(pod),
+        self.result.evicted.append({"pod": pod.ref, "namespace": pod.namespace, "workload": pod.workload,
                                     "controller_uid": pod.controller.get("uid", "")})
 
     def refused_pod(self, pod: Pod, refusal: str) -> None:
@@ -146,7 +152,7 @@ def _why_back(pod: Pod) -> str:
 
 
 def _comeback(back: list[Pod]) -> str:
-    parts = [f"{_workload(pod)} re-created {pod.ref} on {pod.node} right after its eviction: {_why_back(pod)}"
+    parts = [f"{pod.workload} re-created {pod.ref} on {pod.node} right after its eviction: {_why_back(pod)}"
              for pod in back]
     return ("; ".join(parts) + ". Evicting again would only repeat this. Scale the workload down, or change its "
             "selector, tolerations or node name so that it cannot land on the node, then re-run the same command.")

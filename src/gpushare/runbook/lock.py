@@ -1,13 +1,15 @@
-"""The one-run-at-a-time lock: a coordination.k8s.io Lease in the operator namespace. Taking it
+"""The one-run-at-a-time lock: a coordination.k8s.io Lease in the runbooks' namespace. Taking it
 is a create (atomic: a second run gets a conflict) or, for a Lease whose holder let it expire
-(a killed run), a replace of exactly the version that was read."""
+(a killed run), a replace of exactly the version that was read. Who holds a lock, and whether
+its process still runs, are written here for every lock (the rollout's record too)."""
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import secrets
 import socket
-from typing import Any
+from typing import Any, Callable
 
 from gpushare.clock import parse_time, stamp
 
@@ -26,8 +28,31 @@ def status(lease: dict[str, Any] | None, now: dt.datetime) -> dict[str, Any]:
             "expired": expired, "resource_version": ((lease or {}).get("metadata") or {}).get("resourceVersion", "")}
 
 
-def holder_identity(runbook: str, now: dt.datetime) -> str:
-    return f"{runbook}@{socket.gethostname()}/{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(2)}"
+def holder_identity(runbook: str, now: dt.datetime, pid: int | None = None) -> str:
+    """`<runbook>@<host>/[<pid>/]<stamp>-<hex>`; with `pid`, the process whose end on this host
+    frees the lock at once (holder_process_alive)."""
+    process = f"{pid}/" if pid is not None else ""
+    return f"{runbook}@{socket.gethostname()}/{process}{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(2)}"
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def holder_process_alive(holder: str, host: str = "", alive: Callable[[int], bool] = pid_alive) -> bool:
+    """False only when `holder` names a process on this host (`host`: this machine's name) that is
+    gone (a killed run); a holder on another machine, or without a process, may be alive."""
+    where, _, rest = holder.partition("@")[2].partition("/")
+    pid = rest.split("/")[0]
+    if where == (host or socket.gethostname()) and pid.isdigit():
+        return alive(int(pid))
+    return True
 
 
 def refusal(lease: dict[str, Any] | None, name: str, namespace: str, now: dt.datetime) -> str:

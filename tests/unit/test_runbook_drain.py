@@ -1,4 +1,4 @@
-"""The drain's decisions (gpushare.timeslicing.drain.DrainProgress), pass by pass, on a node whose
+"""The drain's decisions (gpushare.runbook.drain.DrainProgress), pass by pass, on a node whose
 pods a small model of a Deployment and its PodDisruptionBudget replaces: it tells a workload whose
 replacements come straight back from a budget that refuses evictions, and from one that lets them
 through one at a time."""
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from gpushare.model.pods import Pod
-from gpushare.timeslicing.drain import DrainProgress
+from gpushare.runbook.drain import DrainProgress
 from tests.unit.cluster_objects import workload_pod
 
 OWNER = "trainer-5d4f7b9c8"
