@@ -11,12 +11,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpushare import mig_layout
 from gpushare.clock import parse_time
 from gpushare.mig import parted
 from gpushare.mig.checks import stuck
 from gpushare.mig.fit import WHOLE, Fit, fit, smallest_fit
 from gpushare.mig.hardware import GpuModel, Profile, model
 from gpushare.mig.settings import ENABLE, MARK, ROLLBACK, RUNBOOKS, Mark, MigSettings
+from gpushare.mig_layout import Layout
 from gpushare.mig_parted_config import MigConfigError, MigConfigSpec, parse_configs, yaml_key
 from gpushare.model.node import CORDONED_BY, GPU, MIG_CONFIG, MIG_STATE, Node
 from gpushare.model.pods import Pod, outlasting_drain
@@ -37,7 +39,7 @@ class NodePlan:
     current: str  # nvidia.com/mig.config now
     previous: str  # the config before the first enable (kept in the mark)
     source: parted.Source
-    after: parted.Layout
+    after: Layout
     fit: Fit
     evict: list[Pod] = field(default_factory=list)
     resources: tuple[str, ...] = ()  # the GPU resources a pod of the node may hold
@@ -77,28 +79,28 @@ def gpu_resources(node: Node) -> tuple[str, ...]:
     return tuple(sorted({GPU} | {k for k in capacity if k.startswith("nvidia.com/")}))
 
 
-def advertised(layout: parted.Layout, strategy: str) -> dict[str, int]:
+def advertised(layout: Layout, strategy: str) -> dict[str, int]:
     """What the device plugin advertises for a layout: single, nvidia.com/gpu per instance (or per
     GPU with MIG off); mixed, nvidia.com/mig-<profile> per instance and nvidia.com/gpu per whole GPU."""
-    mig, whole = parted.instances(layout), parted.whole_gpus(layout)
+    mig, whole = mig_layout.instances(layout), mig_layout.whole_gpus(layout)
     if strategy == "single":
         return {GPU: whole if whole == len(layout) else sum(mig.values())}
     return {GPU: whole, **{f"nvidia.com/mig-{p}": n for p, n in sorted(mig.items())}}
 
 
-def product_label(product: str, layout: parted.Layout, strategy: str) -> str:
-    mig = parted.instances(layout)
-    if strategy == "single" and parted.whole_gpus(layout) == 0 and len(mig) == 1:
+def product_label(product: str, layout: Layout, strategy: str) -> str:
+    mig = mig_layout.instances(layout)
+    if strategy == "single" and mig_layout.whole_gpus(layout) == 0 and len(mig) == 1:
         return f"{product}-MIG-{next(iter(mig))}"
     return product
 
 
-def _pool(layout: parted.Layout) -> Counter[str]:
+def _pool(layout: Layout) -> Counter[str]:
     """Instances per kind (a GPU with MIG off is one whole-GPU instance); kinds with none left out."""
-    return parted.instances(layout) + Counter({WHOLE: parted.whole_gpus(layout)})
+    return mig_layout.instances(layout) + Counter({WHOLE: mig_layout.whole_gpus(layout)})
 
 
-def _profiles(gpu: GpuModel, memory_mib: int, layouts: list[parted.Layout | None]) -> dict[str, Profile]:
+def _profiles(gpu: GpuModel, memory_mib: int, layouts: list[Layout | None]) -> dict[str, Profile]:
     names = {p for layout in layouts if layout for g in layout if g for p in g}
     found = {name: gpu.profile(name) for name in names}
     return {WHOLE: Profile(WHOLE, 7, memory_mib, 1, True), **{k: v for k, v in found.items() if v is not None}}
@@ -197,10 +199,10 @@ def _gave_up(state: ClusterState, node: Node, target: str, settings: MigSettings
 
 
 def _mode_change(configs: dict[str, list[MigConfigSpec]], gpu: GpuModel, gpus: int, from_config: str,
-                 after: parted.Layout) -> bool:
+                 after: Layout) -> bool:
     """Whether going from `from_config` to the layout `after` turns MIG mode on or off on a GPU."""
     before = parted.apply(configs[from_config], gpu, [None] * gpus)[0] if from_config in configs else [None] * gpus
-    return any((b is None) != (a is None) for b, a in zip(before, after))
+    return mig_layout.mode_change(before, after)
 
 
 def _shape(gpu: dict[str, int] | None) -> str:
@@ -440,7 +442,7 @@ def _lines(state: ClusterState, settings: MigSettings, strategy: str, plans: lis
                   f"  advertises afterwards: {', '.join(f'{k} {v}' for k, v in resources.items())}, product "
                   f"{product_label(p.product, p.after, strategy)}" + (
                       " (tell the quota and monitoring owners; DCGM reports MIG instances in "
-                      "DCGM_FI_PROF_GR_ENGINE_ACTIVE, not DCGM_FI_DEV_GPU_UTIL)" if parted.instances(p.after) else "")]
+                      "DCGM_FI_PROF_GR_ENGINE_ACTIVE, not DCGM_FI_DEV_GPU_UTIL)" if mig_layout.instances(p.after) else "")]
         if p.fit.workloads:
             lines.append(f"  workloads: {p.fit.coverage()}")
             lines += ["    " + line for line in render_table(
