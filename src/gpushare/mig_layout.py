@@ -15,6 +15,7 @@ from typing import Protocol, Union
 from gpushare.gpu_catalog import COMPUTE_SLICES, MEMORY_SLICES
 from gpushare.mig_parted_config import MigConfigSpec
 
+DISABLED = "all-disabled"  # the config every MIG manager has: MIG mode off on every GPU
 # One entry per GPU: None (MIG mode off) or its MIG devices, profile -> instances ({}: MIG mode on, no device).
 Layout = list[Union[dict[str, int], None]]
 

@@ -15,7 +15,6 @@ from gpushare.mig_layout import Layout
 from gpushare.mig_parted_config import MigConfigSpec
 
 DEFAULT_CONFIGMAP = "default-mig-parted-config"
-DISABLED = "all-disabled"
 
 
 @dataclass(frozen=True)

@@ -142,7 +142,7 @@ def _config_refusals(name: str, node: Node, state: ClusterState, settings: MigSe
                       f"{MARK} mark): wait for GPU feature discovery, or roll MIG back by hand first."], []
     # GFD's nvidia.com/gpu.memory is the whole GPU's only with MIG off
     gpu = model(node.product, int(node.labels.get("nvidia.com/gpu.memory", "0") or 0) if not node.mig_enabled else 0)
-    current = node.mig_config or parted.DISABLED
+    current = node.mig_config or mig_layout.DISABLED
     if target not in configs:
         usable = [c for c in sorted(configs) if not parted.apply(configs[c], gpu, [None] * gpus)[1]]
         read_as = yaml_key(target)
@@ -171,7 +171,7 @@ def _config_refusals(name: str, node: Node, state: ClusterState, settings: MigSe
     plan = NodePlan(name, gpus, gpu.product, target, current, previous, source, after, result,
                     mode_change=_mode_change(configs, gpu, gpus, previous if current == target else current, after))
     if result.unfit:
-        fitting = [c for c in sorted(configs) if c != parted.DISABLED and _all_fit(configs[c], gpu, gpus, settings)]
+        fitting = [c for c in sorted(configs) if c != mig_layout.DISABLED and _all_fit(configs[c], gpu, gpus, settings)]
         largest = max((profiles[k] for k in result.after), key=lambda p: p.memory_mib, default=None)
         unfit = ", ".join(f"{w.name} (needs {w.need_text})" for w in result.unfit)
         refusals.append(
@@ -283,7 +283,7 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: MigSettings,
             continue
         mark = Mark.parse(node.annotations.get(MARK))
         target = (settings.configs.get(name, "") if settings.runbook == ENABLE
-                  else settings.rollback_to or (mark.previous if mark else parted.DISABLED))
+                  else settings.rollback_to or (mark.previous if mark else mig_layout.DISABLED))
         ours = node.unschedulable and node.cordoned_by in RUNBOOKS
         if node.mig_config == target and node.mig_state == "success" and not ours and (
                 settings.runbook == ENABLE or mark is None):
@@ -413,7 +413,7 @@ def _nothing_line(state: ClusterState, targets: list[str], settings: MigSettings
     parts = []
     for name in sorted(targets):
         node = state.nodes[name]
-        parts.append(f"{name} runs MIG config {node.mig_config or parted.DISABLED} "
+        parts.append(f"{name} runs MIG config {node.mig_config or mig_layout.DISABLED} "
                      f"(nvidia.com/mig.config.state={node.mig_state or 'unset'})")
     return f"Nothing to do: {'; '.join(parts)}. {NOTHING}"
 

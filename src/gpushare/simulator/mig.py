@@ -15,10 +15,8 @@ import yaml
 
 from gpushare import mig_layout
 from gpushare.gpu_catalog import GpuProduct
-from gpushare.mig_layout import Layout, needs, selected
+from gpushare.mig_layout import DISABLED, Layout, needs, selected
 from gpushare.mig_parted_config import MigConfigError, MigConfigSpec
-
-DISABLED = "all-disabled"
 
 
 def _check_fits(product: GpuProduct, wanted: dict[str, int]) -> None:
