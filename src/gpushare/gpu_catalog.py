@@ -33,6 +33,7 @@ class GpuProduct:
 
     @property
     def mig_capable(self) -> bool:
+        """MIG-capable as modelled here: with a profile table (none for a product known by its device IDs only)."""
         return bool(self.mig_profiles)
 
     @property

@@ -58,6 +58,7 @@ def client_daemonset_pod(pod: dict[str, Any]) -> bool:
 
 
 def applied_layout(annotations: dict[str, str], gpus: int) -> Layout:
+    """The layout last applied: the annotation lists each GPU's MIG devices, the layout counts them."""
     raw = annotations.get(LAYOUT_ANNOTATION)
     return [dict(Counter(gpu)) if gpu is not None else None for gpu in json.loads(raw)] if raw else [None] * gpus
 
