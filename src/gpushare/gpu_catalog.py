@@ -1,5 +1,8 @@
-"""The GPU products the simulator can model: memory, PCI device ID and MIG profile tables (NVIDIA MIG
-user guide; device IDs as mig-parted's `device-filter` writes them)."""
+"""The GPU products gpushare knows, one table for the runbooks and the simulator: PCI device IDs (as
+mig-parted's `device-filter` writes them, as grouped in the GPU Operator's
+default-mig-parted-config), memory and MIG profile tables (NVIDIA MIG user guide). A product with
+its memory is one the simulator can model; the others are known by their device IDs only (the MIG
+runbook judges a `device-filter` with them, and reads their memory and profiles from the node)."""
 
 from __future__ import annotations
 
@@ -7,6 +10,9 @@ from dataclasses import dataclass, field
 
 COMPUTE_SLICES = 7  # per GPU, on every MIG-capable product modelled here
 MEMORY_SLICES = 8
+# The A100 / H100 MIG geometry: per kind of profile its compute slices, memory slices and most
+# instances per GPU, in the order a product's profile row lists them.
+SEVEN_SLICES = ((1, 1, 7), (1, 2, 4), (2, 2, 3), (3, 4, 2), (4, 4, 1), (7, 8, 1))
 
 
 @dataclass(frozen=True)
@@ -21,75 +27,57 @@ class MigProfile:
 @dataclass(frozen=True)
 class GpuProduct:
     name: str  # the `nvidia.com/gpu.product` label value
-    memory_mib: int
-    pci_device_id: str  # e.g. "0x233010DE"
+    pci_device_ids: tuple[str, ...]  # e.g. ("0x233010DE",)
+    memory_mib: int = 0  # 0: not modelled (the simulator cannot run it)
     mig_profiles: dict[str, MigProfile] = field(default_factory=dict)
-    # mig-parted's `all-balanced` layout for this product (profile -> instances per GPU).
-    mig_balanced: dict[str, int] = field(default_factory=dict)
 
     @property
     def mig_capable(self) -> bool:
+        """MIG-capable as modelled here: with a profile table (none for a product known by its device IDs only)."""
         return bool(self.mig_profiles)
 
+    @property
+    def simulated(self) -> bool:
+        return bool(self.memory_mib)
 
-def _profiles(*rows: tuple[str, int, int, int, int]) -> dict[str, MigProfile]:
-    return {name: MigProfile(name, slices, mem_slices, mem, count) for name, slices, mem_slices, mem, count in rows}
+
+def _product(name: str, device_ids: tuple[str, ...], memory_mib: int = 0,
+             profiles: tuple[tuple[str, int], ...] = ()) -> GpuProduct:
+    """A row of the table: `profiles` are (name, memory MiB) in the order of SEVEN_SLICES."""
+    return GpuProduct(name, device_ids, memory_mib, {
+        profile: MigProfile(profile, compute, memory_slices, memory, most)
+        for (profile, memory), (compute, memory_slices, most) in zip(profiles, SEVEN_SLICES)})
 
 
 PRODUCTS: dict[str, GpuProduct] = {
     product.name: product
     for product in (
-        GpuProduct(
-            "NVIDIA-H100-80GB-HBM3",
-            81559,
-            "0x233010DE",
-            _profiles(
-                ("1g.10gb", 1, 1, 9984, 7),
-                ("1g.20gb", 1, 2, 20096, 4),
-                ("2g.20gb", 2, 2, 20096, 3),
-                ("3g.40gb", 3, 4, 40320, 2),
-                ("4g.40gb", 4, 4, 40320, 1),
-                ("7g.80gb", 7, 8, 80896, 1),
-            ),
-            {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1},
-        ),
-        GpuProduct(
-            "NVIDIA-A100-SXM4-40GB",
-            40960,
-            "0x20B010DE",
-            _profiles(
-                ("1g.5gb", 1, 1, 4864, 7),
-                ("1g.10gb", 1, 2, 9856, 4),
-                ("2g.10gb", 2, 2, 9984, 3),
-                ("3g.20gb", 3, 4, 20096, 2),
-                ("4g.20gb", 4, 4, 20096, 1),
-                ("7g.40gb", 7, 8, 40192, 1),
-            ),
-            {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1},
-        ),
-        GpuProduct(
-            "NVIDIA-A100-SXM4-80GB",
-            81920,
-            "0x20B210DE",
-            _profiles(
-                ("1g.10gb", 1, 1, 9728, 7),
-                ("1g.20gb", 1, 2, 19968, 4),
-                ("2g.20gb", 2, 2, 19968, 3),
-                ("3g.40gb", 3, 4, 40192, 2),
-                ("4g.40gb", 4, 4, 40192, 1),
-                ("7g.80gb", 7, 8, 80384, 1),
-            ),
-            {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1},
-        ),
-        GpuProduct("NVIDIA-L4", 23034, "0x27B810DE"),
-        GpuProduct("Tesla-T4", 15360, "0x1EB810DE"),
+        _product("NVIDIA-H100-80GB-HBM3", ("0x233010DE",), 81559, (
+            ("1g.10gb", 9984), ("1g.20gb", 20096), ("2g.20gb", 20096), ("3g.40gb", 40320), ("4g.40gb", 40320),
+            ("7g.80gb", 80896))),
+        _product("NVIDIA-A100-SXM4-40GB", ("0x20B010DE",), 40960, (
+            ("1g.5gb", 4864), ("1g.10gb", 9856), ("2g.10gb", 9984), ("3g.20gb", 20096), ("4g.20gb", 20096),
+            ("7g.40gb", 40192))),
+        _product("NVIDIA-A100-SXM4-80GB", ("0x20B210DE",), 81920, (
+            ("1g.10gb", 9728), ("1g.20gb", 19968), ("2g.20gb", 19968), ("3g.40gb", 40192), ("4g.40gb", 40192),
+            ("7g.80gb", 80384))),
+        _product("NVIDIA-L4", ("0x27B810DE",), 23034),
+        _product("Tesla-T4", ("0x1EB810DE",), 15360),
+        # known by their device IDs only
+        _product("NVIDIA-A100-PCIE-40GB", ("0x20B110DE", "0x20F110DE")),
+        _product("NVIDIA-A100-80GB-PCIe", ("0x20B510DE",)),
+        _product("NVIDIA-A30", ("0x20B710DE",)),
+        _product("NVIDIA-H100-PCIe", ("0x233110DE",)),
+        _product("NVIDIA-H200", ("0x233510DE",)),
     )
 }
+SIMULATED: dict[str, GpuProduct] = {name: p for name, p in PRODUCTS.items() if p.simulated}
 
 
 def product(name: str) -> GpuProduct:
+    """A product the simulator can model."""
     try:
-        return PRODUCTS[name]
+        return SIMULATED[name]
     except KeyError:
-        known = ", ".join(sorted(PRODUCTS))
+        known = ", ".join(sorted(SIMULATED))
         raise ValueError(f"unknown GPU product {name!r}; use one of: {known}") from None

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from gpushare.fleet import MAX_NODES, NODE_KEYS, Fleet, FleetError, load_fleet, parse_fleet
-from gpushare.gpu_catalog import PRODUCTS
+from gpushare.gpu_catalog import SIMULATED
 from gpushare.runbook.inputs import DNS_SUBDOMAIN
 
 EXAMPLES = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -27,7 +27,7 @@ NODE = st.fixed_dictionaries(
     optional={
         "count": st.integers(-2, 30) | st.sampled_from([10**9, 10**400]) | SCALARS,
         "gpus": st.integers(-1, 16) | SCALARS,
-        "product": st.sampled_from(sorted(PRODUCTS)) | SCALARS | ANY,
+        "product": st.sampled_from(sorted(SIMULATED)) | SCALARS | ANY,
         "cpu": SCALARS, "memory": SCALARS, "pods": SCALARS,
         "labels": st.dictionaries(st.text(max_size=6) | st.integers(), SCALARS, max_size=3) | ANY,
     },
@@ -36,7 +36,7 @@ VALID_NODE = st.builds(
     lambda name, count, gpus, product: {"name": name if count == 1 else f"{name}-{{index}}", "count": count,
                                         "gpus": gpus, **({"product": product} if gpus else {})},
     st.from_regex(r"[a-z][a-z0-9]{0,8}", fullmatch=True), st.integers(0, 20), st.integers(0, 8),
-    st.sampled_from(sorted(PRODUCTS)))
+    st.sampled_from(sorted(SIMULATED)))
 NODE_LIST = st.lists(VALID_NODE, min_size=1, max_size=4)
 
 

@@ -8,8 +8,9 @@ import pytest
 import yaml
 
 from gpushare.gpu_catalog import COMPUTE_SLICES, MEMORY_SLICES, PRODUCTS, product
+from gpushare.mig_layout import DISABLED, instances, mode_change
 from gpushare.mig_parted_config import MigConfigError, parse_configs, select
-from gpushare.simulator.mig import DISABLED, apply, default_config, devices, mode_change
+from gpushare.simulator.mig import apply, default_config
 
 CONFIGS = parse_configs(default_config(PRODUCTS.values()))
 
@@ -37,8 +38,8 @@ def applied(product_name: str, config: str, gpus: int = 4) -> list:
 )
 def test_default_config_profiles(product_name: str, config: str, per_gpu: dict[str, int]) -> None:
     layout = applied(product_name, config)
-    assert len(layout) == 4 and all(devices([gpu]) == per_gpu for gpu in layout)
-    assert devices(layout) == {name: count * 4 for name, count in per_gpu.items()}
+    assert layout == [per_gpu] * 4
+    assert instances(layout) == {name: count * 4 for name, count in per_gpu.items()}
 
 
 def test_profile_tables_fit_one_gpu() -> None:
@@ -50,7 +51,7 @@ def test_profile_tables_fit_one_gpu() -> None:
 
 def test_all_disabled_and_all_enabled() -> None:
     assert applied("NVIDIA-A100-SXM4-40GB", DISABLED) == [None] * 4
-    assert applied("NVIDIA-A100-SXM4-40GB", "all-enabled") == [[]] * 4  # MIG mode on, no devices
+    assert applied("NVIDIA-A100-SXM4-40GB", "all-enabled") == [{}] * 4  # MIG mode on, no devices
 
 
 def test_non_mig_capable_gpus_are_skipped_by_all_device_entries() -> None:
@@ -84,11 +85,11 @@ def test_custom_config_per_device_index_and_overcommit() -> None:
     }})
     configs = parse_configs(text)
     a100 = product("NVIDIA-A100-SXM4-40GB")
-    assert apply(a100, [None] * 4, select(configs, "split")) == [["1g.5gb"] * 7] * 2 + [["3g.20gb"] * 2] * 2
+    assert apply(a100, [None] * 4, select(configs, "split")) == [{"1g.5gb": 7}] * 2 + [{"3g.20gb": 2}] * 2
     with pytest.raises(MigConfigError, match="does not fit"):
         apply(a100, [None] * 4, select(configs, "too-big"))
 
 
 def test_mode_change() -> None:
-    assert mode_change([None, None], [["1g.5gb"], None])
-    assert not mode_change([["1g.5gb"], None], [["2g.10gb"], None])  # only the devices change
+    assert mode_change([None, None], [{"1g.5gb": 1}, None])
+    assert not mode_change([{"1g.5gb": 1}, None], [{"2g.10gb": 1}, None])  # only the devices change

@@ -1,13 +1,16 @@
-"""What the MIG runbook knows of the hardware (gpushare.mig.hardware) and the node facts it reads
-(gpushare.model.node): profiles from the tables or from their names, memory slices, the device IDs
-mig-parted's device-filter matches, MIG-capable as the GPU Operator decides it."""
+"""What the MIG runbook knows of the hardware (gpushare.mig.hardware, read from gpushare.gpu_catalog)
+and the node facts it reads (gpushare.model.node): profiles from the tables or from their names,
+memory slices, the device IDs mig-parted's device-filter matches, MIG-capable as the GPU Operator
+decides it."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 
 from gpushare.gpu_catalog import PRODUCTS
-from gpushare.mig.hardware import DEVICE_IDS, base_name, from_name, model
+from gpushare.mig.hardware import base_name, from_name, model
 from gpushare.model.node import Node
 
 
@@ -38,8 +41,13 @@ def test_a_variant_takes_the_memory_of_its_profile_and_is_not_exact() -> None:
     ("NVIDIA-A100-SXM4-80GB", "1g.10gb", 1), ("NVIDIA-A100-SXM4-80GB", "7g.80gb", 8),
 ])
 def test_memory_slices_are_eighths_of_the_gpu(product: str, profile: str, slices: int) -> None:
-    gpu = model(product)
-    assert gpu.memory_slices(gpu.profile(profile)) == slices
+    assert model(product).profile(profile).memory_slices == slices
+
+
+@pytest.mark.parametrize("product", [p for p in PRODUCTS.values() if p.mig_capable], ids=lambda p: p.name)
+def test_the_tables_memory_slices_are_the_eighths_their_memory_takes(product) -> None:
+    for name, profile in product.mig_profiles.items():
+        assert profile.memory_slices == math.ceil(profile.memory_mib / (product.memory_mib / 8)), name
 
 
 def test_a_profile_of_another_product_is_foreign_and_an_unknown_one_is_not() -> None:
@@ -54,8 +62,11 @@ def test_an_unknown_product_keeps_what_gfd_said_and_judges_nothing() -> None:
     assert not gpu.foreign("1g.23gb") and gpu.profile("1g.23gb").exact is False
 
 
-def test_every_simulated_mig_product_has_a_device_id() -> None:
-    assert {p.name for p in PRODUCTS.values() if p.mig_capable} <= set(DEVICE_IDS)
+def test_every_product_has_a_device_id_and_the_runbook_reads_it() -> None:
+    assert all(p.pci_device_ids for p in PRODUCTS.values())
+    assert model("NVIDIA-A100-PCIE-40GB").device_ids == ("0x20B110DE", "0x20F110DE")
+    a30 = model("NVIDIA-A30", 24576)  # known by its device ID only: the memory is GFD's, no profile table
+    assert (a30.device_ids, a30.memory_mib, a30.known) == (("0x20B710DE",), 24576, False)
 
 
 def _node(labels: dict[str, str]) -> Node:

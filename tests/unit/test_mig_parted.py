@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from gpushare import mig_layout
 from gpushare.mig import parted
 from gpushare.mig.hardware import model
 from gpushare.mig_parted_config import MigConfigSpec, parse_configs
@@ -59,7 +60,7 @@ def test_entries_are_read_with_their_filters_and_devices() -> None:
 def test_all_1g_5gb_gives_seven_instances_per_a100_40gb() -> None:
     layout, refusals, warnings = parted.apply(_configs()["all-1g.5gb"], A100, [None] * 4)
     assert (layout, refusals, warnings) == ([{"1g.5gb": 7}] * 4, [], [])
-    assert parted.instances(layout) == {"1g.5gb": 28} and parted.whole_gpus(layout) == 0
+    assert mig_layout.instances(layout) == {"1g.5gb": 28} and mig_layout.whole_gpus(layout) == 0
 
 
 def test_the_device_filter_picks_the_entry_of_the_product() -> None:
@@ -70,7 +71,7 @@ def test_the_device_filter_picks_the_entry_of_the_product() -> None:
 def test_gpus_no_entry_selects_keep_what_they_have() -> None:
     layout, refusals, _ = parted.apply(_configs()["first-two"], A100, [None, None, {"1g.5gb": 7}, None])
     assert refusals == [] and layout == [{"3g.20gb": 2}, {"3g.20gb": 2}, {"1g.5gb": 7}, None]
-    assert parted.whole_gpus(layout) == 1
+    assert mig_layout.whole_gpus(layout) == 1
 
 
 def test_a_config_that_matches_no_gpu_of_the_node_would_change_nothing() -> None:

@@ -13,8 +13,8 @@ from gpushare.simulator.node_view import GPU, SHARED, TIMESTAMP, gfd_labels, gfd
 H100 = product("NVIDIA-H100-80GB-HBM3")
 A100 = product("NVIDIA-A100-SXM4-40GB")
 WHOLE = [None]
-ALL_1G5 = [["1g.5gb"] * 7 for _ in range(4)]
-BALANCED = [["1g.5gb", "1g.5gb", "2g.10gb", "3g.20gb"] for _ in range(4)]
+ALL_1G5 = [{"1g.5gb": 7} for _ in range(4)]
+BALANCED = [{"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1} for _ in range(4)]
 
 
 def shared(replicas: int, renamed: bool, mechanism: str = "timeSlicing") -> PluginConfig:
@@ -107,8 +107,8 @@ def test_mig_mixed_advertises_one_resource_and_count_label_per_profile(config: P
     ("layout", "problem"),
     [
         pytest.param(BALANCED, "more than one MIG device type present on node", id="mixed-geometry"),
-        pytest.param([[], [], ["1g.5gb"], ["1g.5gb"]], "has no MIG devices configured", id="enabled-but-empty"),
-        pytest.param([None, ["1g.5gb"] * 7, None, None], "the same migEnabled value", id="some-cards-whole"),
+        pytest.param([{}, {}, {"1g.5gb": 1}, {"1g.5gb": 1}], "has no MIG devices configured", id="enabled-but-empty"),
+        pytest.param([None, {"1g.5gb": 7}, None, None], "the same migEnabled value", id="some-cards-whole"),
     ],
 )
 def test_invalid_layout_under_single_labels_mig_invalid_and_stops_the_plugin(layout: list, problem: str) -> None:
@@ -122,7 +122,7 @@ def test_invalid_layout_under_single_labels_mig_invalid_and_stops_the_plugin(lay
 
 def test_gpu_count_is_every_card_of_the_model_mig_or_not() -> None:
     """internal/lm/mig-strategy.go newGPULabelers: counts[name]++ over MIG-enabled and full cards alike."""
-    half = [["1g.5gb"] * 7, ["1g.5gb"] * 7, None, None]
+    half = [{"1g.5gb": 7}, {"1g.5gb": 7}, None, None]
     assert gfd_labels(A100, NO_SHARING, "mixed", half, 0)["nvidia.com/gpu.count"] == "4"
     assert plugin_resources(NO_SHARING, "mixed", half) == {GPU: 2, "nvidia.com/mig-1g.5gb": 14}
     labels = gfd_labels(A100, shared(2, renamed=False), "mixed", half, 0)

@@ -12,6 +12,7 @@ from gpushare.dcgm_sim.exposition import SimGpu
 from gpushare.dcgm_sim.profiles import FLEET_PROFILES, Profile
 from gpushare.fleet import HARDWARE_ANNOTATION
 from gpushare.gpu_catalog import product as lookup_product
+from gpushare.mig_layout import devices
 from gpushare.simulator.mig_manager import applied_layout
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ def node_hardware(nodes: Iterable[Any]) -> list[NodeHardware]:
         spec = json.loads(hardware)
         layout = applied_layout(meta.get("annotations") or {}, int(spec["count"]))
         found.append(NodeHardware(meta["name"], int(spec["count"]), spec["product"],
-                                  tuple(tuple(gpu) if gpu is not None else None for gpu in layout)))
+                                  tuple(tuple(devices(gpu)) if gpu is not None else None for gpu in layout)))
     return sorted(found, key=lambda n: n.name)
 
 

@@ -1,7 +1,7 @@
-"""What the runbook knows of MIG-capable GPUs: the PCI device IDs mig-parted's `device-filter`
-matches (per GFD product label), and each profile's compute slices, memory and most instances per
-GPU (gpushare.gpu_catalog, after the NVIDIA MIG user guide). A profile the tables do not know (a
-newer product, a `+me` media variant) is read from its name, with its memory taken as the decimal
+"""What the runbook knows of MIG-capable GPUs, read from gpushare.gpu_catalog: the PCI device IDs
+mig-parted's `device-filter` matches (per GFD product label), and each profile's compute slices,
+memory, memory slices and most instances per GPU. A profile the tables do not know (a newer
+product, a `+me` media variant) is read from its name, with its memory taken as the decimal
 gigabytes the name says: never more than the real size, so a fit found with it holds."""
 
 from __future__ import annotations
@@ -12,23 +12,9 @@ from dataclasses import dataclass
 
 from gpushare.gpu_catalog import PRODUCTS
 
-COMPUTE_SLICES = 7
-MEMORY_SLICES = 8
 PROFILE_NAME = re.compile(r"^(?P<compute>\d+)g\.(?P<gb>\d+)gb(?P<variant>[+-].+)?$")
 MIB_PER_GB = 1e9 / 2**20
 
-# GFD's nvidia.com/gpu.product -> PCI device IDs as mig-parted writes them (vendor 10DE last), as
-# grouped in the GPU Operator's default-mig-parted-config.
-DEVICE_IDS: dict[str, tuple[str, ...]] = {
-    "NVIDIA-A100-SXM4-40GB": ("0x20B010DE",),
-    "NVIDIA-A100-PCIE-40GB": ("0x20B110DE", "0x20F110DE"),
-    "NVIDIA-A100-SXM4-80GB": ("0x20B210DE",),
-    "NVIDIA-A100-80GB-PCIe": ("0x20B510DE",),
-    "NVIDIA-A30": ("0x20B710DE",),
-    "NVIDIA-H100-80GB-HBM3": ("0x233010DE",),
-    "NVIDIA-H100-PCIe": ("0x233110DE",),
-    "NVIDIA-H200": ("0x233510DE",),
-}
 KNOWN_PROFILES = frozenset(p for product in PRODUCTS.values() for p in product.mig_profiles)
 
 
@@ -39,6 +25,7 @@ class Profile:
     memory_mib: int
     max_per_gpu: int | None  # None: not known for this product
     exact: bool  # from the product's table; else read from the name (memory a lower bound)
+    memory_slices: int | None = None  # of the product's eight; None: not known (not exact)
 
     @property
     def memory_gib(self) -> float:
@@ -82,12 +69,6 @@ class GpuModel:
             return Profile(name, base.compute_slices, base.memory_mib, None, False)
         return guess
 
-    def memory_slices(self, profile: Profile) -> int | None:
-        """Memory slices the profile takes on this GPU (an eighth of its memory each); None when unknown."""
-        if not self.memory_mib or not profile.exact:
-            return None
-        return math.ceil(profile.memory_mib / (self.memory_mib / MEMORY_SLICES))
-
     def foreign(self, name: str) -> bool:
         """A profile of other known products that this (known) product does not have."""
         return self.known and name not in self.table and base_name(name) not in self.table and (
@@ -97,6 +78,8 @@ class GpuModel:
 def model(product: str, memory_mib: int = 0) -> GpuModel:
     """The product as the runbook knows it; `memory_mib` (GFD's nvidia.com/gpu.memory) when the tables lack it."""
     catalog = PRODUCTS.get(product)
-    table = {name: Profile(name, p.compute_slices, p.memory_mib, p.max_per_gpu, True)
-             for name, p in (catalog.mig_profiles if catalog else {}).items()}
-    return GpuModel(product, DEVICE_IDS.get(product, ()), catalog.memory_mib if catalog else memory_mib, table)
+    if catalog is None:
+        return GpuModel(product, (), memory_mib, {})
+    table = {name: Profile(name, p.compute_slices, p.memory_mib, p.max_per_gpu, True, p.memory_slices)
+             for name, p in catalog.mig_profiles.items()}
+    return GpuModel(product, catalog.pci_device_ids, catalog.memory_mib or memory_mib, table)

@@ -1,21 +1,20 @@
 """mig-parted configs as the MIG manager reads them: which ConfigMap a node's MIG manager uses, the
 `mig-configs` in it (read by gpushare.mig_parted_config, the parser the simulated MIG manager uses
-too), and what applying one of them does to a node's GPUs (nvidia-mig-parted apply: each entry changes the
-GPUs its device-filter and devices match; the others keep what they have)."""
+too), and what the runbook makes of applying one of them to a node's GPUs (gpushare.mig_layout: what
+mig-parted does; here refusals and warnings instead of its errors)."""
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
-from gpushare.mig.hardware import COMPUTE_SLICES, MEMORY_SLICES, GpuModel
+from gpushare import mig_layout
+from gpushare.gpu_catalog import COMPUTE_SLICES, MEMORY_SLICES
+from gpushare.mig.hardware import GpuModel
+from gpushare.mig_layout import Layout
 from gpushare.mig_parted_config import MigConfigSpec
 
 DEFAULT_CONFIGMAP = "default-mig-parted-config"
-DISABLED = "all-disabled"
-# One entry per GPU: None (MIG mode off) or its MIG devices, profile -> instances.
-Layout = list[Union[dict[str, int], None]]
 
 
 @dataclass(frozen=True)
@@ -43,24 +42,18 @@ def apply(entries: list[MigConfigSpec], gpu: GpuModel, current: Layout) -> tuple
     """(the layout after the MIG manager applies `entries`, refusals, warnings). A refusal is what
     mig-parted would fail on, or a config that matches none of the node's GPUs; a warning what the
     runbook cannot judge and leaves to the MIG manager."""
-    layout: Layout = list(current)
     refusals: list[str] = []
     warnings: list[str] = []
     filtered = any(e.device_filter is not None for e in entries)
     if filtered and not gpu.device_ids:
-        return layout, [f"its entries select GPUs by device-filter and the runbook does not know the PCI device ID of "
-                        f"{gpu.product} (gpushare.mig.hardware.DEVICE_IDS), so it cannot tell which entry applies"], []
+        return list(current), [f"its entries select GPUs by device-filter and the runbook does not know the PCI device "
+                               f"ID of {gpu.product} (gpushare.gpu_catalog.PRODUCTS), so it cannot tell which entry "
+                               "applies"], []
     if any(e.filters_by_subsystem for e in entries):
         warnings.append("an entry's device-filter names a PCI subsystem ID, which the runbook does not know for "
                         f"{gpu.product}: it judged that entry as not applying (the MIG manager reads the real one)")
-    matched = False
-    for entry in entries:
-        for index in range(len(layout)):
-            if not entry.matches(gpu.device_ids, index):
-                continue
-            matched = True
-            layout[index] = dict(entry.mig_devices) if entry.mig_enabled else None
-    if not matched:
+    layout = mig_layout.apply(entries, gpu.device_ids, current)
+    if not mig_layout.selected(entries, gpu.device_ids, len(layout)):
         refusals.append(f"none of its entries applies to the node's {len(layout)} {gpu.product} GPU(s) (device-filter "
                         f"{', '.join(sorted({f for e in entries for f in e.device_filter or ()}))}, this product "
                         f"{', '.join(gpu.device_ids)}): the MIG manager would change nothing")
@@ -74,12 +67,13 @@ def apply(entries: list[MigConfigSpec], gpu: GpuModel, current: Layout) -> tuple
 def fits_one_gpu(wanted: dict[str, int], gpu: GpuModel) -> tuple[list[str], list[str]]:
     """(what makes mig-parted refuse these instances on one GPU, what the runbook cannot check)."""
     refusals, warnings = [], []
-    compute = memory = 0
+    profiles = {name: p for name in wanted if not gpu.foreign(name) and (p := gpu.profile(name)) is not None}
+    need = mig_layout.needs({name: wanted[name] for name in profiles}, profiles)
     for name, count in sorted(wanted.items()):
-        profile = gpu.profile(name)
         if gpu.foreign(name):
             refusals.append(f"{name} is not a MIG profile of {gpu.product} (its profiles: {', '.join(gpu.table)})")
             continue
+        profile = profiles.get(name)
         if profile is None:
             refusals.append(f"{name!r} is not a MIG profile name (<compute>g.<memory>gb)")
             continue
@@ -87,24 +81,11 @@ def fits_one_gpu(wanted: dict[str, int], gpu: GpuModel) -> tuple[list[str], list
             warnings.append(f"{gpu.product if gpu.known else 'This GPU'} profile {name} is not in the runbook's tables: "
                             "whether it fits is left to the MIG manager (a refusal shows as "
                             "nvidia.com/mig.config.state=failed)")
-        if profile.max_per_gpu is not None and count > profile.max_per_gpu:
+        if name in need.too_many:
             refusals.append(f"{count} x {name} on one {gpu.product}: at most {profile.max_per_gpu}")
-        compute += profile.compute_slices * count
-        slices = gpu.memory_slices(profile)
-        memory += (slices or 0) * count
     shown = " + ".join(f"{n} x {p}" for p, n in sorted(wanted.items()))
-    if compute > COMPUTE_SLICES:
-        refusals.append(f"{shown} needs {compute} compute slices of one {gpu.product}'s {COMPUTE_SLICES}")
-    if memory > MEMORY_SLICES:
-        refusals.append(f"{shown} needs {memory} memory slices of one {gpu.product}'s {MEMORY_SLICES}")
+    if need.compute > COMPUTE_SLICES:
+        refusals.append(f"{shown} needs {need.compute} compute slices of one {gpu.product}'s {COMPUTE_SLICES}")
+    if need.memory > MEMORY_SLICES:
+        refusals.append(f"{shown} needs {need.memory} memory slices of one {gpu.product}'s {MEMORY_SLICES}")
     return refusals, warnings
-
-
-def instances(layout: Layout) -> Counter[str]:
-    """MIG instances per profile on the node."""
-    return sum((Counter(g) for g in layout if g), Counter())
-
-
-def whole_gpus(layout: Layout) -> int:
-    """GPUs with MIG mode off (advertised whole)."""
-    return sum(1 for g in layout if g is None)

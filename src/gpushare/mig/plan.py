@@ -11,12 +11,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpushare import mig_layout
 from gpushare.clock import parse_time
 from gpushare.mig import parted
 from gpushare.mig.checks import stuck
 from gpushare.mig.fit import WHOLE, Fit, fit, smallest_fit
 from gpushare.mig.hardware import GpuModel, Profile, model
 from gpushare.mig.settings import ENABLE, MARK, ROLLBACK, RUNBOOKS, Mark, MigSettings
+from gpushare.mig_layout import Layout
 from gpushare.mig_parted_config import MigConfigError, MigConfigSpec, parse_configs, yaml_key
 from gpushare.model.node import CORDONED_BY, GPU, MIG_CONFIG, MIG_STATE, Node
 from gpushare.model.pods import Pod, outlasting_drain
@@ -37,7 +39,7 @@ class NodePlan:
     current: str  # nvidia.com/mig.config now
     previous: str  # the config before the first enable (kept in the mark)
     source: parted.Source
-    after: parted.Layout
+    after: Layout
     fit: Fit
     evict: list[Pod] = field(default_factory=list)
     resources: tuple[str, ...] = ()  # the GPU resources a pod of the node may hold
@@ -76,28 +78,28 @@ def gpu_resources(node: Node) -> tuple[str, ...]:
     return tuple(sorted({GPU} | set(node.resources("capacity", "nvidia.com/"))))
 
 
-def advertised(layout: parted.Layout, strategy: str) -> dict[str, int]:
+def advertised(layout: Layout, strategy: str) -> dict[str, int]:
     """What the device plugin advertises for a layout: single, nvidia.com/gpu per instance (or per
     GPU with MIG off); mixed, nvidia.com/mig-<profile> per instance and nvidia.com/gpu per whole GPU."""
-    mig, whole = parted.instances(layout), parted.whole_gpus(layout)
+    mig, whole = mig_layout.instances(layout), mig_layout.whole_gpus(layout)
     if strategy == "single":
         return {GPU: whole if whole == len(layout) else sum(mig.values())}
     return {GPU: whole, **{f"nvidia.com/mig-{p}": n for p, n in sorted(mig.items())}}
 
 
-def product_label(product: str, layout: parted.Layout, strategy: str) -> str:
-    mig = parted.instances(layout)
-    if strategy == "single" and parted.whole_gpus(layout) == 0 and len(mig) == 1:
+def product_label(product: str, layout: Layout, strategy: str) -> str:
+    mig = mig_layout.instances(layout)
+    if strategy == "single" and mig_layout.whole_gpus(layout) == 0 and len(mig) == 1:
         return f"{product}-MIG-{next(iter(mig))}"
     return product
 
 
-def _pool(layout: parted.Layout) -> Counter[str]:
+def _pool(layout: Layout) -> Counter[str]:
     """Instances per kind (a GPU with MIG off is one whole-GPU instance); kinds with none left out."""
-    return parted.instances(layout) + Counter({WHOLE: parted.whole_gpus(layout)})
+    return mig_layout.instances(layout) + Counter({WHOLE: mig_layout.whole_gpus(layout)})
 
 
-def _profiles(gpu: GpuModel, memory_mib: int, layouts: list[parted.Layout | None]) -> dict[str, Profile]:
+def _profiles(gpu: GpuModel, memory_mib: int, layouts: list[Layout | None]) -> dict[str, Profile]:
     names = {p for layout in layouts if layout for g in layout if g for p in g}
     found = {name: gpu.profile(name) for name in names}
     return {WHOLE: Profile(WHOLE, 7, memory_mib, 1, True), **{k: v for k, v in found.items() if v is not None}}
@@ -139,7 +141,7 @@ def _config_refusals(name: str, node: Node, state: ClusterState, settings: MigSe
                       f"{MARK} mark): wait for GPU feature discovery, or roll MIG back by hand first."], []
     # GFD's nvidia.com/gpu.memory is the whole GPU's only with MIG off
     gpu = model(node.product, int(node.labels.get("nvidia.com/gpu.memory", "0") or 0) if not node.mig_enabled else 0)
-    current = node.mig_config or parted.DISABLED
+    current = node.mig_config or mig_layout.DISABLED
     if target not in configs:
         usable = [c for c in sorted(configs) if not parted.apply(configs[c], gpu, [None] * gpus)[1]]
         read_as = yaml_key(target)
@@ -168,7 +170,7 @@ def _config_refusals(name: str, node: Node, state: ClusterState, settings: MigSe
     plan = NodePlan(name, gpus, gpu.product, target, current, previous, source, after, result,
                     mode_change=_mode_change(configs, gpu, gpus, previous if current == target else current, after))
     if result.unfit:
-        fitting = [c for c in sorted(configs) if c != parted.DISABLED and _all_fit(configs[c], gpu, gpus, settings)]
+        fitting = [c for c in sorted(configs) if c != mig_layout.DISABLED and _all_fit(configs[c], gpu, gpus, settings)]
         largest = max((profiles[k] for k in result.after), key=lambda p: p.memory_mib, default=None)
         unfit = ", ".join(f"{w.name} (needs {w.need_text})" for w in result.unfit)
         refusals.append(
@@ -196,10 +198,10 @@ def _gave_up(state: ClusterState, node: Node, target: str, settings: MigSettings
 
 
 def _mode_change(configs: dict[str, list[MigConfigSpec]], gpu: GpuModel, gpus: int, from_config: str,
-                 after: parted.Layout) -> bool:
+                 after: Layout) -> bool:
     """Whether going from `from_config` to the layout `after` turns MIG mode on or off on a GPU."""
     before = parted.apply(configs[from_config], gpu, [None] * gpus)[0] if from_config in configs else [None] * gpus
-    return any((b is None) != (a is None) for b, a in zip(before, after))
+    return mig_layout.mode_change(before, after)
 
 
 def _shape(gpu: dict[str, int] | None) -> str:
@@ -280,7 +282,7 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: MigSettings,
             continue
         mark = Mark.parse(node.annotations.get(MARK))
         target = (settings.configs.get(name, "") if settings.runbook == ENABLE
-                  else settings.rollback_to or (mark.previous if mark else parted.DISABLED))
+                  else settings.rollback_to or (mark.previous if mark else mig_layout.DISABLED))
         ours = node.unschedulable and node.cordoned_by in RUNBOOKS
         if node.mig_config == target and node.mig_state == "success" and not ours and (
                 settings.runbook == ENABLE or mark is None):
@@ -409,7 +411,7 @@ def _nothing_line(state: ClusterState, targets: list[str], settings: MigSettings
     parts = []
     for name in sorted(targets):
         node = state.nodes[name]
-        parts.append(f"{name} runs MIG config {node.mig_config or parted.DISABLED} "
+        parts.append(f"{name} runs MIG config {node.mig_config or mig_layout.DISABLED} "
                      f"(nvidia.com/mig.config.state={node.mig_state or 'unset'})")
     return f"Nothing to do: {'; '.join(parts)}. {NOTHING}"
 
@@ -438,7 +440,7 @@ def _lines(state: ClusterState, settings: MigSettings, strategy: str, plans: lis
                   f"  advertises afterwards: {', '.join(f'{k} {v}' for k, v in resources.items())}, product "
                   f"{product_label(p.product, p.after, strategy)}" + (
                       " (tell the quota and monitoring owners; DCGM reports MIG instances in "
-                      "DCGM_FI_PROF_GR_ENGINE_ACTIVE, not DCGM_FI_DEV_GPU_UTIL)" if parted.instances(p.after) else "")]
+                      "DCGM_FI_PROF_GR_ENGINE_ACTIVE, not DCGM_FI_DEV_GPU_UTIL)" if mig_layout.instances(p.after) else "")]
         if p.fit.workloads:
             lines.append(f"  workloads: {p.fit.coverage()}")
             lines += ["    " + line for line in render_table(

@@ -4,62 +4,41 @@ reads it) to a node's GPUs, write the default config the operator ships
 manager generates from a node's GPUs (mig-parted v0.15 pkg/mig/builder). Semantics follow
 NVIDIA/mig-parted cmd/nvidia-mig-parted/apply.
 
-A node's MIG layout is one entry per GPU: None (MIG mode disabled) or the list of MIG devices on it
-(an empty list is MIG mode enabled with no devices)."""
+A node's MIG layout is gpushare.mig_layout's, the runbook's too."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable
-from typing import Any, Union
+from typing import Any
 
 import yaml
 
-from gpushare.gpu_catalog import COMPUTE_SLICES, MEMORY_SLICES, GpuProduct
+from gpushare import mig_layout
+from gpushare.gpu_catalog import GpuProduct
+from gpushare.mig_layout import DISABLED, Layout, needs, selected
 from gpushare.mig_parted_config import MigConfigError, MigConfigSpec
-
-DISABLED = "all-disabled"
-Layout = list[Union[list[str], None]]
 
 
 def _check_fits(product: GpuProduct, wanted: dict[str, int]) -> None:
     unknown = [p for p in wanted if p not in product.mig_profiles]
     if unknown:
         raise MigConfigError(f"error setting MIGConfig: MIG profile {unknown[0]} is not supported on {product.name}")
-    profiles = [(product.mig_profiles[p], n) for p, n in wanted.items()]
-    compute = sum(p.compute_slices * n for p, n in profiles)
-    memory = sum(p.memory_slices * n for p, n in profiles)
-    if compute > COMPUTE_SLICES or memory > MEMORY_SLICES or any(n > p.max_per_gpu for p, n in profiles):
+    if not needs(wanted, product.mig_profiles).fits:
         layout_text = ", ".join(f"{p}x{n}" for p, n in wanted.items())
         raise MigConfigError(f"error setting MIGConfig: {layout_text} does not fit one {product.name}")
 
 
 def apply(product: GpuProduct, current: Layout, entries: Iterable[MigConfigSpec]) -> Layout:
-    """The layout after `nvidia-mig-parted apply` of `entries` (GPUs no entry matches keep theirs)."""
-    result = list(current)
-    for spec in entries:
-        for index in range(len(result)):
-            if not spec.matches((product.pci_device_id,), index):
-                continue
-            if not product.mig_capable:
-                if spec.mig_enabled and spec.devices is not None:
-                    raise MigConfigError("cannot set MIG config on non MIG-capable GPU")
-                continue
-            if not spec.mig_enabled:
-                result[index] = None
-                continue
+    """The layout after `nvidia-mig-parted apply` of `entries` (gpushare.mig_layout), or MigConfigError
+    as it fails on the first GPU it cannot set; a non MIG-capable GPU is skipped for `devices: all`."""
+    entries = list(entries)
+    for _, spec in selected(entries, product.pci_device_ids, len(current)):
+        if not product.mig_capable:
+            if spec.mig_enabled and spec.devices is not None:
+                raise MigConfigError("cannot set MIG config on non MIG-capable GPU")
+        elif spec.mig_enabled:
             _check_fits(product, spec.mig_devices)
-            result[index] = [p for p, n in spec.mig_devices.items() for _ in range(n)]
-    return result
-
-
-def mode_change(current: Layout, target: Layout) -> bool:
-    """Whether going from `current` to `target` toggles MIG mode on any GPU."""
-    return any((a is None) != (b is None) for a, b in zip(current, target))
-
-
-def devices(layout: Layout) -> Counter[str]:
-    return Counter(name for gpu in layout if gpu for name in gpu)
+    return mig_layout.apply(entries, product.pci_device_ids, current) if product.mig_capable else list(current)
 
 
 def default_config(products: Iterable[GpuProduct]) -> str:
@@ -78,11 +57,11 @@ def default_config(products: Iterable[GpuProduct]) -> str:
             configs[f"all-{name}"] = [{"devices": "all", "mig-enabled": True, "mig-devices": {name: counts.pop()}}]
         else:
             configs[f"all-{name}"] = [
-                {"device-filter": [product.pci_device_id], "devices": "all", "mig-enabled": True,
+                {"device-filter": list(product.pci_device_ids), "devices": "all", "mig-enabled": True,
                  "mig-devices": {name: product.mig_profiles[name].max_per_gpu}} for product in having]
     configs["all-balanced"] = [
-        {"device-filter": [product.pci_device_id], "devices": "all", "mig-enabled": True,
-         "mig-devices": dict(product.mig_balanced)} for product in capable]
+        {"device-filter": list(product.pci_device_ids), "devices": "all", "mig-enabled": True,
+         "mig-devices": balanced(product)} for product in capable]
     return yaml.safe_dump({"version": "v1", "mig-configs": configs}, sort_keys=False)
 
 
@@ -90,6 +69,16 @@ def default_config(products: Iterable[GpuProduct]) -> str:
 BALANCED_FORMULA = {7: {1: 2, 2: 1, 3: 1}, 4: {1: 2, 2: 1}}
 GENERATED_HEADER = ("# DO NOT EDIT: Auto-generated MIG configuration from GPU hardware.\n"
                     "# Generated by \"nvidia-mig-manager\".\n")
+
+
+def balanced(product: GpuProduct) -> dict[str, int]:
+    """The `all-balanced` MIG devices of one GPU (balanced.go: per G value of the formula the profile
+    with the most instances); {} when the product has no profile for one of them."""
+    profiles = product.mig_profiles.values()
+    formula = BALANCED_FORMULA.get(max((p.compute_slices for p in profiles), default=0), {})
+    widest = {g: max((p for p in profiles if p.compute_slices == g), key=lambda p: p.max_per_gpu, default=None)
+              for g in formula}
+    return {p.name: formula[g] for g, p in widest.items() if p} if all(widest.values()) else {}
 
 
 def generated_config(product: GpuProduct) -> str:
@@ -101,14 +90,9 @@ def generated_config(product: GpuProduct) -> str:
         DISABLED: [{"devices": "all", "mig-enabled": False}],
         "all-enabled": [{"devices": "all", "mig-enabled": True, "mig-devices": {}}],
     }
-    profiles = product.mig_profiles.values()
-    formula = BALANCED_FORMULA.get(max((p.compute_slices for p in profiles), default=0), {})
-    widest = {g: max((p for p in profiles if p.compute_slices == g), key=lambda p: p.max_per_gpu, default=None)
-              for g in formula}
-    if formula and all(widest.values()):
-        configs["all-balanced"] = [{"devices": "all", "mig-enabled": True,
-                                    "mig-devices": {widest[g].name: n for g, n in formula.items()}}]  # type: ignore[union-attr]
-    for profile in sorted(profiles, key=lambda p: p.name):
+    if layout := balanced(product):
+        configs["all-balanced"] = [{"devices": "all", "mig-enabled": True, "mig-devices": layout}]
+    for profile in sorted(product.mig_profiles.values(), key=lambda p: p.name):
         configs[f"all-{profile.name.replace('+', '.')}"] = [
             {"devices": "all", "mig-enabled": True, "mig-devices": {profile.name: profile.max_per_gpu}}]
     return GENERATED_HEADER + yaml.safe_dump({"version": "v1", "mig-configs": configs}, sort_keys=True)

@@ -28,17 +28,19 @@ this node needs a reboot), STALL_ANNOTATION (the MIG manager never finishes), DI
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from gpushare.gpu_catalog import GpuProduct
+from gpushare.mig_layout import Layout, devices, mode_change
 from gpushare.mig_parted_config import MigConfigError, parse_configs, select
-from gpushare.simulator.mig import Layout, apply, mode_change
+from gpushare.simulator.mig import apply
 
 MIG_CONFIG = "nvidia.com/mig.config"
 MIG_STATE = "nvidia.com/mig.config.state"
 PAUSED = "paused-for-mig-change"
-LAYOUT_ANNOTATION = "sim.gpushare.io/mig-layout"  # the simulated hardware: MIG devices per GPU
+LAYOUT_ANNOTATION = "sim.gpushare.io/mig-layout"  # the simulated hardware: per GPU null (MIG off) or its MIG devices
 REBOOT_ANNOTATION = "sim.gpushare.io/mig-reboot-required"
 STALL_ANNOTATION = "sim.gpushare.io/mig-stall"
 DISCOVERY_ANNOTATION = "sim.gpushare.io/mig-discovery"  # "none": no MIG profile discovered
@@ -56,8 +58,13 @@ def client_daemonset_pod(pod: dict[str, Any]) -> bool:
 
 
 def applied_layout(annotations: dict[str, str], gpus: int) -> Layout:
+    """The layout last applied: the annotation lists each GPU's MIG devices, the layout counts them."""
     raw = annotations.get(LAYOUT_ANNOTATION)
-    return json.loads(raw) if raw else [None] * gpus
+    return [dict(Counter(gpu)) if gpu is not None else None for gpu in json.loads(raw)] if raw else [None] * gpus
+
+
+def _layout_annotation(layout: Layout) -> str:
+    return json.dumps([devices(gpu) if gpu is not None else None for gpu in layout])
 
 
 @dataclass(frozen=True)
@@ -172,5 +179,5 @@ def step(run: MigRun | None, facts: NodeFacts, now: float, reboot_s: float) -> t
 def _apply(run: MigRun) -> Decision:
     if run.error is not None or run.target is None:
         return _finish(run, "failed", Decision(event=run.error))
-    decision = Decision(annotations={LAYOUT_ANNOTATION: json.dumps(run.target)}, delete_validator=True)
+    decision = Decision(annotations={LAYOUT_ANNOTATION: _layout_annotation(run.target)}, delete_validator=True)
     return _finish(run, "success", decision)

@@ -24,7 +24,8 @@ from gpushare.simulator import clusterpolicy as cp
 from gpushare.simulator import mig_manager, nfd, operands
 from gpushare.simulator.config_manager import ManagedPod
 from gpushare.simulator.kubelet import managed_pod_status, node_resources
-from gpushare.simulator.mig import Layout, generated_config
+from gpushare.mig_layout import Layout
+from gpushare.simulator.mig import generated_config
 from gpushare.simulator.node_view import GPU, SHARED, gfd_labels, gfd_owns, plugin_resources
 from gpushare.simulator.operator import node_labels
 from gpushare.simulator.plugin_version import gfd_uses_node_feature_api, init_waits_for_label

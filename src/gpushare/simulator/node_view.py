@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from gpushare.device_plugin_config import ConfigError, PluginConfig
 from gpushare.gpu_catalog import GpuProduct
-from gpushare.simulator.mig import Layout, devices
+from gpushare.mig_layout import Layout, instances
 
 GPU = "nvidia.com/gpu"
 SHARED = "nvidia.com/gpu.shared"
@@ -48,7 +48,7 @@ def _single_strategy_problem(layout: Layout) -> str | None:
     if empty is not None:
         return ("invalid MIG configuration: at least one device with migEnabled=true was not configured correctly: "
                 f"device {empty} has no MIG devices configured")
-    if len(devices(layout)) > 1:
+    if len(instances(layout)) > 1:
         return "invalid MIG configuration: more than one MIG device type present on node"
     if enabled and len(enabled) != len(layout):
         return "all devices on the node must be configured with the same migEnabled value"
@@ -65,9 +65,9 @@ def plugin_resources(config: PluginConfig, mig_strategy: str, layout: Layout) ->
         problem = _single_strategy_problem(layout)
         if problem:
             raise ConfigError(_DEVICE_MAP_ERROR + problem)
-        return _replicate({GPU: sum(devices(layout).values())}, config)
+        return _replicate({GPU: sum(instances(layout).values())}, config)
     resources = {GPU: full} if full else {}
-    resources.update({f"nvidia.com/mig-{p}": n for p, n in devices(layout).items()})
+    resources.update({f"nvidia.com/mig-{p}": n for p, n in instances(layout).items()})
     return _replicate(resources, config)
 
 
@@ -98,7 +98,7 @@ def gfd_labels(product: GpuProduct, config: PluginConfig, mig_strategy: str, lay
                     product.memory_mib, shared and not sharing.rename_by_default)
     if mig_strategy != "none":
         labels["nvidia.com/mig.strategy"] = mig_strategy
-    counts = devices(layout)
+    counts = instances(layout)
     if mig_strategy == "single" and mig_enabled:
         if _single_strategy_problem(layout):
             gpu = {"product": f"{product.name}-MIG-INVALID", "count": "0", "replicas": "0", "sharing-strategy": "", "memory": "0"}
