@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from gpushare.controlplane import StateDir, compact_history, restart
 from gpushare.k8s.session import Session
 from gpushare.polling import wait_for
 from tests.support.cluster import TEST_NAMESPACE_LABEL, Cluster
@@ -67,3 +68,15 @@ def settled_writes(cluster: Cluster, session: Session, mark: int, namespace: str
 def needs_audit_log(cluster: Cluster) -> None:
     if not cluster.embedded:
         pytest.skip("reads the API server's audit log, which only the embedded cluster exposes")
+
+
+def forget_watch_history(cluster: Cluster) -> None:
+    """Make every resourceVersion read so far older than the API server's watch history, as it is on
+    a cluster that has run a while: a young one still replays a watch from "1" (the API server's watch
+    cache began near it, and it compacts etcd only every 5 minutes). Compacts etcd, then restarts the
+    API server so that its watch cache begins now. Embedded cluster only."""
+    if not cluster.embedded:
+        pytest.skip("forgetting the watch history needs the embedded cluster's etcd and API server")
+    state = StateDir(cluster.state_dir)
+    compact_history(state)
+    restart(state, "kube-apiserver")
