@@ -22,6 +22,7 @@ from gpushare.mig_layout import Layout
 from gpushare.mig_parted_config import MigConfigError, MigConfigSpec, parse_configs, yaml_key
 from gpushare.model.node import CORDONED_BY, GPU, MIG_CONFIG, MIG_STATE, Node
 from gpushare.model.pods import Pod, outlasting_drain
+from gpushare.runbook.plan import Plan
 from gpushare.runbook.inputs import NOTHING
 from gpushare.runbook.records import Intent, Record, new_record, record_name, state_patch
 from gpushare.runbook.state import ClusterState, operator_problems
@@ -49,28 +50,16 @@ class NodePlan:
 
 
 @dataclass
-class MigPlan:
-    refusals: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    lines: list[str] = field(default_factory=list)
+class MigPlan(Plan):
     nodes: list[str] = field(default_factory=list)
     resources: list[str] = field(default_factory=list)
     cordons: list[str] = field(default_factory=list)  # nodes this run cordons (they stay so if it fails)
-    changes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    record: str = ""
     report_file: str = ""
-    expected: dict[str, Any] = field(default_factory=dict)
     before: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def writes(self) -> bool:
         return bool(self.nodes)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"refusals": self.refusals, "warnings": self.warnings, "lines": self.lines, "nodes": self.nodes,
-                "resources": self.resources, "cordons": self.cordons, "changes": self.changes, "record": self.record,
-                "report_file": self.report_file, "expected": self.expected, "before": self.before,
-                "writes": self.writes}
 
 
 def gpu_resources(node: Node) -> tuple[str, ...]:

@@ -14,13 +14,13 @@ from gpushare.model.node import Node
 from gpushare.rollout import progress as pr
 from gpushare.rollout import summary
 from gpushare.rollout.settings import RolloutSettings
+from gpushare.runbook.plan import Plan
 from gpushare.runbook.inputs import NOTHING
 from gpushare.rollout.steps import RAISE, WIDEN, Step, fingerprint, metrics_problems, schedule
 
 
 @dataclass
-class RolloutPlan:
-    refusals: list[str] = field(default_factory=list)
+class RolloutPlan(Plan):
     status: str = ""  # new, start-over, resume, finished
     progress: pr.Progress | None = None
     prepare: bool = False
@@ -29,14 +29,10 @@ class RolloutPlan:
     hosts: dict[str, list[Any]] = field(default_factory=lambda: {"widen": [], "serial": [], "raise": [], "undo": []})
     raise_steps: list[str] = field(default_factory=list)
     batch_steps: dict[str, str] = field(default_factory=dict)  # first host of a widen batch -> its step
-    notes: list[str] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"refusals": self.refusals, "status": self.status, "prepare": self.prepare, "holder": self.holder,
-                "take": self.take, "hosts": self.hosts, "raise_steps": self.raise_steps,
-                "batch_steps": self.batch_steps, "notes": self.notes,
-                "progress": self.progress.as_dict() if self.progress else None,
-                "writes": bool(self.take)}
+    @property
+    def writes(self) -> bool:
+        return bool(self.take)
 
 
 def _node_problems(nodes: dict[str, Node], steps: list[Step]) -> list[str]:

@@ -11,6 +11,7 @@ from typing import Any
 from gpushare import device_plugin_config as dpc
 from gpushare.model.node import GPU, Node, Pool
 from gpushare.model.pods import Pod
+from gpushare.runbook.plan import Plan
 from gpushare.runbook.inputs import DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE, NOTHING, as_bool
 from gpushare.runbook.state import ClusterState
 
@@ -124,18 +125,10 @@ class NodeCheck:
 
 
 @dataclass
-class SharePlan:
-    refusals: list[str] = field(default_factory=list)
-    lines: list[str] = field(default_factory=list)
-    changes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+class SharePlan(Plan):
     nodes: list[NodeCheck] = field(default_factory=list)
     namespace_ours: bool = True
     leftovers: bool = False
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"refusals": self.refusals, "lines": self.lines, "changes": self.changes,
-                "nodes": [n.as_dict() for n in self.nodes], "namespace_ours": self.namespace_ours,
-                "leftovers": self.leftovers}
 
 
 def is_check_pod(pod: Pod, namespace: str, name: str, node: str) -> bool:

@@ -16,6 +16,7 @@ from gpushare.model.operands import CONFIG_READERS, DRIVER, MPS
 from gpushare.model.taints import Taint, tolerated
 from gpushare.rbac import Names
 from gpushare.rbac.access import configmap_refusal, identity
+from gpushare.runbook.plan import Plan
 from gpushare.runbook.inputs import NOTHING
 from gpushare.runbook.records import FieldChange, Intent, new_record, record_name, state_patch
 from gpushare.runbook.state import ClusterState, operator_problems
@@ -30,32 +31,19 @@ _ABSENT = object()
 
 
 @dataclass
-class EnablePlan:
-    refusals: list[str] = field(default_factory=list)
+class EnablePlan(Plan):
     interrupted: list[str] = field(default_factory=list)  # the interrupted run, also told with a refusal
-    notes: list[str] = field(default_factory=list)
-    lines: list[str] = field(default_factory=list)
-    changes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     restart_nodes: list[str] = field(default_factory=list)
     # {"resourceVersion", "pods"}: reader pods known to have read the ConfigMap at that version
     known_readers: dict[str, Any] = field(default_factory=dict)
     rolls_fleet: bool = False
-    record: str = ""
     backup_file: str = ""  # where the ClusterPolicy goes on the control machine before it changes
-    expected: dict[str, Any] = field(default_factory=dict)
     needs_workloads: bool = False  # the pods of every GPU node decide it: read them, then plan again
     needs_fleet: bool = False  # made from the first read, it is not decided without every node (needs_fleet())
 
     @property
     def writes(self) -> bool:
-        return any(self.changes.values()) or bool(self.restart_nodes)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"refusals": self.refusals, "interrupted": self.interrupted, "notes": self.notes, "lines": self.lines,
-                "changes": self.changes, "restart_nodes": self.restart_nodes, "known_readers": self.known_readers,
-                "rolls_fleet": self.rolls_fleet, "needs_workloads": self.needs_workloads, "needs_fleet": self.needs_fleet,
-                "record": self.record, "backup_file": self.backup_file, "expected": self.expected,
-                "writes": self.writes}
+        return super().writes or bool(self.restart_nodes)
 
 
 def _label_problems(state: ClusterState, settings: Settings, targets: list[str]) -> list[str]:

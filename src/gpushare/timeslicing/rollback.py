@@ -18,6 +18,7 @@ from gpushare.model.node import CONFIG_LABEL, CORDONED_BY, MARK, Node, Pool
 from gpushare.model.pods import UNSCHEDULABLE, Pod, outlasting_drain
 from gpushare.rbac import Names
 from gpushare.rbac.access import configmap_refusal, identity
+from gpushare.runbook.plan import Plan
 from gpushare.runbook.drain import shared_resources
 from gpushare.runbook.inputs import NOTHING, optional_int
 from gpushare.runbook.records import RECORDS_NAMESPACE, FieldChange, Intent, Record, new_record, record_name, state_patch
@@ -90,31 +91,17 @@ def explicit_backup(state: ClusterState, settings: RollbackSettings) -> tuple[di
 
 
 @dataclass
-class RollbackPlan:
-    refusals: list[str] = field(default_factory=list)
+class RollbackPlan(Plan):
     interrupted: list[str] = field(default_factory=list)  # interrupted enable runs, also told with a refusal
-    notes: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    lines: list[str] = field(default_factory=list)
     nodes: list[str] = field(default_factory=list)
-    changes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     restore_cluster: bool = False
     finish_records: list[str] = field(default_factory=list)  # interrupted rollbacks this run completes
     rolls_fleet: bool = False  # the operator re-renders operands on every GPU node
     restores_config: bool = False  # ... because devicePlugin.config goes back (it unmounts the ConfigMap)
-    record: str = ""
-    expected: dict[str, Any] = field(default_factory=dict)
 
     @property
     def writes(self) -> bool:
         return bool(self.nodes) or self.restore_cluster or bool(self.finish_records)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"refusals": self.refusals, "interrupted": self.interrupted, "notes": self.notes,
-                "warnings": self.warnings, "lines": self.lines, "nodes": self.nodes, "changes": self.changes,
-                "restore_cluster": self.restore_cluster, "rolls_fleet": self.rolls_fleet,
-                "restores_config": self.restores_config, "record": self.record, "expected": self.expected,
-                "writes": self.writes}
 
 
 def shared_keys(state: ClusterState, settings: RollbackSettings) -> set[str]:
