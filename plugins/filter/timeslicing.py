@@ -1,5 +1,5 @@
-"""The time-slicing filters (gpushare.gpu_sharing.<name>), each documented in <name>.yml beside this file;
-their code: gpushare.timeslicing.filters."""
+"""The time-slicing enable filters (gpushare.gpu_sharing.<name>), each documented in <name>.yml beside
+this file; their code: gpushare.timeslicing.filters."""
 
 from gpushare.timeslicing.filters import FILTERS
 

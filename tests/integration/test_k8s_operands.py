@@ -10,7 +10,7 @@ import pytest
 from gpushare.k8s.session import Session
 from gpushare.model.operands import CONFIG_READERS, Operand, OperandPod, pods_by_node
 from gpushare.polling import wait_for
-from gpushare.timeslicing.restart import restart_readers, stale_pods
+from gpushare.runbook.restart import restart_readers, stale_pods
 from tests.integration.k8s_fixtures import namespace, session  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.cluster

@@ -19,7 +19,7 @@ from gpushare.processes import recorded_pid
 from gpushare.runbook import checks as runbook_checks
 from gpushare.runbook.checks import NAMED_READS_MAX, gpu_nodes, uncordoned
 from gpushare.timeslicing import checks
-from gpushare.timeslicing.checks import timeslicing_disabled, whole_cards
+from gpushare.timeslicing_rollback.checks import timeslicing_disabled, whole_cards
 from tests.integration.k8s_fixtures import forget_watch_history, scratch_node, session  # noqa: F401 - fixtures
 from tests.support.cluster import Cluster
 

@@ -7,7 +7,7 @@ import pytest
 
 from gpushare.clock import parse_time
 from gpushare.model.operands import Operand, OperandPod, last_write, pods_by_node
-from gpushare.timeslicing.restart import stale_pods, trusted_readers
+from gpushare.runbook.restart import stale_pods, trusted_readers
 from tests.unit.cluster_objects import configmap, daemonset, operand_pod, workload_pod
 
 PLUGIN = "nvidia-device-plugin-daemonset"

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from gpushare.timeslicing.enable import EnablePlan, plan
+from gpushare.timeslicing.plan import EnablePlan, plan
 from gpushare.runbook.state import ClusterState
 from tests.unit.cluster_objects import NOW, daemonset, enabled_read, fleet, node, read, settings
 

@@ -10,14 +10,15 @@ from typing import Any
 import pytest
 
 from gpushare.mig.filters import mig_plan
-from gpushare.timeslicing.filters import timeslicing_enable_plan, timeslicing_rollback_plan
+from gpushare.timeslicing.filters import timeslicing_enable_plan
+from gpushare.timeslicing_rollback.filters import timeslicing_rollback_plan
 from gpushare.release_gates.filters import release_gates_plan
 from gpushare.rollout.filters import rollout_plan
 from gpushare.share_check.filters import share_check_plan
 from tests.unit import test_rollout_plan, test_share_check
 from tests.unit.cluster_objects import INPUTS, enabled_read, read
 from tests.unit.test_mig_plan import configmap, gpu_node
-from tests.unit.test_timeslicing_rollback import rollback_settings
+from tests.unit.test_timeslicing_rollback_plan import rollback_settings
 
 ROLES = Path(__file__).resolve().parents[2] / "roles"
 

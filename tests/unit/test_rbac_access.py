@@ -10,10 +10,11 @@ import pytest
 
 from gpushare.rbac import Names
 from gpushare.rbac.access import alias, configmap_refusal, identity
-from gpushare.timeslicing import enable, rollback
+from gpushare.timeslicing import plan as enable
+from gpushare.timeslicing_rollback import plan as rollback
 from gpushare.runbook.state import ClusterState
 from tests.unit.cluster_objects import CONFIGMAP, NOW, configmap, enabled_read, read, settings
-from tests.unit.test_timeslicing_rollback import rollback_settings
+from tests.unit.test_timeslicing_rollback_plan import rollback_settings
 
 CALLER = {"command": "ansible-playbook playbooks/enable-timeslicing.yml", "user": "alice",
           "identity": "gpushare-runbook", "operator": "alice as gpushare-runbook"}

@@ -17,8 +17,8 @@ from gpushare.mig.settings import MigSettings
 from gpushare.release_gates import runbook as release_gates
 from gpushare.rollout.settings import RolloutSettings
 from gpushare.share_check.plan import Inputs
-from gpushare.timeslicing.rollback import RollbackSettings
 from gpushare.timeslicing.settings import Settings
+from gpushare.timeslicing_rollback.settings import RollbackSettings
 from tests.unit.cluster_objects import INPUTS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,23 +1,24 @@
-"""The end-of-run reports (gpushare.timeslicing.report) and the pure parts of the checks the
-runbooks wait for (gpushare.timeslicing.checks, gpushare.runbook.checks): what an operator reads at the end of a run."""
+"""The enable runbook's end-of-run report (gpushare.timeslicing.report), the node table both
+time-slicing reports show (gpushare.runbook.report) and the pure parts of the checks the runbooks
+wait for (gpushare.runbook.checks): what an operator reads at the end of a run."""
 
 from __future__ import annotations
 
 from gpushare.model.node import Node, Pool
 from gpushare.plugins.filters import gpushare_problem_nodes
 from gpushare.runbook.checks import bystander_problems
-from gpushare.timeslicing import checks, report
-from gpushare.timeslicing.enable import plan as enable_plan
+from gpushare.runbook.report import node_rows
 from gpushare.runbook.state import ClusterState
-from tests.unit.cluster_objects import (NOW, POOL_TAINT, daemonset, enabled_read, node, read, settings, shared_node,
-                                        workload_pod)
+from gpushare.timeslicing import report
+from gpushare.timeslicing.plan import plan as enable_plan
+from tests.unit.cluster_objects import NOW, POOL_TAINT, daemonset, enabled_read, node, read, settings, shared_node
 
 POOL = {"label_key": "gpu-mode", "label_value": "shared", "taint": {"key": "nvidia.com/gpu", "value": "shared"}}
 
 
 def test_node_rows() -> None:
-    rows = report.node_rows([shared_node("gpu-node", 1, unschedulable=True), node("gpu-node-2", 8)],
-                            ["gpu-node-2", "gpu-node", "gone"], Pool.of(POOL))
+    rows = node_rows([shared_node("gpu-node", 1, unschedulable=True), node("gpu-node-2", 8)],
+                     ["gpu-node-2", "gpu-node", "gone"], Pool.of(POOL))
     assert rows == [
         ["gone", "?", "?", "?", "?", "?", "?", "?"],
         ["gpu-node", 1, 2, 2, 0, "shared", "nvidia.com/gpu=shared:NoSchedule", "no (cordoned)"],
@@ -56,27 +57,6 @@ def test_the_enable_report_with_nothing_to_change_shows_the_nodes_only() -> None
     assert lines[0].startswith("node ") and "gpu-node" in lines[2]
 
 
-def test_the_rollback_report() -> None:
-    plan = {"writes": True, "record": "gpushare-run-rollback-x",
-            "expected": {"targets": {"gpu-node": {"gpus": 1}}, "pool": POOL,
-                         "clusterpolicy": {"/spec/devicePlugin/config": None,
-                                           "/spec/daemonsets/tolerations": [{"operator": "Exists"}]}},
-            "changes": {"configmap": [{"name": "time-slicing-config", "why": "delete the ConfigMap the enable "
-                                                                             "runbook created"}]}}
-    lines = report.rollback_report([node("gpu-node", 1)], plan, ["Deployment team-a/trainer: on gpu-node-2"], False)
-    assert lines[0] == "Done: gpu-node back to whole cards."
-    assert "  Deployment team-a/trainer: on gpu-node-2" in lines
-    assert ("ClusterPolicy restored: daemonsets.tolerations: [{\"operator\": \"Exists\"}], "
-            "devicePlugin.config: removed (unset before the trial)") in lines
-    assert "ConfigMap time-slicing-config: delete the ConfigMap the enable runbook created." in lines
-    assert lines[-1] == "Record: ConfigMap gpushare-run-rollback-x. Backups and run records are kept."
-    preview = report.rollback_report([node("gpu-node", 1)], plan, [], True)
-    assert preview[0].startswith("CHECK MODE") and any(line.startswith("ClusterPolicy would be restored: daemonsets") for line in
-                                                 preview) and not preview[-1].startswith("Record")
-    assert report.rollback_report([], {"writes": False, "lines": ["Nothing to do: ..."]}, [], False) == [
-        "Nothing to do: ..."]
-
-
 def test_bystanders_are_compared_on_what_sharing_changes() -> None:
     pool = Pool.of(POOL)
     before = {"gpu-node-2": Node(node("gpu-node-2", 8)).fingerprint(pool),
@@ -93,22 +73,6 @@ def test_bystanders_are_compared_on_what_sharing_changes() -> None:
         now, before, pool, compare_allocatable=True)
     # what a watch did not show changed is as it was; a node that is no bystander (the target) is not compared
     assert bystander_problems({"gpu-node": now["gpu-node"]}, before, pool, compare_allocatable=True) == []
-
-
-def test_where_the_evicted_workloads_went() -> None:
-    evicted = [{"pod": "team-a/trainer-5d4f7b9c8-aaaaa", "namespace": "team-a", "workload": "Deployment team-a/trainer",
-                "controller_uid": "uid-trainer-5d4f7b9c8"},
-               {"pod": "team-a/notebook", "namespace": "team-a", "workload": "Pod team-a/notebook",
-                "controller_uid": ""}]
-    replacement = workload_pod("trainer-5d4f7b9c8-bbbbb", "gpu-node-2")
-    pending = workload_pod("trainer-5d4f7b9c8-ccccc", "", phase="Pending")
-    pending["status"]["conditions"] = [{"type": "PodScheduled", "status": "False",
-                                        "message": "0/4 nodes are available"}]
-    assert checks.whereabouts([replacement, pending], evicted) == [
-        "Deployment team-a/trainer: trainer-5d4f7b9c8-bbbbb on gpu-node-2 (Running); trainer-5d4f7b9c8-ccccc Pending: "
-        "0/4 nodes are available",
-        "Pod team-a/notebook: no pod (scaled down or deleted)",
-        "Pods without a controller, deleted for good: team-a/notebook"]
 
 
 def test_the_nodes_a_checks_problems_name() -> None:

@@ -273,7 +273,7 @@ class RestartAction(KubeAction):
     UNANSWERED = "Some of the pods may have been deleted (their DaemonSets re-create them); a re-run restarts the rest."
 
     def act(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
-        from gpushare.timeslicing.restart import restart_readers  # noqa: PLC0415
+        from gpushare.runbook.restart import restart_readers  # noqa: PLC0415
 
         session = self.session(task_vars)
         outcome = restart_readers(session, args["namespace"], args["nodes"], args["configmap"], args["force"],

@@ -8,5 +8,6 @@ from gpushare.rollout import checks as rollout
 from gpushare.runbook import checks as runbook
 from gpushare.share_check import checks as share_check
 from gpushare.timeslicing import checks as timeslicing
+from gpushare.timeslicing_rollback import checks as timeslicing_rollback
 
-CHECKS = {**runbook.CHECKS, **timeslicing.CHECKS, **kueue.CHECKS, **share_check.CHECKS, **mig.CHECKS, **rollout.CHECKS}
+CHECKS = {**runbook.CHECKS, **timeslicing.CHECKS, **timeslicing_rollback.CHECKS, **kueue.CHECKS, **share_check.CHECKS, **mig.CHECKS, **rollout.CHECKS}

@@ -1,3 +1,3 @@
-"""Time-slicing runbooks: the inputs, the cluster as read, the plans, the records and the checks.
-Everything here is pure Python over plain dicts (no I/O) except `checks`, which reads through a
-Session while it waits."""
+"""The time-slicing (and MPS) enable runbook: the inputs, the plan, the checks it waits for, the
+report and its filters. Everything here is pure Python over plain dicts (no I/O) except `checks`,
+which reads through a Session while it waits. What it shares with the rollback: gpushare.runbook."""

@@ -1,4 +1,4 @@
-"""The time-slicing roles' filters (plugins/filter/timeslicing.py registers them): each turns what a
+"""The `timeslicing` role's filters (plugins/filter/timeslicing.py registers them): each turns what a
 phase read into the plan or the report, in Python."""
 
 from __future__ import annotations
@@ -10,15 +10,16 @@ from gpushare.model.node import unpacked
 from gpushare.plugins.filters import plain, read_resources
 from gpushare.runbook import records
 from gpushare.runbook.state import ClusterState
-from gpushare.timeslicing import checks, enable, report, rollback
+from gpushare.timeslicing import report
+from gpushare.timeslicing.plan import plan as enable_plan
 from gpushare.timeslicing.settings import Settings
 
 
 def timeslicing_enable_plan(read: dict[str, Any], inputs: dict[str, Any], targets: list[str],
                             fleet: dict[str, Any] | None = None, workloads: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The enable runbook's plan (gpushare.timeslicing.enable) from one gpushare_read of the cluster.
+    """The enable runbook's plan (gpushare.timeslicing.plan) from one gpushare_read of the cluster.
     A read whose `nodes` are only the targets, with the nodes that carry a device-plugin config as
-    `configured_nodes`, is partial: its plan says `needs_fleet` as gpushare.timeslicing.enable.needs_fleet
+    `configured_nodes`, is partial: its plan says `needs_fleet` as gpushare.timeslicing.plan.needs_fleet
     rules; `fleet` (a read of every node) then makes the plan again. A plan that says
     `needs_workloads` is made again with `workloads`, a read of every pod not finished (`pods`).
     A read a skipped task registered counts as none."""
@@ -37,7 +38,7 @@ def timeslicing_enable_plan(read: dict[str, Any], inputs: dict[str, Any], target
         found = {n["metadata"]["name"]: n for n in [*(unpacked(resources["configured_nodes"]) or []),
                                                      *(resources.get("nodes") or [])]}
         resources["nodes"] = list(found.values())
-    return enable.plan(ClusterState.of(resources), Settings.of(inputs), list(targets), read.get("caller") or {}, utc_now(),
+    return enable_plan(ClusterState.of(resources), Settings.of(inputs), list(targets), read.get("caller") or {}, utc_now(),
                        read.get("access"), partial).as_dict()
 
 
@@ -51,28 +52,6 @@ def timeslicing_with_readers(changes: list[dict[str, Any]], restarted: dict[str,
     return [{**first, "body": body}, *changes[1:]]
 
 
-def timeslicing_rollback_plan(read: dict[str, Any], inputs: dict[str, Any], targets: list[str]) -> dict[str, Any]:
-    """The rollback runbook's plan (gpushare.timeslicing.rollback) from one gpushare_read of the cluster."""
-    read, inputs, targets = plain(read), plain(inputs), plain(targets)
-    resources = read_resources(read)
-    state = ClusterState.of(resources)
-    settings = rollback.RollbackSettings.of(inputs)
-    return rollback.plan(state, resources.get("pods_on_targets") or [], settings, list(targets),
-                         read.get("caller") or {}, utc_now(), read.get("access")).as_dict()
-
-
-def timeslicing_rollback_report(read: dict[str, Any], plan: dict[str, Any], evicted: list[dict[str, str]],
-                                check_mode: bool) -> list[str]:
-    read, plan, evicted = plain(read), plain(plan), plain(evicted)
-    resources = read.get("resources") or {}
-    return report.rollback_report(resources.get("nodes") or [], plan,
-                                  checks.whereabouts(resources.get("pods") or [], evicted), bool(check_mode))
-
-
-def timeslicing_rollback_progress(phase: str, stopped_after: str) -> dict[str, Any]:
-    return rollback.progress(str(phase), str(stopped_after))
-
-
 def timeslicing_enable_report(read: dict[str, Any], plan: dict[str, Any], check_mode: bool,
                               hosts: list[str]) -> list[str]:
     read, plan, hosts = plain(read), plain(plan), plain(hosts)
@@ -84,8 +63,5 @@ def timeslicing_enable_report(read: dict[str, Any], plan: dict[str, Any], check_
 FILTERS = {
     "timeslicing_enable_plan": timeslicing_enable_plan,
     "timeslicing_with_readers": timeslicing_with_readers,
-    "timeslicing_rollback_plan": timeslicing_rollback_plan,
-    "timeslicing_rollback_report": timeslicing_rollback_report,
-    "timeslicing_rollback_progress": timeslicing_rollback_progress,
     "timeslicing_enable_report": timeslicing_enable_report,
 }

@@ -1,35 +1,10 @@
-"""The end-of-run report of both time-slicing runbooks: one table layout, nodes sorted."""
+"""The end-of-run report of the enable runbook (the node table: gpushare.runbook.report)."""
 
 from __future__ import annotations
 
-import json
-
 from typing import Any
 
-from gpushare.model.node import GPU, SHARED, Node, Pool
-from gpushare.table import render_table
-
-COLUMNS = ["node", "physical GPUs", "replicas", "nvidia.com/gpu.shared", "nvidia.com/gpu (whole cards)",
-           "pool label", "pool taint", "schedulable"]
-
-
-def node_rows(nodes: list[dict[str, Any]], names: list[str], pool: Pool) -> list[list[Any]]:
-    by_name = {n["metadata"]["name"]: Node(n) for n in nodes}
-    rows = []
-    for name in sorted(set(names)):
-        node = by_name.get(name)
-        if node is None:
-            rows.append([name] + ["?"] * (len(COLUMNS) - 1))
-            continue
-        taint = node.pool_taint(pool)
-        rows.append([name, node.gpus if node.gpus is not None else "?", node.replicas, node.allocatable(SHARED),
-                     node.allocatable(GPU), node.labels.get(pool.label_key, "-"), str(taint) if taint else "-",
-                     "no (cordoned)" if node.unschedulable else "yes"])
-    return rows
-
-
-def node_table(nodes: list[dict[str, Any]], names: list[str], pool: dict[str, Any]) -> str:
-    return render_table(COLUMNS, node_rows(nodes, names, Pool.of(pool)))
+from gpushare.runbook.report import node_table
 
 
 def enable_report(nodes: list[dict[str, Any]], daemonsets: list[dict[str, Any]], plan: dict[str, Any],
@@ -65,36 +40,4 @@ def enable_report(nodes: list[dict[str, Any]], daemonsets: list[dict[str, Any]],
         limit = ",".join(sorted(hosts))
         lines.append(f"Next: ansible-playbook playbooks/verify-sharing.yml -l {limit}   "
                      f"(rollback: playbooks/rollback-timeslicing.yml -l {limit})")
-    return lines
-
-
-def _restored_field(path: str, value: Any) -> str:
-    """`/spec/devicePlugin/config` and its saved value as `devicePlugin.config: removed`."""
-    field = path.removeprefix("/spec/").replace("/", ".")
-    return f"{field}: removed (unset before the trial)" if value is None else f"{field}: {json.dumps(value)}"
-
-
-def rollback_report(nodes: list[dict[str, Any]], plan: dict[str, Any], whereabouts: list[str],
-                    check_mode: bool) -> list[str]:
-    expected = plan.get("expected") or {}
-    rolled = sorted((expected.get("targets") or {}).keys())
-    if not plan.get("writes"):
-        return list(plan.get("lines") or [])
-    lines = (["CHECK MODE: nothing was changed; the nodes as they are now:"] if check_mode else
-             [f"Done: {', '.join(rolled)} back to whole cards." if rolled else "Done: the cluster-level changes are undone."])
-    if rolled:
-        lines += node_table(nodes, rolled, expected["pool"]).splitlines()
-    if whereabouts:
-        lines.append("Where the evicted workloads went:")
-        lines += [f"  {w}" for w in whereabouts]
-    restored = expected.get("clusterpolicy") or {}
-    if restored:
-        lines.append(("ClusterPolicy would be restored: " if check_mode else "ClusterPolicy restored: ")
-                     + ", ".join(_restored_field(p, v) for p, v in sorted(restored.items())))
-    else:
-        lines.append("ClusterPolicy: unchanged by this run.")
-    for change in (plan.get("changes") or {}).get("configmap") or []:
-        lines.append(f"ConfigMap {change['name']}: {change['why']}.")
-    if not check_mode:
-        lines.append(f"Record: ConfigMap {plan.get('record')}. Backups and run records are kept.")
     return lines

@@ -10,24 +10,20 @@ from typing import Any
 from gpushare import device_plugin_config as dpc
 from gpushare import driver_upgrade as du
 from gpushare import mps
-from gpushare.k8s.patch import escape, pointer, resolve
 from gpushare.model.node import CONFIG_LABEL, MARK, Mark, Node
-from gpushare.model.operands import CONFIG_READERS, DRIVER, MPS
+from gpushare.model.operands import CONFIG_READERS, MPS
 from gpushare.model.taints import Taint, tolerated
 from gpushare.rbac import Names
 from gpushare.rbac.access import configmap_refusal, identity
 from gpushare.runbook.plan import Plan
 from gpushare.runbook.inputs import NOTHING
 from gpushare.runbook.records import FieldChange, Intent, new_record, record_name, state_patch
+from gpushare.runbook.sharing import (CONFIG, CONFIG_DEFAULT, CONFIG_NAME, DEFAULT_KEY, ENABLE, TOLERATIONS,
+                                      driver_upgrades, field_ops, operator_roll, spread, upgrades_driver)
 from gpushare.runbook.state import ClusterState, operator_problems
-from gpushare.timeslicing.settings import DEFAULT_CONFIG, DEFAULT_KEY, Settings
+from gpushare.timeslicing.settings import DEFAULT_CONFIG, Settings
 
-RUNBOOK = "enable-timeslicing"
-CONFIG = "/spec/devicePlugin/config"
-CONFIG_NAME = "/spec/devicePlugin/config/name"
-CONFIG_DEFAULT = "/spec/devicePlugin/config/default"
-TOLERATIONS = "/spec/daemonsets/tolerations"
-_ABSENT = object()
+RUNBOOK = ENABLE
 
 
 @dataclass
@@ -227,7 +223,7 @@ class Wanted:
 
     def needs_workloads(self, state: ClusterState, settings: Settings) -> bool:
         """The driver upgrade the operand roll starts must evict every GPU pod: read them first."""
-        return self.operand_roll(settings) and _upgrades_driver(state) and state.workloads is None
+        return self.operand_roll(settings) and upgrades_driver(state) and state.workloads is None
 
     def notes(self, state: ClusterState, settings: Settings) -> list[str]:
         if not self.operand_roll(settings):
@@ -250,17 +246,12 @@ def _config_changes(state: ClusterState, settings: Settings, wanted_default: str
     return changes
 
 
-def _upgrades_driver(state: ClusterState) -> bool:
-    """A re-rendered driver DaemonSet makes its upgrade controller drain every GPU node in turn."""
-    return state.driver_auto_upgrade and DRIVER in state.operands
-
-
 def _operand_roll_cost(state: ClusterState) -> str:
     operands = sorted(state.operands)
     return (f"re-renders every operand DaemonSet ({spread(state, operands)})"
             + ("; the driver DaemonSet's template changes, and with driver.upgradePolicy.autoUpgrade=true the "
                "upgrade controller then cordons each GPU node in turn, evicts its GPU pods and reloads the driver"
-               if _upgrades_driver(state) else ""))
+               if upgrades_driver(state) else ""))
 
 
 def refusals(state: ClusterState, settings: Settings, targets: list[str], invocation: dict[str, str],
@@ -351,7 +342,7 @@ def _roll_problems(state: ClusterState, settings: Settings, wanted: Wanted) -> l
     """The operator's rolls the change starts (operands, driver upgrade, the fleet's readers) or would
     start during one under way."""
     problems = []
-    if wanted.operand_roll(settings) and _upgrades_driver(state) and state.workloads is not None:
+    if wanted.operand_roll(settings) and upgrades_driver(state) and state.workloads is not None:
         problems += _unevictable(state, f"Adding the toleration for {wanted.untolerated} to spec.daemonsets.tolerations")
     if wanted.untolerated is not None and not settings.confirm_operand_roll:
         problems.append(f"The operand DaemonSets do not tolerate the pool taint {wanted.untolerated} "
@@ -542,22 +533,6 @@ def _unevictable(state: ClusterState, change: str) -> list[str]:
             "-e timeslicing_pool_taint_key=nvidia.com/gpu), or -e timeslicing_pool_taint=false."] if problem else []
 
 
-def field_ops(obj: dict[str, Any], changes: list[FieldChange]) -> list[dict[str, Any]]:
-    """JSON-patch operations that make each change only if the field still holds its `before` value
-    (a `test` first), creating missing parent objects on the way."""
-    ops: list[dict[str, Any]] = []
-    for change in changes:
-        tokens = pointer(change.path)
-        for depth in range(1, len(tokens)):
-            parent = "/" + "/".join(escape(t) for t in tokens[:depth])
-            if resolve(obj, parent, None) is None and not any(o["path"] == parent for o in ops):
-                ops.append({"op": "add", "path": parent, "value": {}})
-        if resolve(obj, change.path, _ABSENT) is not _ABSENT:
-            ops.append({"op": "test", "path": change.path, "value": change.before})
-        ops.append({"op": "add", "path": change.path, "value": change.after})
-    return ops
-
-
 def _merge(old: Intent, new: Intent) -> Intent:
     paths: dict[str, FieldChange] = {c.path: c for c in old.clusterpolicy}
     for change in new.clusterpolicy:
@@ -578,13 +553,6 @@ def _dump(obj: dict[str, Any]) -> str:
     import yaml  # noqa: PLC0415
 
     return yaml.safe_dump(obj, sort_keys=True)
-
-
-def driver_upgrades(state: ClusterState, changes: list[FieldChange]) -> bool:
-    """A tolerations change re-renders the driver DaemonSet, whose upgrade controller (autoUpgrade)
-    then cordons and drains every GPU node in turn."""
-    return (any(c.path == TOLERATIONS for c in changes) and _upgrades_driver(state)
-            and state.operands[DRIVER].rollout()[1] > 0)
 
 
 def _expected(state: ClusterState, settings: Settings, affected: list[str], targets: list[str],
@@ -642,28 +610,3 @@ def _lines(state: ClusterState, settings: Settings, result: EnablePlan, affected
                  + (", written before the first change" if result.changes.get("record", [{}])[0].get("action") == "create"
                     else " (the interrupted run's)"))
     return lines
-
-
-def spread(state: ClusterState, names: list[str]) -> str:
-    """Each of these operand DaemonSets that has pods, and on how many nodes (the others are left out)."""
-    counts = [(name, state.operands[name].rollout()[1]) for name in names if name in state.operands]
-    return ", ".join(f"{name} on {nodes} GPU node{'s' if nodes > 1 else ''}" for name, nodes in counts if nodes)
-
-
-def operator_roll(state: ClusterState, names: list[str]) -> str:
-    """The plan's line for the operator's re-render of `names`. The driver's pods (OnDelete) are
-    restarted by its upgrade controller only, which cordons and drains each node first."""
-    line = ("  the operator re-renders these DaemonSets, whose pods restart one node at a time: "
-            + spread(state, [n for n in names if n != DRIVER]))
-    driver = state.operands.get(DRIVER) if DRIVER in names else None
-    nodes = driver.rollout()[1] if driver else 0
-    if nodes and state.driver_auto_upgrade:
-        parallel = state.driver_parallel_upgrades
-        return line + (f"; {DRIVER}'s template changes too, and with driver.upgradePolicy.autoUpgrade on the driver "
-                       f"upgrade controller will cordon and drain each of its {nodes} GPU nodes in turn, "
-                       + (f"{parallel} at a time (maxParallelUpgrades)" if parallel else
-                          "all at once (maxParallelUpgrades=0)")
-                       + ", evicting their GPU pods, and reload the driver")
-    if nodes:
-        line += f"; {DRIVER}'s template changes too (its pods restart only when deleted: autoUpgrade is off)"
-    return line + "; running workloads keep their GPUs"

@@ -1,4 +1,4 @@
-"""The rollback runbook's plan (gpushare.timeslicing.rollback): it undoes exactly what the enable
+"""The rollback runbook's plan (gpushare.timeslicing_rollback.plan): it undoes exactly what the enable
 runs changed (the fields they set, each only if it still holds their value; the ConfigMap or keys
 they created), refuses what would lose work, warns of pods that would come straight back, and says
 where a failed run stopped."""
@@ -18,8 +18,9 @@ from gpushare.model.node import Node, unpacked
 from gpushare.runbook.drain import shared_resources
 from gpushare.runbook.records import RECORDS_NAMESPACE, FieldChange, Record
 from gpushare.runbook.state import ClusterState
-from gpushare.timeslicing import enable
-from gpushare.timeslicing.rollback import PHASES, RESTORABLE, RollbackPlan, RollbackSettings, plan, progress
+from gpushare.runbook import sharing
+from gpushare.timeslicing_rollback.plan import PHASES, RESTORABLE, RollbackPlan, plan, progress
+from gpushare.timeslicing_rollback.settings import RollbackSettings
 from tests.unit.cluster_objects import (ASSET_TOLERATION, CLUSTERPOLICY, CONFIGMAP, NAMESPACE, NOW, POOL_TAINT,
                                         clusterpolicy, configmap, daemonset, enabled_read, managed_configmap, mark,
                                         node, read, record, shared_node, workload_pod)
@@ -566,7 +567,7 @@ def test_the_plan_is_made_at_its_moment() -> None:
 def test_the_enable_refuses_to_overwrite_labels_a_rollback_could_not_put_back() -> None:
     """The node mark keeps no backup of a label: a node's own config label or another value of the
     pool label is refused before any write, so the rollback never loses one."""
-    from gpushare.timeslicing.enable import plan as enable_plan
+    from gpushare.timeslicing.plan import plan as enable_plan
     from tests.unit.cluster_objects import settings
 
     own = configmap("operator-config", {"all-off": "version: v1\n", "a100-split": "version: v1\n"})
@@ -605,5 +606,5 @@ def test_a_record_naming_a_path_no_enable_writes_is_refused_before_any_write(fie
 
 def test_the_paths_an_enable_writes_are_the_restorable_ones() -> None:
     """Every ClusterPolicy path the enable's plan can write is on the rollback's allow-list."""
-    assert set(RESTORABLE) == {enable.CONFIG, enable.CONFIG_NAME, enable.CONFIG_DEFAULT, enable.TOLERATIONS}
+    assert set(RESTORABLE) == {sharing.CONFIG, sharing.CONFIG_NAME, sharing.CONFIG_DEFAULT, sharing.TOLERATIONS}
 

@@ -1,4 +1,4 @@
-"""The enable runbook's plan (gpushare.timeslicing.enable) from one read of the cluster: each
+"""The enable runbook's plan (gpushare.timeslicing.plan) from one read of the cluster: each
 refusal fires when (and only when) its situation is there, says what to do and that nothing was
 changed; otherwise the changes, in order, each guarded against what others change meanwhile."""
 
@@ -16,7 +16,7 @@ from gpushare.model.node import Mark, Node, unpacked
 from gpushare.runbook import records
 from gpushare.runbook.records import FieldChange, Record
 from gpushare.runbook.state import ClusterState
-from gpushare.timeslicing.enable import EnablePlan, needs_fleet, plan, refusals
+from gpushare.timeslicing.plan import EnablePlan, needs_fleet, plan, refusals
 from tests.unit.cluster_objects import (ASSET_TOLERATION, CONFIGMAP, NOW, POOL_TAINT, clusterpolicy, configmap,
                                         daemonset, enabled_read, managed_configmap, mark, node, operand_pod,
                                         read, record, settings, shared_node)

@@ -20,50 +20,16 @@ from gpushare.rbac import Names
 from gpushare.rbac.access import configmap_refusal, identity
 from gpushare.runbook.plan import Plan
 from gpushare.runbook.drain import shared_resources
-from gpushare.runbook.inputs import NOTHING, optional_int
-from gpushare.runbook.records import RECORDS_NAMESPACE, FieldChange, Intent, Record, new_record, record_name, state_patch
+from gpushare.runbook.inputs import NOTHING
+from gpushare.runbook.records import FieldChange, Intent, Record, new_record, record_name, state_patch
+from gpushare.runbook.sharing import (CONFIG, CONFIG_DEFAULT, CONFIG_NAME, DEFAULT_KEY, ENABLE, ROLLBACK, TOLERATIONS,
+                                      driver_upgrades, field_ops, operator_roll)
 from gpushare.runbook.state import ClusterState, operator_problems
-from gpushare.timeslicing.enable import (CONFIG, CONFIG_DEFAULT, CONFIG_NAME, RUNBOOK as ENABLE, TOLERATIONS,
-                                         driver_upgrades, field_ops, operator_roll)
-from gpushare.timeslicing.settings import DEFAULT_KEY
+from gpushare.timeslicing_rollback.settings import RollbackSettings
 
-RUNBOOK = "rollback-timeslicing"
+RUNBOOK = ROLLBACK
 _ABSENT = object()
 _SET_BY_RUNS = object()  # with an explicit backup: whatever the field holds now is overwritten
-
-
-@dataclass(frozen=True)
-class RollbackSettings:
-    pool: Pool
-    config_key: str
-    configmap: str
-    namespace: str
-    clusterpolicy: str
-    confirm_cluster_scope: bool
-    confirm_overwrite: bool
-    drain_force: bool
-    drain_delete_emptydir_data: bool
-    backup_name: str  # an explicit backup: a run record ConfigMap, or a backup file (then backup_text)
-    backup_text: str
-    unprepare: bool = False  # undo the prepare runs too (the operator then rolls the fleet's plugin and GFD)
-    drain_timeout: int = 300
-    drain_grace_period: int | None = None  # the grace given to each evicted pod (None: its own)
-    records_namespace: str = RECORDS_NAMESPACE  # the run records' (the runbooks' own)
-
-    @classmethod
-    def of(cls, values: dict[str, Any]) -> RollbackSettings:
-        taint = ({"key": values["pool_taint_key"], "value": values["pool_taint_value"]}
-                 if values["pool_taint_key"] else None)
-        return cls(Pool.of({"label_key": values["pool_label_key"], "label_value": values["pool_label_value"],
-                            "taint": taint}),
-                   str(values.get("config_key") or "shared"), str(values["configmap_name"] or ""),
-                   str(values["namespace"]), str(values["clusterpolicy_name"]),
-                   bool(values.get("confirm_cluster_scope")), bool(values.get("confirm_overwrite")),
-                   bool(values.get("drain_force")), bool(values.get("drain_delete_emptydir_data")),
-                   str(values.get("backup") or ""), str(values.get("backup_text") or ""),
-                   bool(values.get("unprepare")), int(values.get("drain_timeout") or 300),
-                   optional_int(values.get("drain_grace_period")),
-                   str(values.get("records_namespace") or RECORDS_NAMESPACE))
 
 
 def explicit_backup(state: ClusterState, settings: RollbackSettings) -> tuple[dict[str, Any] | None, str]:
