@@ -16,7 +16,7 @@ import yaml
 from gpushare.mig.settings import MigSettings
 from gpushare.release_gates import runbook as release_gates
 from gpushare.rollout.settings import RolloutSettings
-from gpushare.share_check.plan import Inputs
+from gpushare.share_check.settings import Inputs
 from gpushare.timeslicing.rollback import RollbackSettings
 from gpushare.timeslicing.settings import Settings
 from tests.unit.cluster_objects import INPUTS
