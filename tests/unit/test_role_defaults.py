@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from gpushare.mig.settings import MigSettings
-from gpushare.release_gates import runbook as release_gates
+from gpushare.release_gates import plan as release_gates
 from gpushare.rollout.settings import RolloutSettings
 from gpushare.share_check.settings import Inputs
 from gpushare.timeslicing.rollback import RollbackSettings
