@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gpushare.change_record import record, summary
+from gpushare.change_record import record, report
 from gpushare.gates.evaluate import evaluate
 from gpushare.gates.inputs import load_metrics
 from gpushare.gates.report import to_json, to_table
@@ -56,8 +56,8 @@ def check(status: str = "passed", **changes: Any) -> dict[str, Any]:
 
 
 def gates(metrics: str, action: str = "none") -> dict[str, Any]:
-    report = evaluate(load_metrics(EXAMPLES / metrics), load_thresholds(EXAMPLES / "thresholds.yaml"))
-    return {**json.loads(to_json(report)), "evaluated": True, "exit_code": report.exit_code, "action": action,
+    evaluated = evaluate(load_metrics(EXAMPLES / metrics), load_thresholds(EXAMPLES / "thresholds.yaml"))
+    return {**json.loads(to_json(evaluated)), "evaluated": True, "exit_code": evaluated.exit_code, "action": action,
             "command": f"gpushare gate --format json --metrics {EXAMPLES / metrics}", "thresholds": "t.yaml"}
 
 
@@ -169,7 +169,7 @@ def test_cells_cannot_break_a_table() -> None:
 # --- the summary -----------------------------------------------------------------------------------------
 
 def lines(check_result: dict[str, Any], gate_result: dict[str, Any] | None, check_mode: bool = False) -> list[str]:
-    return summary.summary(check_result, gate_result, "/r/verify-sharing-x.md", ["trial"], CALLER["command"], check_mode)
+    return report.summary(check_result, gate_result, "/r/verify-sharing-x.md", ["trial"], CALLER["command"], check_mode)
 
 
 def test_summary_of_a_passed_check_and_gates_that_say_continue() -> None:
@@ -185,7 +185,7 @@ def test_summary_of_a_passed_check_and_gates_that_say_continue() -> None:
     next_step = " ".join(" ".join(said[said.index("Change record: /r/verify-sharing-x.md") + 1:]).split())
     assert next_step == (f"Next: the trial may continue; evaluate again later: {CALLER['command']} (or roll back: "
                          "ansible-playbook playbooks/rollback-timeslicing.yml -l trial)")
-    assert len(said) <= 30 and all(len(line) <= summary.WIDTH for line in said)
+    assert len(said) <= 30 and all(len(line) <= report.WIDTH for line in said)
 
 
 def test_summary_says_an_unreachable_prometheus_once() -> None:

@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from gpushare.mig.settings import MigSettings
-from gpushare.release_gates import runbook as release_gates
+from gpushare.release_gates import plan as release_gates
 from gpushare.rollout.settings import RolloutSettings
-from gpushare.share_check.plan import Inputs
+from gpushare.share_check.settings import Inputs
 from gpushare.timeslicing.settings import Settings
 from gpushare.timeslicing_rollback.settings import RollbackSettings
 from tests.unit.cluster_objects import INPUTS

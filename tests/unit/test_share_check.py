@@ -11,7 +11,8 @@ import pytest
 
 from gpushare.model.pods import Pod
 from gpushare.share_check import plan as planning
-from gpushare.share_check import result
+from gpushare.share_check import report
+from gpushare.share_check.settings import Inputs
 from tests.support.filters import load_filters
 
 SHARED = "nvidia.com/gpu.shared"
@@ -62,13 +63,13 @@ def cluster(nodes: list[dict[str, Any]] | None = None, pods: list[dict[str, Any]
 
 
 def make(read: dict[str, Any] | None = None, targets: dict[str, str] | None = None, **inputs: Any) -> planning.SharePlan:
-    return planning.plan(read or cluster(), planning.Inputs.of({**INPUTS, **inputs}), targets or TARGETS)
+    return planning.plan(read or cluster(), Inputs.of({**INPUTS, **inputs}), targets or TARGETS)
 
 
 # --- inputs -------------------------------------------------------------------------------------------
 
 def test_inputs_convert_what_the_command_line_gives() -> None:
-    values = planning.Inputs.of({**INPUTS, "replicas": "3", "overflow": "false", "keep": "yes", "timeout": "60",
+    values = Inputs.of({**INPUTS, "replicas": "3", "overflow": "false", "keep": "yes", "timeout": "60",
                                  "fail_requests_greater_than_one": "", "command": "sleep infinity"})
     assert (values.replicas, values.overflow, values.keep, values.timeout) == (3, False, True, 60)
     assert values.fail_requests_greater_than_one is None
@@ -237,7 +238,7 @@ def test_a_namespace_the_check_did_not_create_is_kept() -> None:
 
 
 def test_selector_names_every_node() -> None:
-    values = planning.Inputs.of(INPUTS)
+    values = Inputs.of(INPUTS)
     assert planning.selector(values, ["b", "a"]) == "app=gpu-share-check,gpushare.io/share-check-node in (a,b)"
 
 
@@ -256,7 +257,7 @@ UNSCHEDULABLE = [{"type": "PodScheduled", "status": "False", "reason": "Unschedu
 
 def started(**inputs: Any) -> dict[str, Any]:
     planned = make(**inputs).as_dict()
-    return result.start(planned, "gpushare-share-check", {"label_key": "gpu-mode", "label_value": "shared", "taint": None},
+    return report.start(planned, "gpushare-share-check", {"label_key": "gpu-mode", "label_value": "shared", "taint": None},
                         False)
 
 
@@ -275,7 +276,7 @@ def test_start() -> None:
 
 
 def test_the_refusal_passes() -> None:
-    judged = result.judge_refusal(started(), [check_pod("gpu-share-check-gpu-node-two", "two", phase="Failed", **REJECTED)],
+    judged = report.judge_refusal(started(), [check_pod("gpu-share-check-gpu-node-two", "two", phase="Failed", **REJECTED)],
                                   "gpu-operator")
     assert judged["problems"] == []
     assert judged["nodes"][0]["refuse"] == {"status": "passed", "pod": "gpu-share-check-gpu-node-two", "phase": "Failed",
@@ -293,7 +294,7 @@ def test_the_refusal_passes() -> None:
     ([], "it is missing."),
 ])
 def test_the_refusal_fails(pods: list[dict[str, Any]], said: str) -> None:
-    judged = result.judge_refusal(started(), pods, "gpu-operator")
+    judged = report.judge_refusal(started(), pods, "gpu-operator")
     (problem,) = judged["problems"]
     assert said in problem, problem
     assert judged["nodes"][0]["refuse"]["status"] == "failed"
@@ -307,7 +308,7 @@ def replicas(count: int, node_name: str = "gpu-node", phase: str = "Running") ->
 def test_sharing_passes() -> None:
     overflow = check_pod("gpu-share-check-gpu-node-overflow", "overflow", node_name="", phase="Pending",
                          conditions=UNSCHEDULABLE)
-    judged = result.judge_sharing(started(), replicas(4) + [overflow])
+    judged = report.judge_sharing(started(), replicas(4) + [overflow])
     assert judged["problems"] == []
     (n,) = judged["nodes"]
     assert n["running"] == 4 and [p["name"] for p in n["pods"]] == [f"gpu-share-check-gpu-node-abc-{i}" for i in range(4)]
@@ -317,7 +318,7 @@ def test_sharing_passes() -> None:
 
 def test_sharing_fails_when_the_overflow_runs_and_a_pod_is_elsewhere() -> None:
     overflow = check_pod("gpu-share-check-gpu-node-overflow", "overflow", phase="Running")
-    judged = result.judge_sharing(started(), replicas(3) + replicas(1, node_name="gpu-b")[:0]
+    judged = report.judge_sharing(started(), replicas(3) + replicas(1, node_name="gpu-b")[:0]
                                   + [check_pod("gpu-share-check-gpu-node-abc-9", "replica", node_name="gpu-b", owner="rs"),
                                      overflow])
     first, second = judged["problems"]
@@ -331,23 +332,23 @@ def test_sharing_fails_when_the_overflow_runs_and_a_pod_is_elsewhere() -> None:
 def test_terminating_pods_do_not_count() -> None:
     pods = replicas(4)
     pods[0]["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    judged = result.judge_sharing(started(replicas=2), pods)
+    judged = report.judge_sharing(started(replicas=2), pods)
     assert judged["nodes"][0]["running"] == 3 and judged["problems"][0].startswith("3 of 2 pods")
 
 
 def test_exec() -> None:
-    judged = result.judge_sharing(started(replicas=2), replicas(2))
-    assert result.exec_targets(judged) == [{"node": "gpu-node", "pod": "gpu-share-check-gpu-node-abc-0"},
+    judged = report.judge_sharing(started(replicas=2), replicas(2))
+    assert report.exec_targets(judged) == [{"node": "gpu-node", "pod": "gpu-share-check-gpu-node-abc-0"},
                                            {"node": "gpu-node", "pod": "gpu-share-check-gpu-node-abc-1"}]
     one = "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1b2c3d4e-aaaa-bbbb-cccc-0123456789ab)\n"
     other = one.replace("GPU-1b2c", "GPU-9f9f")
-    same = result.judge_exec(judged, [{"item": t, "stdout": one} for t in result.exec_targets(judged)])
+    same = report.judge_exec(judged, [{"item": t, "stdout": one} for t in report.exec_targets(judged)])
     assert same["problems"] == [] and same["nodes"][0]["exec"]["distinct"] == ["GPU-1b2c3d4e-aaaa-bbbb-cccc-0123456789ab"]
-    runs = [{"item": t, "stdout": s} for t, s in zip(result.exec_targets(judged), (one, other))]
-    (problem,) = result.judge_exec(judged, runs)["problems"]
+    runs = [{"item": t, "stdout": s} for t, s in zip(report.exec_targets(judged), (one, other))]
+    (problem,) = report.judge_exec(judged, runs)["problems"]
     assert problem.startswith("nvidia-smi -L in the check pods on gpu-node (1 physical GPU(s)): gpu-share-check-gpu-node-"
                               "abc-0 sees GPU-1b2c")
-    (problem,) = result.judge_exec(judged, [{"item": result.exec_targets(judged)[0], "stdout": ""}])["problems"]
+    (problem,) = report.judge_exec(judged, [{"item": report.exec_targets(judged)[0], "stdout": ""}])["problems"]
     assert "sees no GPU" in problem
 
 
@@ -358,7 +359,7 @@ def test_pod_reasons_come_from_the_kubelet_then_the_scheduler() -> None:
     assert (pending.reason, pending.unschedulable, pending.message) == ("Unschedulable", True, UNSCHEDULABLE[0]["message"])
     scheduled = Pod(pod("c", conditions=[{"type": "PodScheduled", "status": "True", "reason": "Scheduled"}]))
     assert (scheduled.reason, scheduled.unschedulable) == ("", False)
-    assert result.describe(pending) == f"b Pending (Unschedulable: {UNSCHEDULABLE[0]['message']})"
+    assert report.describe(pending) == f"b Pending (Unschedulable: {UNSCHEDULABLE[0]['message']})"
 
 
 # --- the role's filters ----------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpushare.change_record import record, summary
+from gpushare.change_record import record, report
 from gpushare.plugins.filters import plain
 
 
@@ -29,7 +29,7 @@ def change_record_render(snapshot: dict[str, Any], after: dict[str, Any], check:
 
 def change_record_summary(check: dict[str, Any], gates: dict[str, Any] | None, path: str, hosts: list[str],
                           command: str, check_mode: bool) -> list[str]:
-    return summary.summary(plain(check), plain(gates), str(path), plain(hosts), str(command), bool(check_mode))
+    return report.summary(plain(check), plain(gates), str(path), plain(hosts), str(command), bool(check_mode))
 
 
 FILTERS = {

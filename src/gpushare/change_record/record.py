@@ -12,7 +12,7 @@ from typing import Any
 
 from gpushare.clock import stamp, utc_now
 from gpushare.model.node import GPU, PRODUCT, SHARED, Node, Pool, fingerprint_changes
-from gpushare.release_gates.runbook import table
+from gpushare.release_gates.report import table
 from gpushare.runbook.records import BACKUP_LABEL, Record
 
 NOT_EVALUATED = {"evaluated": False, "verdict": "not evaluated", "reason": "the run stopped before the gates",

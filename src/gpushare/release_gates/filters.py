@@ -5,28 +5,28 @@ from __future__ import annotations
 from typing import Any
 
 from gpushare.plugins.filters import plain
-from gpushare.release_gates import runbook
+from gpushare.release_gates import plan, report
 
 
 def release_gates_plan(inputs: dict[str, Any], cwd: str, nodes: list[str]) -> dict[str, Any]:
-    return runbook.plan(plain(inputs), str(cwd), plain(nodes))
+    return plan.plan(plain(inputs), str(cwd), plain(nodes))
 
 
 def release_gates_refusal(run: dict[str, Any], argv: list[str], preflight: bool) -> str:
-    return runbook.refusal(plain(run), plain(argv), bool(preflight))
+    return report.refusal(plain(run), plain(argv), bool(preflight))
 
 
 def release_gates_not_evaluated(gates: dict[str, Any]) -> dict[str, Any]:
-    return runbook.not_evaluated(plain(gates))
+    return report.not_evaluated(plain(gates))
 
 
 def release_gates_result(run: dict[str, Any], gates: dict[str, Any]) -> dict[str, Any]:
-    return runbook.result(plain(run), plain(gates))
+    return report.result(plain(run), plain(gates))
 
 
 def release_gates_outcome(result: dict[str, Any], auto_rollback: Any, fail_on_hold: Any,
                           hosts: list[str]) -> dict[str, str]:
-    return runbook.outcome(plain(result), plain(auto_rollback), plain(fail_on_hold), plain(hosts))
+    return report.outcome(plain(result), plain(auto_rollback), plain(fail_on_hold), plain(hosts))
 
 
 FILTERS = {

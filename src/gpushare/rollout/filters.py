@@ -11,7 +11,7 @@ from gpushare.plugins.actions import invocation
 from gpushare.plugins.filters import plain
 from gpushare.rollout import plan as planning
 from gpushare.rollout import progress as pr
-from gpushare.rollout import summary
+from gpushare.rollout import report
 from gpushare.rollout.settings import RolloutSettings
 
 
@@ -32,7 +32,7 @@ def rollout_plan(read: dict[str, Any], inputs: dict[str, Any], hosts: list[list[
                            pr.holder_identity(now), bool(check_mode))
     plan = result.as_dict()
     if not result.refusals:
-        plan["lines"] = summary.plan_lines(plan, settings, settings.namespace, str(inputs.get("configmap") or ""))
+        plan["lines"] = report.plan_lines(plan, settings, settings.namespace, str(inputs.get("configmap") or ""))
     return plan
 
 
@@ -56,7 +56,7 @@ def rollout_record_update(record: dict[str, Any], event: str, step: str, details
         extra = settings.hold_interval
     valid = now + dt.timedelta(seconds=settings.lock_duration + extra)
     why = f"record {step or 'the rollout'}: {event}"
-    return pr.write_changes(settings.records_namespace, new, rec.holder, valid, summary.change_record(new, rec.annotations),
+    return pr.write_changes(settings.records_namespace, new, rec.holder, valid, report.change_record(new, rec.annotations),
                             now, why)
 
 
@@ -70,7 +70,7 @@ def rollout_gate_inputs(record: dict[str, Any], step: str, attempt: int, inputs:
 
 
 def rollout_summary(record: dict[str, Any] | None, namespace: str, check_mode: bool, plan: dict[str, Any]) -> list[str]:
-    return summary.summary_lines(plain(record) if record else None, namespace, bool(check_mode), plain(plan))
+    return report.summary_lines(plain(record) if record else None, namespace, bool(check_mode), plain(plan))
 
 
 def rollout_undo_hosts(record: dict[str, Any]) -> list[str]:

@@ -12,7 +12,7 @@ from typing import Any, Callable
 from gpushare.clock import parse_time, stamp
 from gpushare.model.node import Node
 from gpushare.rollout import progress as pr
-from gpushare.rollout import summary
+from gpushare.rollout import report
 from gpushare.rollout.settings import RolloutSettings
 from gpushare.runbook.plan import Plan
 from gpushare.runbook.inputs import NOTHING
@@ -112,7 +112,7 @@ def plan(read: dict[str, Any], settings: RolloutSettings, hosts: list[tuple[str,
     started = {"gpushare.io/started-at": stamp(now), "gpushare.io/command": invocation.get("command", ""),
                "gpushare.io/operator": invocation.get("operator", "")}
     result.take = pr.take_changes(settings.records_namespace, record, current, holder, valid, now, invocation,
-                                  summary.change_record(current, started), result.status == "start-over")
+                                  report.change_record(current, started), result.status == "start-over")
     result.prepare = not current.prepared
     if check_mode:
         return result

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from gpushare.k8s.session import Session
 from gpushare.model.pods import Pod
-from gpushare.share_check.result import describe, role_of
+from gpushare.share_check.report import describe, role_of
 
 
 def _pods(session: Session, namespace: str, selector: str) -> list[Pod]:

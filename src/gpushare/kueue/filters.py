@@ -1,5 +1,6 @@
-"""The queue-backfill runbook's questions over plain mappings, as Ansible passes them; the role's
-filter plugin registers these. `description` is {cohort, flavors, teams, priority_classes}."""
+"""The queue_backfill role's filters (registered by plugins/filter/queue_backfill.py): the queue-backfill
+runbook's questions over plain mappings, as Ansible passes them. `description` is {cohort, flavors,
+teams, priority_classes}."""
 
 from __future__ import annotations
 
@@ -49,3 +50,13 @@ def writes(plan_: dict[str, Any], check_mode: bool) -> str:
 
 def report(description: dict[str, Any], cluster_queues: list[dict[str, Any]]) -> str:
     return render.report(_parsed(description), cluster_queues)
+
+
+FILTERS = {
+    "queue_backfill_description_problems": description_problems,
+    "queue_backfill_kueue_problems": kueue_problems,
+    "queue_backfill_cluster_problems": cluster_problems,
+    "queue_backfill_plan": plan,
+    "queue_backfill_report": report,
+    "queue_backfill_writes": writes,
+}

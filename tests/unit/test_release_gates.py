@@ -1,5 +1,5 @@
-"""Unit tests of gpushare.release_gates.runbook (the gates' inputs, command line, verdict and what the
-run does on it) and of the release_gates role's filter plugin, which registers them."""
+"""Unit tests of gpushare.release_gates.plan and .report (the gates' inputs, command line, verdict and
+what the run does on it) and of the release_gates role's filter plugin, which registers them."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from gpushare.gates.evaluate import evaluate
 from gpushare.gates.inputs import load_metrics
 from gpushare.gates.report import to_json, to_table
 from gpushare.gates.thresholds import load_thresholds
-from gpushare.release_gates import runbook
+from gpushare.release_gates import plan as gates_plan
+from gpushare.release_gates import report as gates_report
 from tests.support.cluster import REPO
 from tests.support.filters import load_filters
 
@@ -23,7 +24,7 @@ OFF = {"metrics_file": None, "prometheus_url": None, "window": "1h", "baseline_w
 
 
 def plan(cwd: str = "/work", run_nodes: list[str] | None = None, **given: Any) -> dict[str, Any]:
-    return runbook.plan({**OFF, **given}, cwd, run_nodes or ["gpu-node"])
+    return gates_plan.plan({**OFF, **given}, cwd, run_nodes or ["gpu-node"])
 
 
 def test_no_source_means_no_gates() -> None:
@@ -31,7 +32,7 @@ def test_no_source_means_no_gates() -> None:
     assert (gates["on"], gates["problems"], gates["argv"]) == (False, [], [])
     assert gates["reason"] == "no metrics source given (release_gates_metrics_file or release_gates_prometheus_url)"
     assert plan(enabled="false", metrics_file="m.json")["reason"] == "release_gates_enabled is false"
-    assert runbook.not_evaluated(gates) == {"evaluated": False, "verdict": "not evaluated", "reason": gates["reason"],
+    assert gates_report.not_evaluated(gates) == {"evaluated": False, "verdict": "not evaluated", "reason": gates["reason"],
                                             "action": "none", "gates": [], "error": None, "source": {}}
 
 
@@ -70,13 +71,13 @@ def test_bad_inputs(given: dict[str, Any], said: str) -> None:
 
 def test_refusal_of_the_gate_command() -> None:
     argv = ["gpushare", "gate"]
-    assert runbook.refusal({"rc": 3, "stdout": "{}"}, argv, True) == ""
+    assert gates_report.refusal({"rc": 3, "stdout": "{}"}, argv, True) == ""
     bad = {"rc": 2, "stdout": "", "stderr": "querying ...\nerror: cannot read the metrics file /m.json: No such file"}
-    assert runbook.refusal(bad, argv, True) == ("Release gates: error: cannot read the metrics file /m.json: No such file "
+    assert gates_report.refusal(bad, argv, True) == ("Release gates: error: cannot read the metrics file /m.json: No such file "
                                                "(from `gpushare gate`). Nothing was changed.")
-    assert runbook.refusal(bad, argv, False).endswith("The share check ran; evaluate again with the same command.")
+    assert gates_report.refusal(bad, argv, False).endswith("The share check ran; evaluate again with the same command.")
     missing = {"rc": 2, "msg": "[Errno 2] No such file or directory: b'gpushare'", "stdout": "", "stderr": ""}
-    assert runbook.refusal(missing, argv, True).startswith("Release gates: could not run `gpushare gate` ([Errno 2]")
+    assert gates_report.refusal(missing, argv, True).startswith("Release gates: could not run `gpushare gate` ([Errno 2]")
 
 
 def report(metrics: str) -> str:
@@ -85,12 +86,12 @@ def report(metrics: str) -> str:
 
 def test_result_keeps_the_gate_report_and_prints_it_with_its_own_table() -> None:
     gates = plan(metrics_file=str(EXAMPLES / "metrics-rollback.json"), thresholds_file=str(EXAMPLES / "thresholds.yaml"))
-    found = runbook.result({"rc": 3, "stdout": report("metrics-rollback.json")}, gates)
+    found = gates_report.result({"rc": 3, "stdout": report("metrics-rollback.json")}, gates)
     assert (found["evaluated"], found["verdict"], found["exit_code"], found["action"]) == (True, "rollback", 3, "none")
     assert found["command"] == " ".join(gates["argv"])
     expected = evaluate(load_metrics(EXAMPLES / "metrics-rollback.json"), load_thresholds(EXAMPLES / "thresholds.yaml"))
-    assert runbook.report_of(found) == expected
-    assert runbook.table(found) == to_table(expected)
+    assert gates_report.report_of(found) == expected
+    assert gates_report.table(found) == to_table(expected)
 
 
 @pytest.mark.parametrize("metrics, auto, hold, action, failure", [
@@ -104,13 +105,13 @@ def test_result_keeps_the_gate_report_and_prints_it_with_its_own_table() -> None
 ])
 def test_outcome(metrics: str, auto: Any, hold: bool, action: str, failure: str) -> None:
     found = {**json.loads(report(metrics)), "evaluated": True}
-    decided = runbook.outcome(found, auto, hold, ["trial", "trial-2"])
+    decided = gates_report.outcome(found, auto, hold, ["trial", "trial-2"])
     assert decided["action"] == action
     assert decided["failure"].startswith(failure) and bool(decided["failure"]) == bool(failure)
     if metrics == "metrics-rollback.json" and not auto:
         assert decided["failure"].endswith("ansible-playbook playbooks/rollback-timeslicing.yml -l trial,trial-2 (or "
                                            "re-run with -e release_gates_auto_rollback=true).")
-    assert runbook.outcome(runbook.not_evaluated(plan()), True, True, ["x"]) == {"action": "none", "failure": ""}
+    assert gates_report.outcome(gates_report.not_evaluated(plan()), True, True, ["x"]) == {"action": "none", "failure": ""}
 
 
 F = load_filters("plugins/filter/release_gates.py")

@@ -1,0 +1,72 @@
+"""The release gates' report in the runbook: why the gate command gave no verdict, the verdict it
+printed (result), its table, and what the run does on that verdict (outcome)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gpushare.gates.model import GateResult, Report
+from gpushare.gates.report import to_table
+from gpushare.runbook.inputs import NOTHING, as_bool
+
+EXIT_VERDICTS = (0, 3, 4)  # continue, rollback, hold
+
+
+def refusal(run: dict[str, Any], argv: list[str], preflight: bool) -> str:
+    """Why the gate command gave no verdict (empty when it did): its own error first. In the
+    preflight nothing was changed yet; after the share check, the gates can be run again alone."""
+    if run.get("rc") in EXIT_VERDICTS:
+        return ""
+    said = (run.get("stderr") or "").strip().splitlines()
+    after = NOTHING if preflight else "The share check ran; evaluate again with the same command."
+    if not said and not run.get("stdout"):
+        return (f"Release gates: could not run `{' '.join(argv)}` ({run.get('msg', '')}). Is gpushare installed on "
+                f"this machine? Set release_gates_command. {after}")
+    return f"Release gates: {said[-1] if said else run.get('stdout', '')} (from `{' '.join(argv)}`). {after}"
+
+
+def not_evaluated(gates: dict[str, Any]) -> dict[str, Any]:
+    return {"evaluated": False, "verdict": "not evaluated", "reason": gates["reason"], "action": "none", "gates": [],
+            "error": None, "source": {}}
+
+
+def result(run: dict[str, Any], gates: dict[str, Any]) -> dict[str, Any]:
+    """`release_gates_result` from the gate command's JSON report."""
+    report = json.loads(run["stdout"])
+    return {**report, "evaluated": True, "exit_code": run["rc"], "command": " ".join(gates["argv"]),
+            "thresholds": gates["thresholds"], "action": "none"}
+
+
+def report_of(result: dict[str, Any]) -> Report:
+    """The gate report a `release_gates_result` was printed from."""
+    return Report(result["verdict"], tuple(GateResult(**g) for g in result.get("gates") or []),
+                  dict(result.get("source") or {}), result.get("error"))
+
+
+def table(result: dict[str, Any]) -> str:
+    """The gate command's own table of this result."""
+    return to_table(report_of(result))
+
+
+def failing(result: dict[str, Any], status: str) -> str:
+    """The gates that say `status`; their reasons are in the summary that follows."""
+    return ", ".join(g["name"] for g in result.get("gates") or [] if g["status"] == status)
+
+
+def outcome(result: dict[str, Any], auto_rollback: Any, fail_on_hold: Any, hosts: list[str]) -> dict[str, str]:
+    """{action, failure}: what the run does on the verdict, and the message it fails with (or "")."""
+    verdict = result.get("verdict") if result.get("evaluated") else ""
+    limit = ",".join(hosts)
+    if verdict == "hold":
+        if as_bool(fail_on_hold):
+            return {"action": "failed the run", "failure": f"Release gates say hold ({failing(result, 'hold')}) and "
+                                                           "release_gates_fail_on_hold is true: evaluate again later."}
+        return {"action": "held", "failure": ""}
+    if verdict == "rollback":
+        if as_bool(auto_rollback):
+            return {"action": "rollback started", "failure": ""}
+        return {"action": "none", "failure": (
+            f"Release gates say rollback ({failing(result, 'rollback')}): roll the trial back with ansible-playbook "
+            f"playbooks/rollback-timeslicing.yml -l {limit} (or re-run with -e release_gates_auto_rollback=true).")}
+    return {"action": "none", "failure": ""}
