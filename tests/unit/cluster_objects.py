@@ -4,10 +4,15 @@ operator label them, the ClusterPolicy as the chart creates it, operand DaemonSe
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import json
+from collections.abc import Callable
 from typing import Any
 
+import pytest
+
+from gpushare.k8s.patch import PatchConflict, json_patch
 from gpushare.runbook.records import RECORDS_NAMESPACE, FieldChange, Intent, Record, new_record
 from gpushare.timeslicing.settings import Settings
 
@@ -279,3 +284,12 @@ def enabled_read(shared: tuple[str, ...] = ("gpu-node",), **kwargs: Any) -> dict
     defaults: dict[str, Any] = {"nodes": nodes, "policy": clusterpolicy(CONFIGMAP, "default"),
                                 "configmaps": [managed_configmap(), enable], "daemonsets": readers, "pods": pods}
     return read(**{**defaults, **kwargs})
+
+
+def assert_guarded(clusterpolicy: dict[str, Any], changes: dict[str, list[dict[str, Any]]],
+                   edit: Callable[[dict[str, Any]], Any]) -> None:
+    """The plan's ClusterPolicy patch is refused once someone else has made `edit` to its spec since the read."""
+    moved = copy.deepcopy(clusterpolicy)
+    edit(moved["spec"])
+    with pytest.raises(PatchConflict):
+        json_patch(moved, changes["clusterpolicy"][0]["body"])

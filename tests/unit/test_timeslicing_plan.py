@@ -4,14 +4,13 @@ changed; otherwise the changes, in order, each guarded against what others chang
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
 import pytest
 import yaml
 
-from gpushare.k8s.patch import PatchConflict, json_patch, merge_patch
+from gpushare.k8s.patch import json_patch, merge_patch
 from gpushare.model.node import Mark, Node, unpacked
 from gpushare.runbook import records
 from gpushare.runbook.records import FieldChange, Record
@@ -19,7 +18,7 @@ from gpushare.runbook.state import ClusterState
 from gpushare.timeslicing.plan import EnablePlan, needs_fleet, plan, refusals
 from tests.unit.cluster_objects import (ASSET_TOLERATION, CONFIGMAP, NOW, POOL_TAINT, clusterpolicy, configmap,
                                         daemonset, enabled_read, managed_configmap, mark, node, operand_pod,
-                                        read, record, settings, shared_node)
+                                        assert_guarded, read, record, settings, shared_node)
 
 GPU_NODES = ("gpu-node", "gpu-node-2", "gpu-node-mig")
 INTERRUPTED = "gpushare-run-enable-20261201t093000z-beef"
@@ -92,10 +91,8 @@ def test_the_first_trial_records_then_configures_then_marks_the_node() -> None:
 def test_the_clusterpolicy_change_is_refused_if_someone_changed_the_field_meanwhile() -> None:
     cluster = read()
     result = enable(cluster, ["gpu-node"])
-    moved = copy.deepcopy(cluster["clusterpolicy"])
-    moved["spec"]["devicePlugin"]["config"]["name"] = "someone-elses-config"
-    with pytest.raises(PatchConflict):
-        json_patch(moved, result.changes["clusterpolicy"][0]["body"])
+    assert_guarded(cluster["clusterpolicy"], result.changes,
+                   lambda spec: spec["devicePlugin"]["config"].update(name="someone-elses-config"))
 
 
 def test_a_clusterpolicy_without_a_device_plugin_config_gets_one() -> None:
@@ -392,10 +389,8 @@ def test_pods_the_driver_upgrade_can_evict_or_does_not_reach_do_not_stop_a_confi
 def test_the_tolerations_change_is_refused_if_someone_changed_them_meanwhile() -> None:
     cluster = read()
     result = enable(cluster, ["gpu-node"], pool_taint_key="gpu-mode", confirm_operand_roll=True)
-    moved = copy.deepcopy(cluster["clusterpolicy"])
-    moved["spec"]["daemonsets"]["tolerations"].append({"key": "dedicated", "operator": "Exists"})
-    with pytest.raises(PatchConflict):
-        json_patch(moved, result.changes["clusterpolicy"][0]["body"])
+    assert_guarded(cluster["clusterpolicy"], result.changes,
+                   lambda spec: spec["daemonsets"]["tolerations"].append({"key": "dedicated", "operator": "Exists"}))
 
 
 def test_no_pool_taint_needs_no_toleration() -> None:

@@ -5,7 +5,6 @@ where a failed run stopped."""
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpushare.k8s.patch import PatchConflict, json_patch, merge_patch
+from gpushare.k8s.patch import json_patch, merge_patch
 from gpushare.model.node import Node, unpacked
 from gpushare.runbook.drain import shared_resources
 from gpushare.runbook.records import RECORDS_NAMESPACE, FieldChange, Record
@@ -23,7 +22,8 @@ from gpushare.timeslicing_rollback.plan import PHASES, RESTORABLE, RollbackPlan,
 from gpushare.timeslicing_rollback.settings import RollbackSettings
 from tests.unit.cluster_objects import (ASSET_TOLERATION, CLUSTERPOLICY, CONFIGMAP, NAMESPACE, NOW, POOL_TAINT,
                                         clusterpolicy, configmap, daemonset, enabled_read, managed_configmap, mark,
-                                        node, read, record, shared_node, workload_pod)
+                                        assert_guarded, node, read, record, shared_node,
+                                        workload_pod)
 
 ENABLE_RECORD = "gpushare-run-enable-20261201t090000z-0a0a"
 NAME, DEFAULT = "/spec/devicePlugin/config/name", "/spec/devicePlugin/config/default"
@@ -102,10 +102,8 @@ def test_the_last_shared_node_is_rolled_back_and_the_cluster_with_it() -> None:
 def test_the_clusterpolicy_restore_is_guarded_by_the_values_the_enable_set() -> None:
     cluster = enabled_read()
     result = roll_back(cluster, ["gpu-node"])
-    moved = copy.deepcopy(cluster["clusterpolicy"])
-    moved["spec"]["devicePlugin"]["config"]["default"] = "someone-elses"
-    with pytest.raises(PatchConflict):
-        json_patch(moved, result.changes["clusterpolicy"][0]["body"])
+    assert_guarded(cluster["clusterpolicy"], result.changes,
+                   lambda spec: spec["devicePlugin"]["config"].update(default="someone-elses"))
 
 
 def test_only_the_fields_the_enable_changed_are_restored() -> None:

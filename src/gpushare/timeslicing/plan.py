@@ -18,7 +18,7 @@ from gpushare.rbac.access import configmap_refusal, identity
 from gpushare.runbook.plan import Plan
 from gpushare.runbook.inputs import NOTHING
 from gpushare.runbook.records import FieldChange, Intent, new_record, record_name, state_patch
-from gpushare.runbook.sharing import (CONFIG, CONFIG_DEFAULT, CONFIG_NAME, DEFAULT_KEY, ENABLE, TOLERATIONS,
+from gpushare.runbook.sharing import (CONFIG, CONFIG_DEFAULT, CONFIG_NAME, DEFAULT_KEY, ENABLE, ROLLBACK, TOLERATIONS,
                                       driver_upgrades, field_ops, operator_roll, spread, upgrades_driver)
 from gpushare.runbook.state import ClusterState, operator_problems
 from gpushare.timeslicing.settings import DEFAULT_CONFIG, Settings
@@ -279,7 +279,7 @@ def _precondition_problems(state: ClusterState, settings: Settings, targets: lis
         return [denied]
     return ([f"A rollback was interrupted (record {record.name}, started {record.started}, on "
              f"{', '.join(record.intent.nodes) or 'the cluster level'}): finish it first by re-running "
-             "playbooks/rollback-timeslicing.yml for those nodes." for record in state.interrupted("rollback-timeslicing")]
+             "playbooks/rollback-timeslicing.yml for those nodes." for record in state.interrupted(ROLLBACK)]
             + _target_problems(state, targets, settings.strategy) + _mps_problems(state, settings, targets))
 
 
