@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from gpushare.k8s.patch import PatchConflict, json_patch
+from gpushare.k8s.patch import PatchConflict, json_patch, merge_patch
 from gpushare.runbook.records import RECORDS_NAMESPACE, FieldChange, Intent, Record, new_record
 from gpushare.timeslicing.settings import Settings
 
@@ -293,3 +293,18 @@ def assert_guarded(clusterpolicy: dict[str, Any], changes: dict[str, list[dict[s
     edit(moved["spec"])
     with pytest.raises(PatchConflict):
         json_patch(moved, changes["clusterpolicy"][0]["body"])
+
+
+def applied(obj: dict[str, Any], changes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The object as the API server leaves it after a plan's changes of it."""
+    for change in changes:
+        if change["action"] == "merge":
+            obj = merge_patch(obj, change["body"])
+        elif change["action"] == "json":
+            obj = json_patch(obj, change["body"])
+        elif change["action"] == "taint":
+            obj = merge_patch(obj, {"spec": {"taints": [*obj["spec"].get("taints", []), change["body"]]}})
+        elif change["action"] == "untaint":
+            obj = merge_patch(obj, {"spec": {"taints": [t for t in obj["spec"].get("taints", [])
+                                                        if t != change["body"]] or None}})
+    return obj

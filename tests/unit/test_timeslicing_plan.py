@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 import yaml
 
-from gpushare.k8s.patch import json_patch, merge_patch
 from gpushare.model.node import Mark, Node, unpacked
 from gpushare.runbook import records
 from gpushare.runbook.records import FieldChange, Record
@@ -18,7 +17,7 @@ from gpushare.runbook.state import ClusterState
 from gpushare.timeslicing.plan import EnablePlan, needs_fleet, plan, refusals
 from tests.unit.cluster_objects import (ASSET_TOLERATION, CONFIGMAP, NOW, POOL_TAINT, clusterpolicy, configmap,
                                         daemonset, enabled_read, managed_configmap, mark, node, operand_pod,
-                                        assert_guarded, read, record, settings, shared_node)
+                                        applied, assert_guarded, read, record, settings, shared_node)
 
 GPU_NODES = ("gpu-node", "gpu-node-2", "gpu-node-mig")
 INTERRUPTED = "gpushare-run-enable-20261201t093000z-beef"
@@ -27,18 +26,6 @@ INTERRUPTED = "gpushare-run-enable-20261201t093000z-beef"
 def enable(cluster: dict[str, Any], targets: list[str], **inputs: Any) -> EnablePlan:
     return plan(ClusterState.of(cluster), settings(**inputs), targets,
                 {"command": "ansible-playbook playbooks/enable-timeslicing.yml", "operator": "alice"}, NOW)
-
-
-def changed(obj: dict[str, Any], changes: list[dict[str, Any]]) -> dict[str, Any]:
-    """The object as the API server leaves it after the plan's changes of it."""
-    for change in changes:
-        if change["action"] == "merge":
-            obj = merge_patch(obj, change["body"])
-        elif change["action"] == "json":
-            obj = json_patch(obj, change["body"])
-        elif change["action"] == "taint":
-            obj = merge_patch(obj, {"spec": {"taints": [*obj["spec"].get("taints", []), change["body"]]}})
-    return obj
 
 
 def refused(result: EnablePlan, fragment: str) -> str:
@@ -72,11 +59,11 @@ def test_the_first_trial_records_then_configures_then_marks_the_node() -> None:
     assert created["body"]["metadata"]["annotations"] == {"gpushare.io/managed-keys": "default,shared",
                                                           "gpushare.io/created-by": "enable-timeslicing"}
 
-    policy = changed(cluster["clusterpolicy"], result.changes["clusterpolicy"])
+    policy = applied(cluster["clusterpolicy"], result.changes["clusterpolicy"])
     assert policy["spec"]["devicePlugin"]["config"] == {"name": CONFIGMAP, "default": "default"}
     assert policy["spec"]["daemonsets"] == cluster["clusterpolicy"]["spec"]["daemonsets"]
 
-    gpu_node = Node(changed(cluster["nodes"][0], result.changes["nodes"]))
+    gpu_node = Node(applied(cluster["nodes"][0], result.changes["nodes"]))
     assert gpu_node.config_label == "shared" and gpu_node.labels["gpu-mode"] == "shared"
     assert gpu_node.taints[-1] == Node(node("x", taints=[POOL_TAINT])).taints[0]
     assert gpu_node.mark == Mark(CONFIGMAP, "shared", 2, "node", result.record, True, True, gpu_node.mark.raw)
@@ -99,7 +86,7 @@ def test_a_clusterpolicy_without_a_device_plugin_config_gets_one() -> None:
     cluster = read()
     del cluster["clusterpolicy"]["spec"]["devicePlugin"]["config"]
     result = enable(cluster, ["gpu-node"])
-    policy = changed(cluster["clusterpolicy"], result.changes["clusterpolicy"])
+    policy = applied(cluster["clusterpolicy"], result.changes["clusterpolicy"])
     assert policy["spec"]["devicePlugin"] == {"enabled": True, "config": {"name": CONFIGMAP, "default": "default"}}
 
 
@@ -275,7 +262,7 @@ def test_a_confirmed_operand_roll_adds_the_toleration_to_the_assets_own() -> Non
     cluster["clusterpolicy"]["spec"]["driver"]["upgradePolicy"] = {"autoUpgrade": True}
     result = enable(cluster, ["gpu-node"], pool_taint_key="gpu-mode", confirm_operand_roll=True)
     assert result.refusals == [] and result.rolls_fleet
-    policy = changed(cluster["clusterpolicy"], result.changes["clusterpolicy"])
+    policy = applied(cluster["clusterpolicy"], result.changes["clusterpolicy"])
     assert policy["spec"]["daemonsets"]["tolerations"] == [
         ASSET_TOLERATION, {"key": "gpu-mode", "operator": "Exists", "effect": "NoSchedule"}]
     note = next(n for n in result.notes if n.startswith("Confirmed"))
@@ -463,7 +450,7 @@ def test_cluster_scope_changes_the_default_and_lets_the_operator_roll_every_node
     cluster = read()
     result = enable(cluster, ["gpu-node"], scope="cluster", confirm_cluster_scope=True)
     assert result.refusals == []
-    policy = changed(cluster["clusterpolicy"], result.changes["clusterpolicy"])
+    policy = applied(cluster["clusterpolicy"], result.changes["clusterpolicy"])
     assert policy["spec"]["devicePlugin"]["config"] == {"name": CONFIGMAP, "default": "shared"}
     assert "nvidia.com/device-plugin.config" not in result.changes["nodes"][0]["body"]["metadata"]["labels"]
     assert result.restart_nodes == []

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 import yaml
 
-from gpushare.k8s.patch import json_patch, merge_patch
 from gpushare.model.node import Node, unpacked
 from gpushare.runbook.drain import shared_resources
 from gpushare.runbook.records import RECORDS_NAMESPACE, FieldChange, Record
@@ -22,7 +21,7 @@ from gpushare.timeslicing_rollback.plan import PHASES, RESTORABLE, RollbackPlan,
 from gpushare.timeslicing_rollback.settings import RollbackSettings
 from tests.unit.cluster_objects import (ASSET_TOLERATION, CLUSTERPOLICY, CONFIGMAP, NAMESPACE, NOW, POOL_TAINT,
                                         clusterpolicy, configmap, daemonset, enabled_read, managed_configmap, mark,
-                                        assert_guarded, node, read, record, shared_node,
+                                        applied, assert_guarded, node, read, record, shared_node,
                                         workload_pod)
 
 ENABLE_RECORD = "gpushare-run-enable-20261201t090000z-0a0a"
@@ -51,18 +50,6 @@ def refused(result: RollbackPlan, fragment: str) -> str:
     assert all(r.endswith("Nothing was changed.") for r in result.refusals)
     assert result.changes == {}
     return matching[0]
-
-
-def applied(obj: dict[str, Any], changes: list[dict[str, Any]]) -> dict[str, Any]:
-    for change in changes:
-        if change["action"] == "merge":
-            obj = merge_patch(obj, change["body"])
-        elif change["action"] == "json":
-            obj = json_patch(obj, change["body"])
-        elif change["action"] == "untaint":
-            obj = merge_patch(obj, {"spec": {"taints": [t for t in obj["spec"].get("taints", [])
-                                                        if t != change["body"]] or None}})
-    return obj
 
 
 # ---- the rollback of the only shared node ------------------------------------------------------------
