@@ -6,8 +6,10 @@ short_description: Save a file on the control machine, private and never overwri
 version_added: 0.1.0
 description:
   - Writes O(content) to O(dest) on the machine that runs ansible-playbook (the controller, not the host), creating
-    its directory with mode 0700 and the file with mode 0600.
+    its directory (when missing) with O(directory_mode) and the file with O(mode).
   - An existing O(dest) fails the task; nothing is ever overwritten.
+  - Never through a symbolic link - the directory of O(dest) and the directories it creates are real ones - and an
+    existing directory keeps its mode.
   - The runbooks write ClusterPolicy backups and change records with it, under C(gpushare_output_dir).
 author: gpushare platform team (!UNKNOWN)
 options:
@@ -19,6 +21,14 @@ options:
     description: The file to create (C(~) is expanded).
     type: path
     required: true
+  mode:
+    description: The file's mode, in octal.
+    type: str
+    default: '0600'
+  directory_mode:
+    description: The mode of the directories it creates, in octal.
+    type: str
+    default: '0700'
 extends_documentation_fragment:
   - gpushare.gpu_sharing.actions.no_diff
 attributes:

@@ -19,6 +19,7 @@ from gpushare.baseline.thresholds import load_thresholds
 from gpushare.baseline.workloads import load_facts
 from gpushare.gates.model import GateInputError
 from gpushare.gates.timespec import format_time, parse_duration, parse_time
+from gpushare.output_dir import OutputDirError
 
 _NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 EPILOG = ("exit status: 0 the baseline was computed (whatever the verdicts), 2 bad input, "
@@ -68,7 +69,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
             from gpushare.baseline.plots import write_plots  # noqa: PLC0415 - matplotlib only when asked
 
             write_plots(report.gpus, thresholds, plots, (plan.end - plan.window_s, plan.end))
-    except BaselineInputError as err:
+    except (BaselineInputError, OutputDirError) as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except PrometheusUnavailable as err:
@@ -126,6 +127,9 @@ def _plots_dir(directory: Path) -> Path:
         import matplotlib  # noqa: F401, PLC0415
     except ImportError:
         raise BaselineInputError("--plots needs matplotlib: pip install -r requirements-dev.txt") from None
+    if directory.is_symlink():
+        raise BaselineInputError(f"--plots {directory} is a symbolic link: plots go only into a real directory, "
+                                 f"never through a link; give {directory.resolve()} or remove the link")
     existing = next(p for p in (directory.resolve(), *directory.resolve().parents) if p.exists())
     if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
         raise BaselineInputError(f"--plots {directory}: {existing} is not a writable directory")

@@ -6,9 +6,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 import shutil
 import socket
 import ssl
+import stat
 import sys
 import time
 import urllib.error
@@ -25,7 +27,7 @@ from gpushare import pki, processes, rbac
 from gpushare.binaries import binary_dir
 from gpushare.fleet import Fleet
 from gpushare.kueue import embedded as kueue_embedded
-from gpushare.processes import Component, ComponentError, alive, start, stop_all, wait_ready
+from gpushare.processes import Component, ComponentError, alive, foreign, start, stop_all, wait_ready
 
 # The embedded cluster's simulator: a kubelet volume refresh long enough that labelling a node right
 # after adding a key to the ConfigMap (without restarting its pods) shows, short enough for tests.
@@ -103,20 +105,42 @@ class StateDir:
     @property
     def marker(self) -> Path:
         """Written by `up` before anything else: `down` (and `up` over an old cluster) removes only a
-        directory that carries it."""
+        directory that carries it and holds nothing `up` does not write (ENTRIES)."""
         return self.root / MARKER
 
     def ours(self) -> bool:
-        return self.marker.is_file() and self.marker.read_text().startswith(MARKER_TEXT)
+        """The marker is there, a regular file (not a link) with the text `mark` writes."""
+        try:
+            return stat.S_ISREG(self.marker.lstat().st_mode) and self.marker.read_text().startswith(MARKER_TEXT)
+        except (OSError, UnicodeDecodeError):
+            return False
 
     def mark(self) -> None:
         self.marker.write_text(f"{MARKER_TEXT} {self.root}; `gpushare sim down` removes this directory.\n")
 
+    def not_ours(self) -> str:
+        """Why `up` did not create this directory ("" when it did, or when it is absent or empty:
+        there is nothing to lose)."""
+        if not self.root.is_symlink() and not self.root.exists():
+            return ""
+        if self.root.is_symlink() or not self.root.is_dir():
+            return "it is not a directory"
+        entries = sorted(self.root.iterdir())
+        if not entries:
+            return ""
+        if not self.ours():
+            return f"it has no {MARKER} file"
+        strangers = [entry.name for entry in entries if entry.is_symlink() or not is_entry(entry.name)]
+        if strangers:
+            return f"it holds {', '.join(strangers[:5])}{', ...' if len(strangers) > 5 else ''}, which `up` never writes"
+        return ""
+
     def check_ours(self) -> None:
-        """Refuse a directory `up` did not create (an empty one is fine: there is nothing to lose)."""
-        if self.root.exists() and not self.ours() and (not self.root.is_dir() or any(self.root.iterdir())):
+        """Refuse a directory `up` did not create."""
+        problem = self.not_ours()
+        if problem:
             raise NotAStateDir(
-                f"{self.root} is not a state directory of `gpushare sim up` (it has no {MARKER} file): refusing to "
+                f"{self.root} is not a state directory of `gpushare sim up` ({problem}): refusing to "
                 "stop or delete anything in it. Name the directory `up` used (--state-dir, $GPUSHARE_STATE_DIR), "
                 "or remove this one yourself.")
 
@@ -127,6 +151,18 @@ class NotAStateDir(ComponentError):
 
 MARKER = ".gpushare-sim-state"
 MARKER_TEXT = "gpushare sim up created"
+# Everything `up` (and `gpushare sim prometheus`) writes at the top of the state directory.
+ENTRIES = frozenset({
+    MARKER, "pki", "kubeconfig", "kubeconfigs", "pids", "logs", "cluster.json", "audit.log", "audit-policy.yaml",
+    "kwok-stages.yaml", "etcd-data", "gpu-operator-sim.ready", "dcgm-exporter.json", "kueue", "prometheus",
+    "prometheus.json",
+})
+# The API server's rotated audit logs (--audit-log-maxsize): audit-2006-01-02T15-04-05.000.log
+ROTATED_AUDIT_LOG = re.compile(r"audit-[0-9T.-]+\.log")
+
+
+def is_entry(name: str) -> bool:
+    return name in ENTRIES or bool(ROTATED_AUDIT_LOG.fullmatch(name))
 
 
 def free_port() -> int:
@@ -196,11 +232,18 @@ def recorded_info(state: StateDir) -> dict:
 
 
 def started_components(state: StateDir) -> tuple[str, ...]:
-    return tuple(recorded_info(state).get("components", COMPONENTS))
+    """The components cluster.json records (all of them unless it names every required one and no other)."""
+    recorded = recorded_info(state).get("components")
+    if not isinstance(recorded, list) or not set(recorded) <= set(COMPONENTS):
+        return COMPONENTS
+    started = tuple(name for name in COMPONENTS if name in recorded)
+    required = {name for name in COMPONENTS if name not in OPTIONAL_COMPONENTS}
+    return started if required <= set(started) else COMPONENTS
 
 
 def running(state: StateDir) -> bool:
-    return state.info.exists() and all(alive(state.pid_file(name)) for name in started_components(state))
+    return (not state.not_ours() and state.info.exists()
+            and all(alive(state.pid_file(name)) for name in started_components(state)))
 
 
 class Launcher:
@@ -425,12 +468,13 @@ def restart(state: StateDir, name: str, timeout_s: float = 60.0) -> float:
     return time.monotonic() - began
 
 
-def down(state: StateDir) -> list[str]:
-    """Stop what `up` started and remove its directory; NotAStateDir (nothing touched) for any other.
-    A running cluster whose directory predates the marker is recognised by its live processes."""
-    if not running(state):
-        state.check_ours()
-    stopped = stop_all([*state.pid_files(), *map(state.pid_file, ON_DEMAND_COMPONENTS)])
+def down(state: StateDir) -> tuple[list[str], list[str]]:
+    """Stop what `up` started and remove its directory: (components stopped, processes left alone
+    because they are not ours, each with why). NotAStateDir (nothing touched) for another directory."""
+    state.check_ours()
+    pid_files = [*state.pid_files(), *map(state.pid_file, ON_DEMAND_COMPONENTS)]
+    left_alone = [f"{pid_file.stem}: {why}" for pid_file in pid_files if (why := foreign(pid_file))]
+    stopped = stop_all(pid_files)
     if state.root.exists():
         shutil.rmtree(state.root)
-    return stopped
+    return stopped, left_alone

@@ -1,4 +1,8 @@
-"""Starting, tracking and stopping the embedded cluster's processes through pid files."""
+"""Starting, tracking and stopping the embedded cluster's processes through pid files.
+
+A pid file is untrusted input: a process counts as ours only if it still has the start time the
+file records, leads its own process group (as `start` makes it), and carries in its environment the
+pid file's directory, which `start` sets and no other process has. Anything else is left alone."""
 
 from __future__ import annotations
 
@@ -12,6 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpushare.polling import pauses
+
+
+# In the environment of every process `start` starts: the directory of its pid file.
+OWNER_ENV = "GPUSHARE_PID_DIR"
 
 
 class ComponentError(RuntimeError):
@@ -47,16 +55,29 @@ def start(component: Component, env: dict[str, str] | None = None) -> int:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
-            env={**os.environ, **(env or {})},
+            env={**os.environ, **(env or {}), OWNER_ENV: _owner(component.pid_file)},
         )
+    _wait_exec(process)
     record = {"pid": process.pid, "started": _start_time(process.pid), "argv0": component.argv[0],
               "argv": list(component.argv)}
     component.pid_file.write_text(json.dumps(record))
     return process.pid
 
 
+def _wait_exec(process: subprocess.Popen, timeout_s: float = 5.0) -> None:
+    """Popen returns while the kernel may still be setting up the new program, its environment not
+    yet readable: wait until it is (or the process is gone), so that `_identify` sees OWNER_ENV."""
+    deadline, pause = time.monotonic() + timeout_s, pauses(0.001)
+    while not _environment(process.pid)[0] and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(next(pause))
+
+
+def _owner(pid_file: Path) -> str:
+    return str(pid_file.parent.absolute())
+
+
 def _stat_fields(pid: int) -> list[str] | None:
-    """Fields of /proc/PID/stat after the command name: [state, ppid, ...]."""
+    """Fields of /proc/PID/stat after the command name: [state, ppid, pgrp, ...]."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
@@ -68,26 +89,52 @@ def _start_time(pid: int) -> str | None:
     return fields[19] if fields else None  # field 22 of stat: start time, fixed at fork
 
 
-def recorded_pid(pid_file: Path) -> int | None:
-    """The pid from a pid file, if that process is still the one we started (same start time)."""
+def _environment(pid: int) -> list[bytes]:
+    """The process's environment ([] when it is not ours to read: another user's)."""
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return []
+
+
+def _identify(pid_file: Path) -> tuple[int | None, str]:
+    """(pid, "") for a live process `start` started with this pid file; (None, why not) for another
+    live process the file names; (None, "") when it names none (no file, a dead or reaped process)."""
     try:
         record = json.loads(pid_file.read_text())
-    except (OSError, ValueError):
-        return None
-    pid = record.get("pid")
-    if not isinstance(pid, int) or _start_time(pid) != record.get("started"):
-        return None
-    return pid
+        pid, started = record["pid"], record.get("started")
+    except (OSError, ValueError, KeyError, TypeError):
+        return None, ""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return None, ""
+    fields = _stat_fields(pid)
+    if not fields or fields[0] == "Z":
+        return None, ""
+    if fields[19] != started:
+        return None, f"pid {pid} is another process now: it started at another time than the recorded one"
+    if fields[2] != str(pid):
+        return None, f"pid {pid} does not lead its own process group, as every process `start` starts does"
+    if f"{OWNER_ENV}={_owner(pid_file)}".encode() not in _environment(pid):
+        return None, f"pid {pid} was not started by gpushare with this pid file (no {OWNER_ENV} naming {pid_file.parent})"
+    return pid, ""
+
+
+def recorded_pid(pid_file: Path) -> int | None:
+    """The pid from a pid file, if that process is still one we started with it."""
+    return _identify(pid_file)[0]
+
+
+def foreign(pid_file: Path) -> str:
+    """Why the live process a pid file names is not ours ("" when it is, or when none lives)."""
+    return _identify(pid_file)[1]
 
 
 def alive(pid_file: Path) -> bool:
-    pid = recorded_pid(pid_file)
-    fields = _stat_fields(pid) if pid is not None else None
-    return bool(fields) and fields[0] != "Z"
+    return recorded_pid(pid_file) is not None
 
 
 def stop(pid_file: Path, grace_s: float = 10.0) -> bool:
-    """Stop the process a pid file records (only if it is still ours); True if one was stopped."""
+    """Stop the process a pid file records, only if it is ours (`recorded_pid`); True if one was stopped."""
     pid = recorded_pid(pid_file)
     pid_file.unlink(missing_ok=True)
     if pid is None:

@@ -126,8 +126,6 @@ def cmd_up(args: argparse.Namespace) -> int:
     state = StateDir(args.state_dir.resolve())
     try:
         if running(state):
-            if not state.ours():  # started before `up` marked its directories: its pids are ours
-                state.mark()
             conflicts = _conflicts(state, args)
             if conflicts:
                 print(f"error: the embedded cluster in {state.root} is already running and {'; '.join(conflicts)}. "
@@ -142,7 +140,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         return 2
     try:
         if state.root.exists():
-            down(state)  # a half-started or crashed cluster: start clean
+            _, left_alone = down(state)  # a half-started or crashed cluster: start clean
+            _report_left_alone(left_alone)
     except NotAStateDir as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -163,12 +162,18 @@ def cmd_up(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report_left_alone(left_alone: list[str]) -> None:
+    for line in left_alone:
+        print(f"left alone, not a process `gpushare sim up` started here: {line}", file=sys.stderr)
+
+
 def cmd_down(args: argparse.Namespace) -> int:
     try:
-        stopped = down(StateDir(args.state_dir.resolve()))
+        stopped, left_alone = down(StateDir(args.state_dir.resolve()))
     except NotAStateDir as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    _report_left_alone(left_alone)
     print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
     return 0
 

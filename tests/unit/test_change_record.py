@@ -233,9 +233,10 @@ def test_the_role_registers_them() -> None:
 
 
 def test_directory(tmp_path: Path) -> None:
-    assert record.directory("reports", str(tmp_path)) == {"path": str(tmp_path / "reports"), "problem": ""}
+    directory = F["change_record_directory"]
+    assert directory("reports", str(tmp_path)) == {"path": str(tmp_path / "reports"), "problem": ""}
     (tmp_path / "file").write_text("")
-    assert record.directory("file", str(tmp_path))["problem"] == (
+    assert directory("file", str(tmp_path))["problem"] == (
         "change_record_dir file is not a directory; set change_record_dir to a directory this user can write")
-    assert record.directory(str(tmp_path / "file" / "sub"), "/")["problem"].startswith(
+    assert directory(str(tmp_path / "file" / "sub"), "/")["problem"].startswith(
         f"change_record_dir {tmp_path / 'file' / 'sub'} cannot be created: {tmp_path / 'file'} is not a directory")

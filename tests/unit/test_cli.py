@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -60,6 +61,8 @@ def test_every_option_of_gpushare_sim_and_queue_has_help() -> None:
 def running_cluster(tmp_path: Path) -> Iterator[StateDir]:
     """A state directory as `sim up` leaves it, its components played by one live process."""
     state = StateDir(tmp_path / "state")
+    state.root.mkdir()
+    state.mark()
     sleeper = Component("etcd", (sys.executable, "-c", "import time; time.sleep(120)"), state.log("etcd"),
                         state.pid_file("etcd"))
     start(sleeper)
@@ -132,12 +135,14 @@ def test_status_shows_a_dead_component_with_its_log_tail(running_cluster: StateD
 
 # ---- `sim down` and `sim up` touch only a directory `up` created ------------------------------------
 @pytest.mark.parametrize("command", ["down", "up"])
+# {"components": []}: a cluster.json whose components all run (there are none), so the directory looked running
+@pytest.mark.parametrize("info", ["{}", '{"components": []}'])
 def test_a_directory_up_did_not_create_is_left_intact(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                      command: str) -> None:
+                                                      command: str, info: str) -> None:
     foreign = tmp_path / "home"
     (foreign / "notes").mkdir(parents=True)
     (foreign / "notes" / "todo.txt").write_text("keep me\n")
-    (foreign / "cluster.json").write_text("{}")  # looks like a state directory, but up did not mark it
+    (foreign / "cluster.json").write_text(info)  # looks like a state directory, but up did not mark it
     assert main(["sim", command, "--state-dir", str(foreign)]) == 1
     err = capsys.readouterr().err
     assert f"{foreign} is not a state directory of `gpushare sim up` (it has no .gpushare-sim-state file)" in err
@@ -157,3 +162,42 @@ def test_down_removes_a_directory_up_created(tmp_path: Path, capsys: pytest.Capt
 
 def test_down_of_a_missing_directory_does_nothing(tmp_path: Path) -> None:
     assert main(["sim", "down", "--state-dir", str(tmp_path / "absent")]) == 0
+
+
+@pytest.mark.parametrize("command", ["down", "up"])
+def test_a_marker_in_a_directory_holding_what_up_never_writes_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
+    state = StateDir(tmp_path / "home")
+    state.root.mkdir()
+    state.mark()  # copied in, or left from a state directory that was then reused
+    (state.root / "thesis.tex").write_text("keep me\n")
+    state.info.write_text('{"components": []}')
+    assert main(["sim", command, "--state-dir", str(state.root)]) == 1
+    err = capsys.readouterr().err
+    assert f"{state.root} is not a state directory of `gpushare sim up` (it holds thesis.tex, which `up` never writes)" in err
+    assert (state.root / "thesis.tex").read_text() == "keep me\n"
+
+
+def test_down_leaves_alone_a_live_process_a_pid_file_names_but_up_did_not_start(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A pid file crafted from /proc (pid, start time, command line) of a process that leads its own
+    group, as the components do: `down` names it and does not signal it."""
+    unrelated = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        state = StateDir(tmp_path / "state")
+        state.root.mkdir()
+        state.mark()
+        state.pid_file("etcd").parent.mkdir()
+        started = Path(f"/proc/{unrelated.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+        state.pid_file("etcd").write_text(json.dumps({"pid": unrelated.pid, "started": started, "argv0": "sleep",
+                                                      "argv": ["sleep", "60"]}))
+        assert main(["sim", "down", "--state-dir", str(state.root)]) == 0
+        captured = capsys.readouterr()
+        assert (f"left alone, not a process `gpushare sim up` started here: etcd: pid {unrelated.pid} was not "
+                "started by gpushare with this pid file") in captured.err
+        assert "nothing was running" in captured.out
+        assert unrelated.poll() is None, "the unrelated process was signalled"
+        assert not state.root.exists()
+    finally:
+        unrelated.kill()
+        unrelated.wait()

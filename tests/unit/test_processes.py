@@ -3,7 +3,9 @@ report the component's log, and no stray process after a failed start."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -11,7 +13,17 @@ import pytest
 
 from gpushare.controlplane import Launcher, StateDir, free_port
 from gpushare.fleet import load_fleet
-from gpushare.processes import Component, ComponentError, alive, recorded_pid, start, stop, stop_all, wait_ready
+from gpushare.processes import (
+    Component,
+    ComponentError,
+    alive,
+    foreign,
+    recorded_pid,
+    start,
+    stop,
+    stop_all,
+    wait_ready,
+)
 
 
 def sleeper(tmp_path: Path, name: str = "sleeper", code: str = "import time; time.sleep(60)") -> Component:
@@ -104,3 +116,21 @@ def test_busy_apiserver_port_is_refused_before_anything_starts(tmp_path: Path, m
         with pytest.raises(ComponentError, match=f"port {port} on 127.0.0.1 is already in use"):
             launcher.up()
         assert launcher.started == []
+
+
+def test_a_pid_file_copied_from_proc_does_not_make_a_process_ours(tmp_path: Path) -> None:
+    """Start time and command line can be read from /proc by anyone: they do not prove that `start`
+    started the process (its environment does)."""
+    unrelated = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        pid_file = tmp_path / "etcd.pid"
+        started = Path(f"/proc/{unrelated.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+        pid_file.write_text(json.dumps({"pid": unrelated.pid, "started": started, "argv0": "sleep", "argv": ["sleep", "60"]}))
+        assert recorded_pid(pid_file) is None and not alive(pid_file)
+        assert foreign(pid_file) == (f"pid {unrelated.pid} was not started by gpushare with this pid file "
+                                     f"(no GPUSHARE_PID_DIR naming {tmp_path})")
+        assert not stop(pid_file)
+        assert unrelated.poll() is None
+    finally:
+        unrelated.kill()
+        unrelated.wait()

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 
 from gpushare.baseline.model import GpuVerdict, Thresholds
 from gpushare.baseline.verdict import daily_peaks
+from gpushare.output_dir import make_dir
 
 
 def plot_name(verdict: GpuVerdict) -> str:
@@ -32,7 +33,7 @@ def write_plots(verdicts: list[GpuVerdict], thresholds: Thresholds, directory: P
     verdicts = [verdict for verdict in verdicts if not verdict.absent]
     if not verdicts:
         return
-    directory.mkdir(parents=True, exist_ok=True)
+    make_dir(directory, 0o750)  # never a symbolic link, never chmodded (gpushare.output_dir)
     paths = [directory / plot_name(verdict) for verdict in verdicts]
     workers = min(len(verdicts), os.cpu_count() or 1)
     if workers > 1:
@@ -92,4 +93,6 @@ def _plot(verdict: GpuVerdict, thresholds: Thresholds, path: Path, window: tuple
         "util_max": max((v for _, v in util), default=None), "fb_days": len(fb),
         "fb_peak_mib": verdict.fb_peak_mib, "fb_total_mib": total,
     }
-    figure.savefig(path, format="png", metadata={"Title": title, "Description": json.dumps(description)})
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o640)
+    with os.fdopen(descriptor, "wb") as png:  # never through a link
+        figure.savefig(png, format="png", metadata={"Title": title, "Description": json.dumps(description)})

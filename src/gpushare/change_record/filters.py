@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpushare import output_dir
 from gpushare.change_record import record, report
 from gpushare.plugins.filters import plain
 
 
 def change_record_directory(given: str, cwd: str) -> dict[str, str]:
-    return record.directory(str(given), str(cwd))
+    """{path, problem}: the records' directory, and why the runbook cannot write into it (gpushare.output_dir)."""
+    return output_dir.directory("change_record_dir", str(given), str(cwd))
 
 
 def change_record_snapshot(read: dict[str, Any]) -> dict[str, Any]:

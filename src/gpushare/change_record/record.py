@@ -4,10 +4,8 @@ Every value in a table cell goes through `cell`, so a reason with a "|" cannot b
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from gpushare.clock import stamp, utc_now
@@ -47,22 +45,6 @@ def snapshot(read: dict[str, Any]) -> dict[str, Any]:
     """The targeted nodes before the run's first write, who runs it and since when."""
     return {"started": stamp(utc_now()), "caller": read.get("caller") or {},
             "nodes": {n["metadata"]["name"]: n for n in (read.get("resources") or {}).get("nodes") or []}}
-
-
-def directory(given: str, cwd: str) -> dict[str, str]:
-    """{path, problem}: the records' directory as an absolute path (a relative one is taken from
-    where ansible-playbook runs), and why it cannot hold them ("" when it can)."""
-    where = Path(cwd, given).resolve()
-    existing = next(p for p in (where, *where.parents) if p.exists())
-    if not existing.is_dir():
-        problem = "is not a directory"
-    elif not os.access(existing, os.W_OK | os.X_OK):
-        problem = "is not writable by this user"
-    else:
-        return {"path": str(where), "problem": ""}
-    said = (f"change_record_dir {given} {problem}" if existing == where
-            else f"change_record_dir {given} cannot be created: {existing} {problem}")
-    return {"path": str(where), "problem": f"{said}; set change_record_dir to a directory this user can write"}
 
 
 def path(directory: str, started: str, ticket: str, hosts: list[str]) -> str:

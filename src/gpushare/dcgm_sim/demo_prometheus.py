@@ -30,6 +30,7 @@ def info_file(state: StateDir) -> Path:
 
 def ensure_prometheus(state: StateDir, history_s: int, step_s: int, scrape_interval: str) -> tuple[str, bool]:
     """The URL of the running demo Prometheus, started first if needed; True when it was started now."""
+    state.check_ours()  # below, its prometheus/ is replaced
     if alive(state.pid_file(NAME)) and info_file(state).exists():
         return json.loads(info_file(state).read_text())["url"], False
     exporter_file = state.root / "dcgm-exporter.json"

@@ -24,6 +24,7 @@ from gpushare.k8s.changes import Change, ChangeFailed, apply_changes, diffs
 from gpushare.k8s.kinds import UnknownKind
 from gpushare.k8s.session import ApiError, KindNotServed, Session, Unreachable
 from gpushare.model.node import packed, trimmed
+from gpushare.output_dir import refuse_link, write_new_file
 from gpushare.plugins.checks import CHECKS
 from gpushare.polling import DeadEnd, pauses
 from gpushare.redact import command_line
@@ -287,7 +288,8 @@ class RestartAction(KubeAction):
 
 
 class BackupAction(ActionBase):
-    """Save `content` to `dest` on the control machine: directory 0700, file 0600, never overwritten."""
+    """Save `content` to `dest` on the control machine: directory `directory_mode` (0700), file `mode`
+    (0600), never overwritten, never through a symbolic link (gpushare.output_dir)."""
 
     _supports_check_mode = True
     TRANSFERS_FILES = False
@@ -297,14 +299,20 @@ class BackupAction(ActionBase):
         result = super().run(tmp, task_vars)
         args = validated(self, self.ARGUMENT_SPEC)
         dest = Path(args["dest"])  # type path: ~ expanded
-        if dest.exists():
+        if os.path.lexists(dest):
             return {**result, "failed": True, "msg": f"{dest} already exists and is never overwritten; re-run in a "
                                                      "second. Nothing was changed."}
-        if not self._task.check_mode:
-            dest.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            descriptor = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(descriptor, "w") as handle:
-                handle.write(args["content"])
+        try:
+            modes = int(args["mode"], 8), int(args["directory_mode"], 8)
+        except ValueError:
+            return {**result, "failed": True, "msg": f"mode {args['mode']} and directory_mode {args['directory_mode']} "
+                                                     "must be octal, such as 0600. Nothing was changed."}
+        try:
+            refuse_link(dest.parent)
+            if not self._task.check_mode:
+                write_new_file(dest, args["content"], *modes)
+        except OSError as err:
+            return {**result, "failed": True, "msg": f"{err}. {dest} was not written."}
         return {**result, "changed": True, "dest": str(dest)}
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from ansible.template import is_trusted_as_template
 
 from gpushare.clock import utc_now
-from gpushare.output_dir import output_path
+from gpushare.output_dir import directory, output_path
 from gpushare.runbook import lock
 
 
@@ -71,9 +71,16 @@ def gpushare_output_path(given: str | None, subdir: str) -> str:
     return output_path(plain(given) or None, str(subdir))
 
 
+def gpushare_output_directory(given: str, cwd: str, variable: str) -> dict[str, str]:
+    """{path, problem}: the directory the input `variable` names (`given`), and why the runbooks
+    cannot write into it (gpushare.output_dir.directory)."""
+    return directory(str(variable), str(given), str(cwd))
+
+
 FILTERS = {
     "gpushare_problem_nodes": gpushare_problem_nodes,
     "gpushare_lock": gpushare_lock,
     "gpushare_lock_release": gpushare_lock_release,
     "gpushare_output_path": gpushare_output_path,
+    "gpushare_output_directory": gpushare_output_directory,
 }
