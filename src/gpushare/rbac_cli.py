@@ -14,7 +14,10 @@ the runbooks use: the GPU Operator namespace (gpu_operator_namespace), the
 time-slicing ConfigMap (timeslicing_configmap_name: the RBAC grants patch and
 delete of it by name, and the ConfigMap admission policy names it) and the
 pool label key (timeslicing_pool_label_key: a label and taint key the Node
-admission policy lets the runbooks change). Apply it as a cluster administrator."""
+admission policy lets the runbooks change), and the ClusterPolicy's device-plugin
+config before any gpushare run (the one other config a rollback may restore).
+Those names fill the write model (gpushare-system/gpushare-write-model) the
+admission policies read. Apply it as a cluster administrator."""
 EPILOG = """\
 example:
   gpushare rbac render --operator-namespace nvidia-gpu-operator \\
@@ -37,11 +40,15 @@ def register(commands: argparse._SubParsersAction) -> None:
     render.add_argument("--pool-label-key", default=rbac.WRITTEN_FOR_POOL_LABEL_KEY, metavar="KEY",
                         help="the shared pool's label (and taint) key, timeslicing_pool_label_key "
                              f"(default: {rbac.WRITTEN_FOR_POOL_LABEL_KEY})")
+    render.add_argument("--original-device-plugin-config", default="", metavar="NAME",
+                        help="the ConfigMap the ClusterPolicy's spec.devicePlugin.config named before any gpushare "
+                             "run, the one other config a rollback may restore (default: none)")
     render.set_defaults(handler=cmd_render)
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    names = rbac.Names(args.operator_namespace, args.timeslicing_configmap, args.pool_label_key)
+    names = rbac.Names(args.operator_namespace, args.timeslicing_configmap, args.pool_label_key,
+                       args.original_device_plugin_config)
     try:
         text = rbac.render(names)
     except rbac.RbacError as err:

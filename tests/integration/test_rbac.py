@@ -197,7 +197,7 @@ def test_configmaps_in_the_runbooks_namespace_the_runbooks_did_not_write_are_ref
         message = _refusal(lambda: client.CoreV1Api(runbook_api).patch_namespaced_config_map(
             "gpushare-test-foreign", cluster.records_namespace, {"data": {"a": "c"}}, dry_run="All"))
         assert "ValidatingAdmissionPolicy 'gpushare-runbook-configmaps'" in message, message
-        assert f"not ConfigMap {cluster.records_namespace}/gpushare-test-foreign" in message, message
+        assert f"not update ConfigMap {cluster.records_namespace}/gpushare-test-foreign" in message, message
     finally:
         cluster.core.delete_namespaced_config_map("gpushare-test-foreign", cluster.records_namespace)
 

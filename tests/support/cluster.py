@@ -16,6 +16,7 @@ from kubernetes import client
 
 from gpushare.kube import api_client
 from gpushare.polling import wait_for
+from gpushare.rbac import WRITE_MODEL
 from gpushare.rbac.audit import read_events
 from tests.support.namespaces import delete_test_namespaces
 
@@ -196,7 +197,7 @@ def reset_embedded(cluster: Cluster) -> None:
         for cm in core.list_namespaced_config_map(ns).items:
             # the operator's, and the configs a MIG manager generated from its node's GPUs (owned by its pod)
             owned = any(o.kind in ("ClusterPolicy", "Pod") for o in cm.metadata.owner_references or [])
-            if cm.metadata.name != "kube-root-ca.crt" and not owned:
+            if cm.metadata.name not in ("kube-root-ca.crt", WRITE_MODEL) and not owned:
                 core.delete_namespaced_config_map(cm.metadata.name, ns)
         for lease in coordination.list_namespaced_lease(ns).items:
             coordination.delete_namespaced_lease(lease.metadata.name, ns)

@@ -42,20 +42,21 @@ def test_rendering_replaces_every_occurrence_of_the_default_names_and_only_those
         back = (str(other[path]).replace("gpu-ops", "gpu-operator").replace("other-config", "time-slicing-config")
                 .replace("example.com/gpu-pool", "gpu-mode"))
         assert back == default[path], path
-    assert len(changed) >= 10  # Role and RoleBinding namespaces, resourceNames, both policies
+    assert len(changed) >= 10  # Role and RoleBinding namespaces, resourceNames, the write model
 
 
-def test_the_grants_and_the_policies_name_the_rendered_names() -> None:
-    objects = manifests(names=OTHER)
+def test_the_grants_and_the_write_model_name_the_rendered_names() -> None:
+    objects = manifests(names=Names("gpu-ops", "other-config", "example.com/gpu-pool", "admin-config"))
     named = {(g.verb, g.namespace, g.name) for g in grants(objects, rbac.RUNBOOK_USER)
              if g.resource == "configmaps" and g.namespace == "gpu-ops" and g.name}
     assert named == {("patch", "gpu-ops", "other-config"), ("delete", "gpu-ops", "other-config")}
-    policies = {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "ValidatingAdmissionPolicy"}
-    owned = {v["name"]: v["expression"] for v in policies["gpushare-runbook-nodes"]["variables"]}
-    assert "'example.com/gpu-pool'" in owned["ownedLabels"] and "'example.com/gpu-pool'" in owned["ownedTaints"]
-    configmaps = policies["gpushare-runbook-configmaps"]
-    assert "oldObject.metadata.name == 'other-config'" in {v["name"]: v["expression"] for v in configmaps["variables"]}["owned"]
-    assert "and other-config, not ConfigMap" in configmaps["validations"][0]["messageExpression"]
+    (model,) = [o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == rbac.WRITE_MODEL]
+    assert model["data"] == {"operator-namespace": "gpu-ops", "timeslicing-configmap": "other-config",
+                             "original-device-plugin-config": "admin-config", "pool-label-key": "example.com/gpu-pool"}
+    bindings = [o["spec"] for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding" and "paramRef" in o["spec"]]
+    assert len(bindings) >= 4
+    assert all(b["paramRef"] == {"name": rbac.WRITE_MODEL, "namespace": model["metadata"]["namespace"],
+                                 "parameterNotFoundAction": "Deny"} for b in bindings)
 
 
 def test_a_name_that_contains_a_default_name_is_not_rewritten() -> None:
@@ -77,6 +78,7 @@ def test_a_name_that_contains_a_default_name_is_not_rewritten() -> None:
     (Names(pool_label_key="a/b/c"), "is not a valid label key"),
     (Names(pool_label_key="gpu-mode\n"), "is not a valid label key"),
     (Names(timeslicing_configmap="other-config\n"), "is not a valid ConfigMap name"),
+    (Names(original_device_plugin_config="Admin_Config"), "original device-plugin config 'Admin_Config' is not a valid"),
 ])
 def test_a_name_kubernetes_would_refuse_is_refused(names: Names, problem: str) -> None:
     with pytest.raises(RbacError, match="cannot render deploy/rbac: ") as refused:
@@ -90,9 +92,10 @@ def test_valid_label_keys_are_accepted(key: str) -> None:
 
 
 def test_the_cli_prints_the_rendered_stream(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["rbac", "render", "--timeslicing-configmap", "other-config"]) == 0
+    assert cli.main(["rbac", "render", "--timeslicing-configmap", "other-config",
+                     "--original-device-plugin-config", "admin-config"]) == 0
     printed = list(yaml.safe_load_all(capsys.readouterr().out))
-    assert printed == manifests(names=Names(timeslicing_configmap="other-config"))
+    assert printed == manifests(names=Names(timeslicing_configmap="other-config", original_device_plugin_config="admin-config"))
 
 
 def test_the_cli_refuses_a_bad_name_and_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,7 +4,6 @@ cluster. `gpushare rbac render` prints them; `gpushare sim up` applies the same 
 
 from __future__ import annotations
 
-import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 import yaml
 
 from gpushare.binaries import REPO_ROOT
+from gpushare.polling import WaitTimeout, wait_for
 from gpushare.processes import ComponentError
 from gpushare.runbook.inputs import DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY
 
@@ -27,11 +27,9 @@ RUNBOOK_USER = "gpushare-runbook"
 WRITTEN_FOR_NAMESPACE = "gpu-operator"
 WRITTEN_FOR_CONFIGMAP = "time-slicing-config"  # timeslicing_configmap_name
 WRITTEN_FOR_POOL_LABEL_KEY = "gpu-mode"  # timeslicing_pool_label_key (also the pool taint's key)
+# The admission policies' parameters (deploy/rbac/55-write-model.yaml): the names and values above.
+WRITE_MODEL = "gpushare-write-model"
 CONFIGMAPS_POLICY = "gpushare-runbook-configmaps"
-NODES_POLICY = "gpushare-runbook-nodes"
-
-# A name as a whole token of a manifest's text (a CEL string literal, a message): not part of a longer name.
-_NAME_CHARS = r"A-Za-z0-9_./-"
 
 
 class RbacError(ComponentError):
@@ -46,6 +44,8 @@ class Names:
     operator_namespace: str = WRITTEN_FOR_NAMESPACE
     timeslicing_configmap: str = WRITTEN_FOR_CONFIGMAP
     pool_label_key: str = WRITTEN_FOR_POOL_LABEL_KEY
+    # spec.devicePlugin.config.name before any gpushare run: the other config a rollback may restore
+    original_device_plugin_config: str = ""
 
     def problems(self) -> list[str]:
         problems = []
@@ -60,27 +60,26 @@ class Names:
             problems.append(f"pool label key {self.pool_label_key!r} is not a valid label key (an optional DNS-1123 "
                             "subdomain prefix and '/', then at most 63 letters, digits, '-', '_' and '.', starting and "
                             "ending with a letter or digit)")
+        if self.original_device_plugin_config and not DNS_SUBDOMAIN.fullmatch(self.original_device_plugin_config):
+            problems.append(f"original device-plugin config {self.original_device_plugin_config!r} is not a valid "
+                            "ConfigMap name (a DNS-1123 subdomain)")
         return problems
+
+    def write_model(self) -> dict[str, str]:
+        """The data of the admission policies' parameter ConfigMap."""
+        return {"operator-namespace": self.operator_namespace, "timeslicing-configmap": self.timeslicing_configmap,
+                "original-device-plugin-config": self.original_device_plugin_config,
+                "pool-label-key": self.pool_label_key}
 
     def options(self, with_namespace: bool = False) -> str:
         """The `gpushare rbac render` options that give these names (the defaults left out, but for
         the operator namespace `with_namespace`)."""
         given = [("--operator-namespace", self.operator_namespace, WRITTEN_FOR_NAMESPACE),
                  ("--timeslicing-configmap", self.timeslicing_configmap, WRITTEN_FOR_CONFIGMAP),
-                 ("--pool-label-key", self.pool_label_key, WRITTEN_FOR_POOL_LABEL_KEY)]
+                 ("--pool-label-key", self.pool_label_key, WRITTEN_FOR_POOL_LABEL_KEY),
+                 ("--original-device-plugin-config", self.original_device_plugin_config, "")]
         return " ".join(f"{option} {value}" for option, value, default in given
                         if value != default or with_namespace and option == "--operator-namespace")
-
-
-def _renamed(value: Any, old: str, new: str) -> Any:
-    """`value` (the strings of a manifest, nested) with every whole-token `old` replaced by `new`."""
-    if isinstance(value, str):
-        return re.sub(rf"(?<![{_NAME_CHARS}]){re.escape(old)}(?![{_NAME_CHARS}])", new, value)
-    if isinstance(value, list):
-        return [_renamed(v, old, new) for v in value]
-    if isinstance(value, dict):
-        return {k: _renamed(v, old, new) for k, v in value.items()}
-    return value
 
 
 def _render(obj: dict[str, Any], names: Names) -> dict[str, Any]:
@@ -92,11 +91,8 @@ def _render(obj: dict[str, Any], names: Names) -> dict[str, Any]:
             if "configmaps" in (rule.get("resources") or []) and rule.get("resourceNames"):
                 rule["resourceNames"] = [names.timeslicing_configmap if n == WRITTEN_FOR_CONFIGMAP else n
                                          for n in rule["resourceNames"]]
-    elif obj.get("kind") == "ValidatingAdmissionPolicy":
-        if metadata.get("name") == CONFIGMAPS_POLICY:
-            obj["spec"] = _renamed(obj.get("spec"), WRITTEN_FOR_CONFIGMAP, names.timeslicing_configmap)
-        elif metadata.get("name") == NODES_POLICY:
-            obj["spec"] = _renamed(obj.get("spec"), WRITTEN_FOR_POOL_LABEL_KEY, names.pool_label_key)
+    elif obj.get("kind") == "ConfigMap" and metadata.get("name") == WRITE_MODEL:
+        obj["data"] = names.write_model()
     return obj
 
 
@@ -104,8 +100,8 @@ def manifests(operator_namespace: str = WRITTEN_FOR_NAMESPACE, directory: Path =
               without_namespaces: tuple[str, ...] = (), names: Names | None = None) -> list[dict[str, Any]]:
     """Every object of deploy/rbac/ (not optional/), in file order, rendered for `names` (by default
     the runbooks' defaults with `operator_namespace`): the operator namespace, the time-slicing
-    ConfigMap in the RBAC rules that name it and in the ConfigMap admission policy, the pool label key
-    in the Node admission policy; none of those in `without_namespaces` (of a component the cluster
+    ConfigMap in the RBAC rules that name it, every name in the admission policies' parameters (the
+    write model); none of those in `without_namespaces` (of a component the cluster
     does not run). RbacError when a name is not valid."""
     names = names or Names(operator_namespace)
     problems = names.problems()
@@ -133,3 +129,20 @@ def apply(kubectl: Path, kubeconfig: Path, operator_namespace: str, without_name
                           input=stream, capture_output=True, text=True, check=False, timeout=120)
     if done.returncode != 0:
         raise RbacError(f"kubectl apply of {MANIFESTS} failed: {done.stderr.strip()}")
+    wait_in_force(kubectl, kubeconfig)
+
+
+def wait_in_force(kubectl: Path, kubeconfig: Path, timeout_s: float = 60) -> None:
+    """Wait until the API server enforces the admission policies just applied (it reads them a moment
+    later): a dry-run write of the write model, as the runbook identity, is refused by its policy."""
+    probe = [str(kubectl), f"--kubeconfig={kubeconfig}", f"--as={RUNBOOK_USER}", f"--namespace={SERVICE_ACCOUNT_NAMESPACE}",
+             "patch", "configmap", WRITE_MODEL, "--dry-run=server", "--patch", '{"data": {"probe": "x"}}']
+
+    def refused() -> bool:
+        done = subprocess.run(probe, capture_output=True, text=True, check=False, timeout=30)
+        return done.returncode != 0 and CONFIGMAPS_POLICY in done.stderr
+
+    try:
+        wait_for(refused, timeout_s, "the admission policies of deploy/rbac to be in force", interval_s=0.2)
+    except WaitTimeout as err:
+        raise RbacError(str(err)) from None

@@ -1,0 +1,279 @@
+"""The write model (deploy/rbac/60-admission-policies.yaml) on the real API server, attacked as the
+runbook identity: every field the runbooks do not own, and every owned field given a value they
+never write, in every form a write can take, is refused at admission; the writes the runbooks make
+still pass. Dry runs: admission judges them as real writes, and nothing is changed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from gpushare.k8s.kinds import kind_of
+from gpushare.k8s.session import ApiError, Session
+from gpushare.rbac import WRITE_MODEL
+from tests.security.attacks import (
+    CUSTOM_FORMS,
+    FORMS,
+    NODE_COVERED,
+    SERVER_OWNED_METADATA,
+    Mutation,
+    clusterpolicy_attacks,
+    lease_attacks,
+    node_attacks,
+    record_attacks,
+)
+from tests.support.cluster import Cluster
+
+pytestmark = pytest.mark.cluster
+APPLY = "application/apply-patch+yaml"
+LOCK = "gpushare-runbook-lock"
+
+
+@pytest.fixture(scope="module")
+def runbook(cluster: Cluster) -> Session:
+    if cluster.runbook_kubeconfig == cluster.kubeconfig:
+        pytest.skip("the runbooks run with the admin kubeconfig here: pass --runbook-kubeconfig "
+                    "(a kubeconfig of deploy/rbac's ServiceAccount) to attack its write model")
+    return Session(cluster.runbook_kubeconfig, retries=False)
+
+
+@pytest.fixture(scope="module")
+def admin(cluster: Cluster) -> Session:
+    return Session(cluster.kubeconfig)
+
+
+@pytest.fixture(scope="module")
+def model(admin: Session, cluster: Cluster) -> dict[str, str]:
+    found = admin.get("ConfigMap", WRITE_MODEL, cluster.records_namespace)
+    assert found, f"no write model {cluster.records_namespace}/{WRITE_MODEL}: apply deploy/rbac"
+    return found["data"]
+
+
+def _write(session: Session, form: str, obj: dict[str, Any], mutation: Mutation) -> dict[str, Any]:
+    """Send `mutation` of `obj` in `form` as a dry run; the answer's object."""
+    metadata = obj["metadata"]
+    path = _path(obj)
+    body = mutation.body(form, obj)
+    if form == "update":
+        return session.request("PUT", path, body=body, query={"dryRun": "All"})
+    if form == "apply":
+        return session.request("PATCH", path, body=json.dumps(body), content_type=APPLY,
+                               query={"dryRun": "All", "fieldManager": "gpushare-attack", "force": "true"})
+    assert metadata["name"]
+    return session.patch(obj["kind"], metadata["name"], body, metadata.get("namespace"), patch_type=form, dry_run=True)
+
+
+def _path(obj: dict[str, Any]) -> str:
+    metadata = obj["metadata"]
+    return kind_of(obj["kind"], obj["apiVersion"]).path(metadata.get("namespace"), metadata["name"])
+
+
+def assert_refused(session: Session, admin: Session, form: str, obj: dict[str, Any], mutation: Mutation) -> None:
+    """The same write sent by the administrator first, so that no attack passes by changing nothing:
+    where the administrator's write holds the mutation, the runbook identity's is refused at admission
+    (403 naming a gpushare policy, or RBAC's); where the API server itself refuses it (422) or
+    ignores the field, the runbook identity's write must not hold it either."""
+    try:
+        control = mutation.took(obj, _write(admin, form, obj, mutation))
+    except ApiError as err:
+        assert err.status == 422, f"the administrator's {mutation.name} ({form}): {err.status} {err}"
+        control = False
+    try:
+        answer = _write(session, form, obj, mutation)
+    except ApiError as err:
+        assert err.status in ((403,) if control else (403, 422)), f"{mutation.name} ({form}): {err.status} {err}"
+        if err.status == 403:
+            assert "ValidatingAdmissionPolicy 'gpushare-runbook-" in str(err) or "is forbidden" in str(err), str(err)
+        return
+    assert not mutation.took(obj, answer), f"the runbook identity wrote {mutation.name} ({mutation.why}) as a {form}"
+    assert not control, f"{mutation.name} ({form}): the administrator's write held, the runbook identity's was not refused"
+
+
+def _gpu_node(admin: Session) -> dict[str, Any]:
+    nodes = [n for n in admin.list("Node") if "nvidia.com/gpu.present" in (n["metadata"].get("labels") or {})]
+    assert nodes, "no GPU node"
+    return sorted(nodes, key=lambda n: n["metadata"]["name"])[0]
+
+
+NODE_ATTACKS = node_attacks("gpu-mode")
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("mutation", NODE_ATTACKS, ids=lambda m: f"{m.name}:{m.why}")
+def test_node_writes_outside_the_write_model_are_refused(runbook: Session, admin: Session, model: dict[str, str],
+                                                         mutation: Mutation, form: str) -> None:
+    if model["pool-label-key"] != "gpu-mode" and model["pool-label-key"] in json.dumps(mutation.value):
+        pytest.skip("written for the default pool label key")
+    assert_refused(runbook, admin, form, _gpu_node(admin), mutation)
+
+
+def test_every_node_field_the_api_server_lets_a_client_write_is_attacked(admin: Session) -> None:
+    """The attacks cover every ObjectMeta and NodeSpec field of this API server's schema: a field a
+    newer Kubernetes adds fails here until the write model and the attacks say what it is."""
+    schemas = admin.request("GET", "/openapi/v3/api/v1")["components"]["schemas"]
+    fields = set(schemas["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"]["properties"]) - SERVER_OWNED_METADATA
+    fields |= set(schemas["io.k8s.api.core.v1.NodeSpec"]["properties"])
+    attacked = {m.path[-1] for m in NODE_ATTACKS} | {"unschedulable"}  # a bool: both values are the runbooks'
+    assert fields <= NODE_COVERED | {"unschedulable"}, f"fields the write model does not name: {fields - NODE_COVERED}"
+    assert (fields - {"configSource"}) <= attacked, f"fields no attack writes: {fields - attacked}"
+
+
+def test_a_node_without_gpus_is_refused_whatever_is_written(runbook: Session, admin: Session) -> None:
+    cpu = [n for n in admin.list("Node") if "nvidia.com/gpu.present" not in (n["metadata"].get("labels") or {})]
+    if not cpu:
+        pytest.skip("this cluster has no node without GPUs")
+    for form in FORMS:
+        assert_refused(runbook, admin, form, cpu[0], Mutation(("metadata", "labels"), {"gpu-mode": "shared"}, "pool label"))
+
+
+def _clusterpolicy(admin: Session) -> dict[str, Any]:
+    policy = admin.get("ClusterPolicy", "cluster-policy")
+    assert policy, "no ClusterPolicy cluster-policy"
+    return policy
+
+
+def test_clusterpolicy_writes_outside_the_write_model_are_refused(runbook: Session, admin: Session) -> None:
+    """Every section of the live ClusterPolicy's spec (not a list written here: what the operator
+    installed), in every form."""
+    policy = _clusterpolicy(admin)
+    attacks = clusterpolicy_attacks(policy)
+    assert len(attacks) > 20
+    for mutation in attacks:
+        for form in CUSTOM_FORMS:
+            assert_refused(runbook, admin, form, policy, mutation)
+
+
+def test_the_clusterpolicy_writes_the_runbooks_make_pass(runbook: Session, admin: Session, model: dict[str, str]) -> None:
+    policy = _clusterpolicy(admin)
+    allowed = [
+        Mutation(("spec", "devicePlugin", "config"), {"name": model["timeslicing-configmap"], "default": "any"}, "enable"),
+        Mutation(("spec", "daemonsets", "tolerations"), [{"key": model["pool-label-key"], "operator": "Exists",
+                                                          "effect": "NoSchedule"}], "the pool toleration", append=True),
+    ]
+    for mutation in allowed:
+        for form in ("merge", "json"):
+            assert mutation.took(policy, _write(runbook, form, policy, mutation)), f"{mutation.name} ({form}) refused"
+
+
+@pytest.fixture
+def record(admin: Session, cluster: Cluster) -> Iterator[dict[str, Any]]:
+    """A run record as the runbooks write it (created by the admin: the attack edits an existing one)."""
+    body = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "gpushare-run-enable-attack", "namespace": cluster.records_namespace,
+                         "labels": {"app.kubernetes.io/managed-by": "gpushare", "gpushare.io/run": "enable-timeslicing"}},
+            "data": {"intent.json": "{}"}}
+    yield admin.create(body)
+    admin.delete("ConfigMap", body["metadata"]["name"], cluster.records_namespace)
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("mutation", record_attacks(), ids=lambda m: f"{m.name}:{m.why}")
+def test_run_record_writes_outside_the_write_model_are_refused(runbook: Session, admin: Session, record: dict[str, Any],
+                                                               mutation: Mutation, form: str) -> None:
+    assert_refused(runbook, admin, form, record, mutation)
+
+
+def test_a_run_records_data_is_the_runbooks_to_write(runbook: Session, record: dict[str, Any]) -> None:
+    mutation = Mutation(("data", "intent.json"), '{"runbook": "enable-timeslicing"}', "the record's intent")
+    assert mutation.took(record, _write(runbook, "merge", record, mutation))
+
+
+def _configmap(name: str, namespace: str, **metadata: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "data": {"config.yaml": "version: v1\n"},
+            "metadata": {"name": name, "namespace": namespace,
+                         "labels": {"app.kubernetes.io/managed-by": "gpushare"}, **metadata}}
+
+
+def test_configmaps_are_created_only_by_their_rendered_names(runbook: Session, cluster: Cluster,
+                                                             model: dict[str, str]) -> None:
+    operator, records = model["operator-namespace"], cluster.records_namespace
+    refused = {
+        "a device-plugin config of the attacker's (allocatable 8 -> 512)": _configmap("evil-config", operator),
+        "the write model itself": _configmap(WRITE_MODEL, records),
+        "a ConfigMap of another name in the runbooks' namespace": _configmap("evil", records),
+        "a record without the runbooks' label": {**_configmap("gpushare-run-x", records),
+                                                 "metadata": {"name": "gpushare-run-x", "namespace": records}},
+        "a record owned by a ghost (deleted by the garbage collector)": _configmap(
+            "gpushare-run-y", records, ownerReferences=[{"apiVersion": "v1", "kind": "Namespace", "name": "gone",
+                                                          "uid": "00000000-0000-0000-0000-00000000dead"}]),
+        "a record that can never be deleted": _configmap("gpushare-run-z", records, finalizers=["evil.example.com/x"]),
+    }
+    for why, body in refused.items():
+        with pytest.raises(ApiError) as err:
+            runbook.create(body, dry_run=True)
+        assert err.value.status == 403, f"{why}: {err.value}"
+        assert "ValidatingAdmissionPolicy 'gpushare-runbook-configmaps'" in str(err.value), f"{why}: {err.value}"
+    runbook.create(_configmap(model["timeslicing-configmap"], operator), dry_run=True)
+    runbook.create(_configmap("gpushare-run-enable-x", records), dry_run=True)
+
+
+def test_the_write_model_cannot_be_changed_by_the_runbook_identity(runbook: Session, admin: Session,
+                                                                    cluster: Cluster) -> None:
+    model = admin.get("ConfigMap", WRITE_MODEL, cluster.records_namespace)
+    assert model
+    for form in FORMS:
+        assert_refused(runbook, admin, form, model, Mutation(("data", "timeslicing-configmap"), "evil-config", "loosen it"))
+    with pytest.raises(ApiError) as err:
+        runbook.delete("ConfigMap", WRITE_MODEL, cluster.records_namespace, dry_run=True)
+    assert err.value.status == 403
+
+
+@pytest.fixture
+def lock(admin: Session, cluster: Cluster) -> Iterator[dict[str, Any]]:
+    body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": LOCK, "namespace": cluster.records_namespace,
+                         "labels": {"app.kubernetes.io/managed-by": "gpushare"}},
+            "spec": {"holderIdentity": "attack@test", "leaseDurationSeconds": 60}}
+    existing = admin.get("Lease", LOCK, cluster.records_namespace)
+    if existing:
+        pytest.skip(f"a run holds the lock: {existing['spec'].get('holderIdentity')}")
+    yield admin.create(body)
+    admin.delete("Lease", LOCK, cluster.records_namespace)
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("mutation", lease_attacks(), ids=lambda m: f"{m.name}:{m.why}")
+def test_lock_writes_outside_the_write_model_are_refused(runbook: Session, admin: Session, lock: dict[str, Any],
+                                                          mutation: Mutation, form: str) -> None:
+    assert_refused(runbook, admin, form, lock, mutation)
+
+
+def test_leases_other_than_the_lock_are_refused(runbook: Session, cluster: Cluster) -> None:
+    body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "evil-lock", "namespace": cluster.records_namespace,
+                         "labels": {"app.kubernetes.io/managed-by": "gpushare"}},
+            "spec": {"holderIdentity": "attack@test", "leaseDurationSeconds": 60}}
+    with pytest.raises(ApiError) as err:
+        runbook.create(body, dry_run=True)
+    assert err.value.status == 403 and "gpushare-runbook-leases" in str(err.value), str(err.value)
+
+
+def _pods(admin: Session, namespace: str) -> list[dict[str, Any]]:
+    return [p for p in admin.list("Pod", namespace) if not p["metadata"].get("deletionTimestamp")]
+
+
+def test_pods_outside_the_runbooks_reach_cannot_be_evicted_or_deleted(runbook: Session, admin: Session,
+                                                                       model: dict[str, str]) -> None:
+    operator = model["operator-namespace"]
+    readers = ("nvidia-device-plugin-daemonset", "gpu-feature-discovery", "nvidia-device-plugin-mps-control-daemon")
+
+    def reads_config(pod: dict[str, Any]) -> bool:
+        return any(o.get("kind") == "DaemonSet" and o.get("name") in readers
+                   for o in pod["metadata"].get("ownerReferences") or [])
+
+    others = [p for p in _pods(admin, operator) if not reads_config(p)]
+    assert others, f"no operand pod in {operator} besides the config readers"
+    with pytest.raises(ApiError) as err:
+        runbook.delete("Pod", others[0]["metadata"]["name"], operator, dry_run=True)
+    assert err.value.status == 403 and "gpushare-runbook-pods" in str(err.value), str(err.value)
+    victims = [p for ns in ("kube-system", operator) for p in _pods(admin, ns)]
+    assert victims
+    for pod in victims[:3]:
+        with pytest.raises(ApiError) as err:
+            runbook.evict(pod["metadata"]["name"], pod["metadata"]["namespace"], dry_run=True)
+        assert err.value.status == 403 and "gpushare-runbook-pods" in str(err.value), str(err.value)
+    reader = next(p for p in _pods(admin, operator) if reads_config(p))
+    runbook.delete("Pod", reader["metadata"]["name"], operator, dry_run=True)
