@@ -149,7 +149,7 @@ def test_removing_the_toleration_a_trial_added_rolls_every_operand(auto_upgrade:
     cluster["daemonsets"] = [daemonset(n) for n in ("nvidia-device-plugin-daemonset", "gpu-feature-discovery",
                                                     "nvidia-driver-daemonset")]
     cluster["daemonsets"].append(daemonset("nvidia-device-plugin-mps-control-daemon", updated=0, desired=0))
-    result = roll_back(cluster, ["gpu-node"])
+    result = roll_back(cluster, ["gpu-node"], pool_taint_key="gpu-mode")  # the trial's pool taint
     assert result.refusals == [] and result.rolls_fleet and not result.restores_config
     assert {op["path"] for op in result.changes["clusterpolicy"][0]["body"]} == {TOLERATIONS}
     [roll] = [line for line in result.lines if line.startswith("  the operator re-renders")]
@@ -206,7 +206,7 @@ def test_tolerations_the_enable_added_are_removed_or_put_back() -> None:
                         fields=[FieldChange(NAME, "", CONFIGMAP), FieldChange(DEFAULT, "", "default"),
                                 FieldChange("/spec/daemonsets/tolerations", before, added)])
         cluster = enabled_read(policy=policy, configmaps=[managed_configmap(), enable])
-        result = roll_back(cluster, ["gpu-node"])
+        result = roll_back(cluster, ["gpu-node"], pool_taint_key="gpu-mode")  # the enable's pool taint
         daemonsets = applied(policy, result.changes["clusterpolicy"])["spec"]["daemonsets"]
         assert daemonsets.get("tolerations") == before and daemonsets["updateStrategy"] == "RollingUpdate"
 

@@ -234,7 +234,7 @@ def _pod_refusals(name: str, node: Node, pods: list[Pod], settings: MigSettings)
 
 def plan(state: ClusterState, pods: list[dict[str, Any]], settings: MigSettings, targets: list[str],
          invocation: dict[str, str], now: dt.datetime) -> MigPlan:
-    result = MigPlan()
+    result = MigPlan(warnings=state.record_warnings(settings.records_namespace))
 
     def refuse(message: str) -> None:
         result.refusals.append(f"{message} {NOTHING}")
@@ -310,7 +310,7 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: MigSettings,
     if result.refusals:
         return result
     if not plans:
-        result.lines = [_nothing_line(state, targets, settings)]
+        result.lines = [_nothing_line(state, targets, settings), *(f"  WARNING: {w}" for w in result.warnings)]
         return result
     result.nodes = [p.name for p in plans]
     result.resources = sorted({r for p in plans for r in p.resources})

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpushare.bounded import Unreadable, load_json
 from gpushare.mig.fit import Workload, parse_workloads
 from gpushare.runbook.inputs import as_bool, optional_int
 from gpushare.runbook.records import RECORDS_NAMESPACE
@@ -16,7 +17,8 @@ ENABLE, ROLLBACK = "enable-mig", "rollback-mig"
 RUNBOOKS = (ENABLE, ROLLBACK)
 MARK = "gpushare.io/mig"
 # A label value: what nvidia.com/mig.config can hold.
-CONFIG_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+CONFIG_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z")
+MAX_GPUS = 64  # physical GPUs of one node, as a mark may say (a node has 8 or 16)
 
 
 @dataclass(frozen=True)
@@ -31,11 +33,20 @@ class Mark:
 
     @classmethod
     def parse(cls, raw: str | None) -> Mark | None:
+        """The mark as the enable writes it; None for none, or one that is not (a node annotation is
+        written by the runbook identity, which anyone holding it can forge): configs that are label
+        values, a count of GPUs a node can have."""
         try:
-            data = json.loads(raw or "")
-            return cls(str(data["previous"]), str(data["config"]), int(data["gpus"]), str(data.get("run") or ""))
-        except (ValueError, TypeError, KeyError):
+            data = load_json(raw or "")
+        except Unreadable:
             return None
+        if not isinstance(data, dict):
+            return None
+        previous, config, gpus, run = data.get("previous"), data.get("config"), data.get("gpus"), data.get("run") or ""
+        if not (all(isinstance(c, str) and CONFIG_NAME.match(c) for c in (previous, config)) and isinstance(run, str)
+                and isinstance(gpus, int) and not isinstance(gpus, bool) and 0 < gpus <= MAX_GPUS):
+            return None
+        return cls(previous, config, gpus, run)
 
     def text(self) -> str:
         return json.dumps({"previous": self.previous, "config": self.config, "gpus": self.gpus, "run": self.run},

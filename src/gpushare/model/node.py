@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from gpushare.bounded import Unreadable, load_json
 from gpushare.model.taints import Taint
 
 NVIDIA = "nvidia.com/"  # the prefix of the GPU Operator's resources and labels
@@ -98,13 +99,13 @@ class Mark:
         if raw is None:
             return None
         try:
-            data = json.loads(raw)
+            data = load_json(raw)  # bounded: anyone holding the runbook identity can write it
             if not isinstance(data, dict):
                 raise ValueError
             return cls(str(data.get("configmap") or ""), str(data.get("key") or ""),
                        int(data.get("replicas") or 0), str(data.get("scope") or "node"),
                        str(data.get("run") or ""), bool(data.get("taint_added", True)), True, raw)
-        except (ValueError, TypeError):
+        except (Unreadable, ValueError, TypeError):
             return cls(valid=False, raw=raw)
 
     def text(self) -> str:

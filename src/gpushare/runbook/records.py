@@ -8,13 +8,17 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
+import re
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
+from gpushare.bounded import MAX_BYTES, Unreadable, load_json, load_yaml
 from gpushare.clock import stamp
+from gpushare.model.node import CONFIG_LABEL, DEPLOY_PREFIX, MIG_CONFIG, MIG_STATE
+from gpushare.runbook.inputs import DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE
 
 RECORD_LABEL = "gpushare.io/run"
 BACKUP_LABEL = "gpushare.io/backup"
@@ -30,9 +34,12 @@ PREFIX = "gpushare-run-"
 # The namespace the runbooks own (deploy/rbac/00-namespaces.yaml): run records, backups, the lock.
 # Not the operator's: nothing there needs a write the runbooks cannot name.
 RECORDS_NAMESPACE = "gpushare-system"
-# libyaml's parser where PyYAML has it (eight times faster): every run reads every record, and each
-# holds a ClusterPolicy backup.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# What a record's schema reads: a record is written by the runbook identity, which anyone holding it
+# can forge, so each of these is checked for size, depth and type before it is trusted.
+INTENT, BACKUP = "intent.json", "clusterpolicy.yaml"
+# The node labels a run keeps the value of (the MIG runbooks: what they change or pause).
+KEPT_LABELS = (MIG_CONFIG, MIG_STATE, CONFIG_LABEL)
+CONFIGMAP_KEY = re.compile(r"^[-._a-zA-Z0-9]{1,253}\Z")
 
 
 @dataclass(frozen=True)
@@ -67,13 +74,22 @@ class Intent:
         return data
 
     @classmethod
-    def of(cls, data: dict[str, Any]) -> Intent:
-        configmap = data.get("configmap") or {}
-        return cls(str(data.get("runbook") or ""), [str(n) for n in data.get("nodes") or []],
-                   [FieldChange(str(c["path"]), c.get("before"), c.get("after")) for c in data.get("clusterpolicy") or []],
-                   str(configmap.get("name") or ""), bool(configmap.get("created")),
-                   [str(k) for k in configmap.get("keys_added") or []],
-                   {str(n): dict(labels) for n, labels in (data.get("node_labels") or {}).items()})
+    def of(cls, data: Any) -> Intent:
+        """An intent as a run writes it, every field of its type and every name a valid one; else
+        Unreadable naming the field."""
+        if not isinstance(data, dict):
+            raise Unreadable(f"{INTENT} is a JSON {type(data).__name__}, not an object")
+        configmap = _typed(data, "configmap", dict, {})
+        name = _typed(configmap, "name", str, "", "configmap.name")
+        if name and not DNS_SUBDOMAIN.match(name):
+            raise Unreadable(f"{INTENT} configmap.name {name[:80]!r} is not a ConfigMap name")
+        return cls(_typed(data, "runbook", str, ""),
+                   [_node_name(n, "nodes") for n in _typed(data, "nodes", list, [])],
+                   [_field_change(c) for c in _typed(data, "clusterpolicy", list, [])],
+                   name, _typed(configmap, "created", bool, False, "configmap.created"),
+                   [_configmap_key(k) for k in _typed(configmap, "keys_added", list, [], "configmap.keys_added")],
+                   {_node_name(n, "node_labels"): _kept_labels(n, labels)
+                    for n, labels in _typed(data, "node_labels", dict, {}).items()})
 
     def describe(self) -> str:
         parts = []
@@ -97,7 +113,7 @@ class Record:
     finished: str
     parsed_intent: Intent
     backup_text: str = ""  # the ClusterPolicy backup as written, parsed only when asked for
-    intent_valid: bool = True
+    problem: str = ""  # why the record cannot be read ("": it can)
     backup_file: str = ""
     readers: dict[str, Any] = field(default_factory=dict)
 
@@ -107,17 +123,26 @@ class Record:
 
     @classmethod
     def of(cls, configmap: dict[str, Any]) -> Record:
+        """The record as written; one whose intent, state or size is not what a run writes comes
+        back with `problem` saying why, and is trusted for nothing."""
         metadata = configmap.get("metadata") or {}
-        annotations = metadata.get("annotations") or {}
-        data = configmap.get("data") or {}
-        runbook = (metadata.get("labels") or {}).get(RECORD_LABEL, "")
+        runbook = str((metadata.get("labels") or {}).get(RECORD_LABEL, ""))
         try:
-            intent, intent_valid = Intent.of(json.loads(data.get("intent.json") or "{}")), True
-        except (ValueError, KeyError, TypeError):
-            intent, intent_valid = Intent(runbook), False
-        return cls(metadata["name"], runbook, annotations.get(STATE, "in-progress"), annotations.get(STARTED, ""),
-                   annotations.get(FINISHED, ""), intent, str(data.get("clusterpolicy.yaml") or ""), intent_valid,
-                   annotations.get(BACKUP_FILE, ""), _readers(data.get(READERS)))
+            annotations, data = _typed(metadata, "annotations", dict, {}), _typed(configmap, "data", dict, {})
+            texts = {key: _typed(data, key, str, "") for key in (INTENT, BACKUP, READERS)}
+            if sum(len(t) for t in texts.values()) > MAX_BYTES:
+                raise Unreadable(f"its {', '.join(texts)} hold more than the {MAX_BYTES} characters a run writes")
+            state, started, finished, backup_file = (_typed(annotations, key, str, default) for key, default in (
+                (STATE, "in-progress"), (STARTED, ""), (FINISHED, ""), (BACKUP_FILE, "")))
+            if state not in STATES:
+                raise Unreadable(f"its state {state[:40]!r} is none of {', '.join(STATES)}")
+            intent = Intent.of(_loaded(INTENT, texts[INTENT] or "{}"))
+            if intent.runbook not in ("", runbook):
+                raise Unreadable(f"{INTENT} names runbook {intent.runbook[:40]!r}, its label {runbook!r}")
+        except Unreadable as err:
+            return cls(str(metadata["name"]), runbook, "in-progress", "", "", Intent(runbook), problem=str(err))
+        return cls(str(metadata["name"]), runbook, state, started, finished, intent, texts[BACKUP], "", backup_file,
+                   _readers(texts[READERS]))
 
     def started_after(self, configmap: str, version: str) -> list[str]:
         """The readers this run restarted after the write of `configmap` at `version`, if it did."""
@@ -125,19 +150,24 @@ class Record:
         return list(self.readers.get("pods") or []) if same and version else []
 
     @functools.cached_property
-    def _backup(self) -> tuple[bool, dict[str, Any] | None]:
-        """(readable, the ClusterPolicy backup): every run lists every record, few need a backup."""
+    def _backup(self) -> tuple[dict[str, Any] | None, str]:
+        """(the ClusterPolicy backup, why it cannot be read): every run lists every record, few need a backup."""
         if not self.backup_text:
-            return True, None
+            return None, ""
         try:
-            document = yaml.load(self.backup_text, Loader=_LOADER)  # noqa: S506 - a safe loader
-        except yaml.YAMLError:
-            return False, None
-        return (True, document) if isinstance(document, dict) else (False, None)
+            document = _loaded(BACKUP, self.backup_text, load_yaml)
+        except Unreadable as err:
+            return None, str(err)
+        return (document, "") if isinstance(document, dict) else (None, f"{BACKUP} is not a mapping")
+
+    @property
+    def unreadable(self) -> str:
+        """Why the record, its backup included, cannot be read; "" when it can."""
+        return self.problem or self._backup[1]
 
     @property
     def valid(self) -> bool:
-        return self.intent_valid and self._backup[0]
+        return not self.unreadable
 
     @property
     def intent(self) -> Intent:
@@ -146,7 +176,7 @@ class Record:
 
     @property
     def clusterpolicy_backup(self) -> dict[str, Any] | None:
-        return self._backup[1] if self.valid else None
+        return self._backup[0] if self.valid else None
 
     def summary(self, namespace: str) -> str:
         """What an interrupted run was doing and where its ClusterPolicy backup is, for the operator."""
@@ -159,17 +189,65 @@ class Record:
         return f"record {self.name}, started {self.started}, it was changing {self.intent.describe()}; {backup}."
 
 
-def _readers(text: Any) -> dict[str, Any]:
+def _typed(data: dict[str, Any], key: str, kind: type, default: Any, where: str = "") -> Any:
+    """data[key], which must be of `kind` when present (a bool is no int)."""
+    value = data.get(key, default)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise Unreadable(f"{where or key} is a {type(value).__name__}, not a {kind.__name__}")
+    return value
+
+
+def _loaded(key: str, text: str, load: Any = load_json) -> Any:
+    try:
+        return load(text)
+    except Unreadable as err:
+        raise Unreadable(f"{key}: {err}") from None
+
+
+def _node_name(value: Any, where: str) -> str:
+    if not (isinstance(value, str) and DNS_SUBDOMAIN.match(value)):
+        raise Unreadable(f"{INTENT} {where} holds {str(value)[:80]!r}, which is not a node name")
+    return value
+
+
+def _configmap_key(value: Any) -> str:
+    if not (isinstance(value, str) and CONFIGMAP_KEY.match(value)):
+        raise Unreadable(f"{INTENT} configmap.keys_added holds {str(value)[:80]!r}, which is not a ConfigMap key")
+    return value
+
+
+def _field_change(value: Any) -> FieldChange:
+    if not isinstance(value, dict):
+        raise Unreadable(f"{INTENT} clusterpolicy holds a {type(value).__name__}, not an object")
+    path = value.get("path")
+    if not isinstance(path, str):
+        raise Unreadable(f"{INTENT} clusterpolicy holds a change without a path")
+    return FieldChange(path, value.get("before"), value.get("after"))
+
+
+def _kept_labels(node: str, labels: Any) -> dict[str, str | None]:
+    """The labels a run kept of a node: only those the runbooks change, each a label value or None."""
+    if not isinstance(labels, dict):
+        raise Unreadable(f"{INTENT} node_labels of {node} is a {type(labels).__name__}, not an object")
+    for key, value in labels.items():
+        if not (key in KEPT_LABELS or (key.startswith(DEPLOY_PREFIX) and LABEL_KEY.match(key))):
+            raise Unreadable(f"{INTENT} node_labels of {node} names label {key[:80]!r}, which no runbook changes")
+        if value is not None and not (isinstance(value, str) and LABEL_VALUE.match(value)):
+            raise Unreadable(f"{INTENT} node_labels of {node} gives {key} {str(value)[:80]!r}, not a label value")
+    return dict(labels)
+
+
+def _readers(text: str) -> dict[str, Any]:
     """The readers a record names; nothing when it names none or cannot be read (a pod it does not
     name is judged by its creation time)."""
     try:
-        readers = json.loads(text) if text else {}
-    except (ValueError, TypeError):
+        readers = load_json(text) if text else {}
+    except Unreadable:
         return {}
     if not isinstance(readers, dict) or not isinstance(readers.get("pods"), list):
         return {}
     return {"configmap": str(readers.get("configmap") or ""), "resourceVersion": str(readers.get("resourceVersion") or ""),
-            "pods": [str(uid) for uid in readers["pods"]]}
+            "pods": [str(uid) for uid in readers["pods"] if isinstance(uid, str)]}
 
 
 def readers_patch(configmap: str, restarted: dict[str, Any]) -> dict[str, Any]:
@@ -177,6 +255,12 @@ def readers_patch(configmap: str, restarted: dict[str, Any]) -> dict[str, Any]:
     readers = {"configmap": configmap, "resourceVersion": restarted.get("configmap_version") or "",
                "pods": sorted(restarted.get("readers") or [])}
     return {"data": {READERS: json.dumps(readers, sort_keys=True)}}
+
+
+def forged_advice(namespace: str, record: str) -> str:
+    """What to do about a run record that no run writes as it is."""
+    return (f"It was edited or forged: find who wrote it (the API server's audit log), then delete it (kubectl -n "
+            f"{namespace} delete configmap {record}) or restore it from its backup.")
 
 
 def record_name(runbook: str, moment: dt.datetime) -> str:
@@ -189,10 +273,10 @@ def new_record(name: str, namespace: str, intent: Intent, clusterpolicy: dict[st
                started: dt.datetime, invocation: dict[str, str], backup_file: str = "") -> dict[str, Any]:
     """The record ConfigMap, written before the run's first other write; `backup_file` names the
     ClusterPolicy backup the run writes on the control machine, if it writes one."""
-    data = {"intent.json": json.dumps(intent.as_dict(), indent=2, sort_keys=True)}
+    data = {INTENT: json.dumps(intent.as_dict(), indent=2, sort_keys=True)}
     labels = {"app.kubernetes.io/managed-by": "gpushare", RECORD_LABEL: intent.runbook}
     if clusterpolicy is not None:
-        data["clusterpolicy.yaml"] = yaml.safe_dump(clusterpolicy, sort_keys=True)
+        data[BACKUP] = yaml.dump(clusterpolicy, Dumper=_NoAliases, sort_keys=True)
         labels[BACKUP_LABEL] = "clusterpolicy"
     return {
         "apiVersion": "v1", "kind": "ConfigMap",
@@ -204,6 +288,13 @@ def new_record(name: str, namespace: str, intent: Intent, clusterpolicy: dict[st
         }},
         "data": data,
     }
+
+
+class _NoAliases(yaml.SafeDumper):
+    """A backup written whole: a reader refuses YAML aliases (gpushare.bounded.load_yaml)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def state_patch(state: str, finished: dt.datetime | None = None) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 from gpushare.model.node import Node, Pool, packed, unpacked
 from gpushare.model.operands import CONFIG_READERS, DEVICE_PLUGIN, Operand, OperandPod
 from gpushare.runbook import lock
-from gpushare.runbook.records import Record
+from gpushare.runbook.records import Record, forged_advice
 
 ASSET_TOLERATIONS = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
 
@@ -32,6 +32,7 @@ class ClusterState:
     workloads: list[dict[str, Any]] | None = None  # every pod not finished, when read (the driver upgrade's view)
     records_namespace_exists: bool = True
     stray_records: list[str] = field(default_factory=list)  # run records an earlier gpushare left in the operator namespace
+    unreadable_records: dict[str, str] = field(default_factory=dict)  # record -> why no run trusts it (skipped)
 
     @classmethod
     def of(cls, read: dict[str, Any]) -> ClusterState:
@@ -40,7 +41,7 @@ class ClusterState:
         namespace), daemonsets, pods, lease (missing kinds come as None), nodes_version and, when read,
         workloads."""
         configmaps = {c["metadata"]["name"]: c for c in read.get("configmaps") or []}
-        records = [c for c in read.get("records") or [] if Record.is_record(c)]
+        records = [Record.of(c) for c in read.get("records") or [] if Record.is_record(c)]
         return cls(
             namespace_exists=bool(read.get("namespace")),
             clusterpolicy=read.get("clusterpolicy"),
@@ -50,13 +51,20 @@ class ClusterState:
             operands={d["metadata"]["name"]: Operand(d) for d in read.get("daemonsets") or []},
             pods=[OperandPod(p) for p in read.get("pods") or []],
             lease=read.get("lease"),
-            records=sorted((Record.of(c) for c in records), key=lambda r: r.name),
+            records=sorted((r for r in records if not r.problem), key=lambda r: r.name),
             plugin_namespaces=sorted({d["metadata"]["namespace"] for d in read.get("plugin_anywhere") or []}),
             nodes_version=str(read.get("nodes_version") or ""),
             workloads=read.get("workloads"),
             records_namespace_exists=bool(read.get("records_namespace")),
             stray_records=sorted(name for name, c in configmaps.items() if Record.is_record(c)),
+            unreadable_records={r.name: r.problem for r in sorted(records, key=lambda r: r.name) if r.problem},
         )
+
+    def record_warnings(self, namespace: str) -> list[str]:
+        """One warning per run record no run can read, hence skips (a run record is written by the
+        runbook identity, which anyone holding it can forge)."""
+        return [f"Run record {namespace}/{name} cannot be read ({why}); every run skips it. {forged_advice(namespace, name)}"
+                for name, why in self.unreadable_records.items()]
 
     @property
     def spec(self) -> dict[str, Any]:

@@ -372,7 +372,7 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
          now: dt.datetime, access: dict[str, Any] | None = None, partial: bool = False) -> EnablePlan:
     """The refusals, else the changes. `partial`: the state's nodes are only the targets and the nodes
     with a device-plugin config label (the preflight's first read; see `needs_fleet`)."""
-    result = EnablePlan()
+    result = EnablePlan(warnings=state.record_warnings(settings.records_namespace))
     adopted = next(iter(reversed(state.interrupted(RUNBOOK))), None)
     if adopted:
         result.interrupted = [state.interrupted_note(adopted, "An earlier enable run was interrupted",
@@ -576,6 +576,7 @@ def _lines(state: ClusterState, settings: Settings, result: EnablePlan, affected
              f"Plan: prepare the cluster for time-slicing trials (ConfigMap {settings.namespace}/{settings.configmap}, "
              f"key {settings.key} with {sharing.replicas} replicas)"]
     lines += [f"  note: {n}" for n in result.notes]
+    lines += [f"  WARNING: {w}" for w in result.warnings]
     lines += share_lines(state, settings, targets)
     if result.changes.get("configmap"):
         added = [k for k in sorted({settings.key, DEFAULT_KEY}) if k not in data]

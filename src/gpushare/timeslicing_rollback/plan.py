@@ -11,8 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
+from gpushare.bounded import Unreadable, load_yaml
 from gpushare.k8s.patch import json_patch, resolve
 from gpushare.model.node import CONFIG_LABEL, CORDONED_BY, MARK, Node, Pool
 from gpushare.model.pods import UNSCHEDULABLE, Pod, outlasting_drain
@@ -21,10 +20,11 @@ from gpushare.rbac.access import configmap_refusal, identity
 from gpushare.runbook.plan import Plan
 from gpushare.runbook.drain import shared_resources
 from gpushare.runbook.inputs import NOTHING
-from gpushare.runbook.records import FieldChange, Intent, Record, new_record, record_name, state_patch
+from gpushare.runbook.records import (CONFIGMAP_KEY, FieldChange, Intent, Record, forged_advice, new_record,
+                                      record_name, state_patch)
 from gpushare.runbook.sharing import (CONFIG, CONFIG_DEFAULT, CONFIG_NAME, DEFAULT_KEY, ENABLE, ROLLBACK, TOLERATIONS,
                                       driver_upgrades, field_ops, operator_roll)
-from gpushare.runbook.state import ClusterState, operator_problems
+from gpushare.runbook.state import ASSET_TOLERATIONS, ClusterState, operator_problems
 from gpushare.timeslicing_rollback.settings import RollbackSettings
 
 RUNBOOK = ROLLBACK
@@ -32,28 +32,28 @@ _ABSENT = object()
 _SET_BY_RUNS = object()  # with an explicit backup: whatever the field holds now is overwritten
 
 
-def explicit_backup(state: ClusterState, settings: RollbackSettings) -> tuple[dict[str, Any] | None, str]:
-    """(the ClusterPolicy backup the operator named, the refusal when it is unusable)."""
+def explicit_backup(state: ClusterState, settings: RollbackSettings) -> tuple[dict[str, Any] | None, str, str]:
+    """(the ClusterPolicy backup the operator named, where it is, the refusal when it is unusable)."""
     if not settings.backup_name:
-        return None, ""
+        return None, "", ""
     if settings.backup_text:
         try:
-            backup = yaml.safe_load(settings.backup_text)
-        except yaml.YAMLError as err:
-            return None, f"The backup file {settings.backup_name} is not valid YAML ({err})."
+            backup = load_yaml(settings.backup_text)
+        except Unreadable as err:
+            return None, "", f"The backup file {settings.backup_name} is not valid YAML: {err}."
         source = f"file {settings.backup_name}"
     else:
         record = next((r for r in state.records if r.name == settings.backup_name), None)
         if record is None or record.clusterpolicy_backup is None:
             names = [r.name for r in state.records if r.clusterpolicy_backup is not None]
-            return None, (f"No run record {settings.backup_name!r} with a ClusterPolicy backup in {settings.records_namespace} "
-                          f"(records with one: {', '.join(names) or 'none'}).")
-        backup, source = record.clusterpolicy_backup, f"record {record.name}"
+            return None, "", (f"No run record {settings.backup_name!r} with a ClusterPolicy backup in "
+                              f"{settings.records_namespace} (records with one: {', '.join(names) or 'none'}).")
+        backup, source = record.clusterpolicy_backup, f"record {settings.records_namespace}/{record.name}"
     if not (isinstance(backup, dict) and backup.get("kind") == "ClusterPolicy"
-            and (backup.get("metadata") or {}).get("name") == settings.clusterpolicy
+            and isinstance(backup.get("metadata"), dict) and backup["metadata"].get("name") == settings.clusterpolicy
             and isinstance(backup.get("spec"), dict)):
-        return None, f"The backup ({source}) is not a ClusterPolicy named {settings.clusterpolicy} with a spec."
-    return backup, ""
+        return None, "", f"The backup ({source}) is not a ClusterPolicy named {settings.clusterpolicy} with a spec."
+    return backup, source, ""
 
 
 @dataclass
@@ -89,23 +89,33 @@ def _live_enables(state: ClusterState) -> list[Record]:
     return [r for r in state.records if r.runbook == ENABLE and r.state in ("in-progress", "complete") and r.valid]
 
 
+def _unreadable_backups(state: ClusterState, namespace: str) -> list[str]:
+    """A warning for each enable record skipped for its ClusterPolicy backup (read only by a rollback)."""
+    return [f"Run record {namespace}/{r.name} cannot be read ({r.unreadable}); this rollback skips it. "
+            f"{forged_advice(namespace, r.name)}" for r in state.records
+            if r.runbook == ENABLE and r.state in ("in-progress", "complete") and not r.valid]
+
+
 def _prepared(record: Record) -> bool:
     """A prepare run: an enable run that targeted no node (the ClusterPolicy and the ConfigMap only)."""
     return not record.intent.nodes and record.state == "complete"
 
 
-def _restore_fields(records: list[Record], backup: dict[str, Any] | None) -> list[FieldChange]:
-    """For each ClusterPolicy field the enable runs changed: (the value they set, the original)."""
+def _restore_fields(records: list[Record], backup: dict[str, Any] | None) -> tuple[list[FieldChange], dict[str, str]]:
+    """For each ClusterPolicy field the enable runs changed: (the value they set, the original), and
+    the record that original comes from (none: from the backup the operator named)."""
     fields: dict[str, FieldChange] = {}
+    sources: dict[str, str] = {}
     for record in records:  # oldest first
         for change in record.intent.clusterpolicy:
             first = fields.get(change.path)
             fields[change.path] = FieldChange(change.path, change.after, first.after if first else change.before)
+            sources.setdefault(change.path, record.name)
     if backup is not None:  # the operator named the backup: its device-plugin config (and what else the runs changed)
         paths = {p for p in fields if not p.startswith(CONFIG)} | {CONFIG}
-        return [FieldChange(p, _SET_BY_RUNS, resolve(backup, p, None)) for p in sorted(paths)]
+        return [FieldChange(p, _SET_BY_RUNS, resolve(backup, p, None)) for p in sorted(paths)], {}
     # FieldChange(path, before=value the runs set, after=value to restore)
-    return list(fields.values())
+    return list(fields.values()), sources
 
 
 # The only ClusterPolicy fields an enable run changes, hence the only ones a rollback restores. A run
@@ -122,25 +132,120 @@ RESTORABLE = {
 }
 
 
-def unrestorable(records: list[Record], namespace: str) -> list[str]:
-    """A refusal for each ClusterPolicy path (or value) of these records that no enable run writes."""
+def unrestorable(records: list[Record], settings: RollbackSettings) -> list[str]:
+    """A refusal for each ClusterPolicy path (or value) of these records that no enable run writes,
+    and for each record naming a ConfigMap other than the time-slicing one this rollback may change."""
+    namespace = settings.records_namespace
     problems = []
     for record in records:
+        where = f"Run record {namespace}/{record.name} (intent.json)"
+        advice = f"A rollback restores nothing from it. {forged_advice(namespace, record.name)} {NOTHING}"
+        if record.intent.configmap not in ("", settings.configmap):
+            problems.append(
+                f"{where} names ConfigMap {record.intent.configmap} as the one its run wrote; this rollback may change "
+                f"only the time-slicing ConfigMap {settings.configmap or '(none given)'} (timeslicing_configmap_name): "
+                f"if that enable ran with -e timeslicing_configmap_name={record.intent.configmap}, re-run the rollback "
+                f"with the same. {advice}")
         for change in record.intent.clusterpolicy:
-            where = f"Run record {namespace}/{record.name} (intent.json)"
             if change.path not in RESTORABLE:
                 problems.append(
                     f"{where} names ClusterPolicy path {change.path}, which no enable run changes (only "
-                    f"{', '.join(sorted(RESTORABLE))}): the record was edited or forged, and a rollback restores "
-                    f"nothing from it. Find who wrote it (the API server's audit log), then delete the record "
-                    f"(kubectl -n {namespace} delete configmap {record.name}) or restore it from its backup. {NOTHING}")
+                    f"{', '.join(sorted(RESTORABLE))}). {advice}")
             elif not (RESTORABLE[change.path](change.before) and RESTORABLE[change.path](change.after)):
                 problems.append(
                     f"{where} gives ClusterPolicy path {change.path} a value of a shape no enable run writes "
-                    f"(before {json.dumps(change.before)}, after {json.dumps(change.after)}): the record was edited "
-                    f"or forged, and a rollback restores nothing from it. Find who wrote it (the API server's audit "
-                    f"log), then delete the record (kubectl -n {namespace} delete configmap {record.name}) or "
-                    f"restore it from its backup. {NOTHING}")
+                    f"(before {json.dumps(change.before)}, after {json.dumps(change.after)}). {advice}")
+    return problems
+
+
+# GPU Operator ConfigMaps that are no device-plugin config (mig-parted's, the MIG manager's clients',
+# the operands' entrypoint scripts): a restored spec.devicePlugin.config never names one.
+OPERATOR_CONFIGMAPS = ("default-mig-parted-config", "default-gpu-clients")
+
+
+def _operators_own(state: ClusterState, configmap: dict[str, Any]) -> bool:
+    metadata = configmap["metadata"]
+    manager = state.spec.get("migManager") or {}
+    named = {(manager.get(part) or {}).get("name") for part in ("config", "gpuClientsConfig")}
+    return (metadata["name"] in named | set(OPERATOR_CONFIGMAPS) or metadata["name"].endswith("-entrypoint")
+            or any(ref.get("kind") == "ClusterPolicy" for ref in metadata.get("ownerReferences") or []))
+
+
+def _config_name_problem(state: ClusterState, settings: RollbackSettings, name: Any) -> str:
+    """Why spec.devicePlugin.config.name may not be set to `name`; "" when it may: none (""), the
+    time-slicing ConfigMap, or a ConfigMap of the operator namespace that is not the operator's own.
+    The value before the first enable named a config the device plugin read, so it exists."""
+    if name is None or name in ("", settings.configmap):
+        return ""
+    if not isinstance(name, str):
+        return "a name is text"
+    configmap = state.configmaps.get(name)
+    if configmap is None:
+        return f"no ConfigMap {settings.namespace}/{name} exists"
+    if _operators_own(state, configmap):
+        return f"ConfigMap {name} is the GPU Operator's own, not a device-plugin config"
+    return ""
+
+
+def _default_key_problem(key: Any) -> str:
+    return "" if key is None or key == "" or (isinstance(key, str) and CONFIGMAP_KEY.match(key)) else \
+        "the default config is a ConfigMap key"
+
+
+def _tolerations_problem(state: ClusterState, settings: RollbackSettings, value: Any) -> str:
+    """Why spec.daemonsets.tolerations may not become `value`; "" when it may: what the operands
+    tolerate now, less exactly the pool taint's toleration that the enable adds (or nothing less)."""
+    if value is not None and not (isinstance(value, list) and all(isinstance(t, dict) for t in value)):
+        return "tolerations are a list of objects"
+    restored = list(value or ASSET_TOLERATIONS)  # the operator renders its assets' own for none
+    remaining = list(state.operand_tolerations)
+    if restored == remaining:
+        return ""
+    taint = settings.pool.taint
+    if taint is None:
+        return "no pool taint is set (timeslicing_pool_taint_key), so the rollback removes no toleration"
+    added = {"key": taint.key, "operator": "Exists", "effect": "NoSchedule"}
+    if added not in remaining:
+        return f"the operands' tolerations hold no {json.dumps(added)}, the pool taint's toleration, the only one a rollback removes"
+    remaining.remove(added)
+    return "" if restored == remaining else (
+        f"a rollback only removes the pool taint's toleration {json.dumps(added)}: that leaves {json.dumps(remaining)}")
+
+
+def _unwritable(state: ClusterState, settings: RollbackSettings, path: str, value: Any) -> str:
+    """Why the rollback's write model does not allow ClusterPolicy `path` to become `value` ("": it does)."""
+    if path == CONFIG:
+        if value is None:
+            return ""
+        if not (isinstance(value, dict) and set(value) <= {"name", "default"}):
+            return "the device-plugin config is an object with a name and a default only"
+        return _config_name_problem(state, settings, value.get("name")) or _default_key_problem(value.get("default"))
+    if path == CONFIG_NAME:
+        return _config_name_problem(state, settings, value)
+    if path == CONFIG_DEFAULT:
+        return _default_key_problem(value)
+    if path == TOLERATIONS:
+        return _tolerations_problem(state, settings, value)
+    return f"no enable run changes {path}"
+
+
+def _outside_write_model(state: ClusterState, settings: RollbackSettings, restore: list[FieldChange],
+                         sources: dict[str, str], backup_source: str) -> list[str]:
+    """A refusal for each value the restore would write that the runbooks' write model does not allow,
+    whoever runs the rollback, naming the record (`sources`: path -> record) or backup it comes from."""
+    problems = []
+    for change in restore:
+        why = _unwritable(state, settings, change.path, change.after)
+        if not why:
+            continue
+        record = sources.get(change.path, "")
+        where, advice = ((f"Run record {settings.records_namespace}/{record} (intent.json)",
+                          forged_advice(settings.records_namespace, record)) if record else
+                         (f"The backup ({backup_source})", "Name another backup with -e timeslicing_rollback_backup, "
+                                                           "or none for the enable runs' records."))
+        problems.append(f"{where} would have the rollback set ClusterPolicy {settings.clusterpolicy} field "
+                        f"{change.path.removeprefix('/spec/')} to {json.dumps(change.after)}, which no rollback "
+                        f"writes: {why}. {advice} {NOTHING}")
     return problems
 
 
@@ -172,6 +277,8 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
     result.interrupted = [state.interrupted_note(r, "An enable run was interrupted", settings.records_namespace, now)
                           for r in state.interrupted(ENABLE)]
     result.notes = [f"{note} This rollback undoes it." for note in result.interrupted]
+    result.warnings = (state.record_warnings(settings.records_namespace)
+                       + _unreadable_backups(state, settings.records_namespace))
     for problem in operator_problems(state, settings.namespace, settings.clusterpolicy, settings.records_namespace):
         result.refusals.append(f"{problem} {NOTHING}")
     unknown = [t for t in targets if t not in state.nodes]
@@ -203,18 +310,18 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
     result.nodes = rolled
     users = sorted(n.name for n in state.gpu_nodes if n.name not in rolled and n.config_label in keys)
     live = _live_enables(state)
-    result.refusals += unrestorable(live, settings.records_namespace)
+    result.refusals += unrestorable(live, settings)
     if result.refusals:
         return result
     # A trial's rollback keeps the cluster prepared: undoing a prepare run rolls the whole fleet.
     kept = [] if settings.unprepare else [r for r in live if _prepared(r)]
     live = [r for r in live if r not in kept]
-    backup, problem = explicit_backup(state, settings)
+    backup, backup_source, problem = explicit_backup(state, settings)
     if problem:
         result.refusals.append(f"{problem} Name another one with -e timeslicing_rollback_backup=<record ConfigMap or "
                                f"clusterpolicy-<stamp>.yaml file>, or leave it empty for the enable runs' records. {NOTHING}")
         return result
-    fields = _restore_fields(live, backup) if not users else []
+    fields, sources = _restore_fields(live, backup) if not users else ([], {})
     policy = state.clusterpolicy or {}
     restore_ops: list[FieldChange] = []
     for change in fields:
@@ -234,6 +341,7 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
                 continue
             change = FieldChange(change.path, current, change.after)
         restore_ops.append(change)
+    result.refusals += _outside_write_model(state, settings, restore_ops, sources, backup_source)
     kept_keys = {k for r in kept for k in r.intent.keys_added}
     configmap_changes = [] if users else _configmap_cleanup(state, settings, live, keys, restore_ops, kept_keys)
     if kept and not users:
@@ -251,7 +359,7 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
         result.notes.append(f"An earlier rollback was interrupted after its last change (record {name}): this run "
                             "finishes it.")
     if not result.writes:
-        result.lines = [_nothing_line(state, targets)]
+        result.lines = [_nothing_line(state, targets), *(f"  WARNING: {w}" for w in result.warnings)]
         return result
     evictable = []
     for pod in (Pod(p) for p in pods):
@@ -297,7 +405,7 @@ def _configmap_cleanup(state: ClusterState, settings: RollbackSettings, live: li
                        restore_ops: list[FieldChange], kept_keys: set[str]) -> list[dict[str, Any]]:
     """Delete the ConfigMap the enable runs created once nothing points at it, else remove the keys
     they added (never the `default` key a ClusterPolicy still points at, nor `kept_keys`)."""
-    names = {r.intent.configmap for r in live if r.intent.configmap} | ({settings.configmap} - {""})
+    names = {settings.configmap} - {""}  # never another a record names (unrestorable refuses those)
     changes = []
     for name in sorted(names):
         cm = state.configmaps.get(name)
