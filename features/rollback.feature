@@ -105,14 +105,22 @@ Feature: Rolling back time-slicing gives the node its whole cards back and loses
     And node "gpu-node" is schedulable
     And the ClusterPolicy is as before the first enable
 
-  Scenario: A run record edited to restore a ClusterPolicy field no enable writes is refused before any write
+  Scenario Outline: A run record forged to make the rollback write what no runbook writes is refused before any write
     Given time-slicing was enabled on "gpu-node" with 2 replicas by the enable runbook
-    And someone with the runbook identity edits the enable run's record to restore "/spec/driver/repository" to "evil.example.com/driver"
+    And someone with the runbook identity edits the enable run's record to name <forgery>
     When the operator rolls back time-slicing on "gpu-node"
-    Then the run is refused with "names ClusterPolicy path /spec/driver/repository, which no enable run changes"
+    Then the run is refused with "<refusal>"
     And nothing was written to the cluster
     And the ClusterPolicy is as the enable runbook left it
     And node "gpu-node" advertises 2 "nvidia.com/gpu.shared"
+
+    Examples:
+      | forgery                                        | refusal                                                                          |
+      | a driver repository to restore                 | names ClusterPolicy path /spec/driver/repository, which no enable run changes    |
+      | the MIG parted config as created by the enable | names ConfigMap default-mig-parted-config as the one its run wrote               |
+      | the device plugin's entrypoint as its ConfigMap | names ConfigMap nvidia-device-plugin-entrypoint as the one its run wrote        |
+      | a device-plugin config of the attacker's       | field devicePlugin/config to {"name": "evil-config", "default": "any"}, which no rollback writes |
+      | operand tolerations of every taint             | field daemonsets/tolerations to [{"operator": "Exists"}], which no rollback writes |
 
   Scenario: A preview of the rollback writes nothing
     Given time-slicing was enabled on "gpu-node" with 2 replicas by the enable runbook

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -167,14 +167,38 @@ def budget_blocks(kube: Cluster, workloads: Workloads) -> None:
         "the disruption controller to observe the budget")
 
 
-@given(parsers.parse('someone with the runbook identity edits the enable run\'s record to restore "{path}" to "{value}"'))
-def record_tampered(kube: Cluster, workloads: Workloads, path: str, value: str) -> None:
-    """The attack on the next (administrator's) rollback: a run record lives in the operator
-    namespace, where the runbook identity may patch ConfigMaps."""
+def _restore(intent: dict[str, Any], path: str, before: Any) -> None:
+    """The record says the enable changed `path` from `before`: what a rollback would write back."""
+    changes = [c for c in intent["clusterpolicy"] if c["path"] == path]
+    for change in changes:
+        change["before"] = before
+    if not changes:
+        intent["clusterpolicy"].append({"path": path, "before": before, "after": before})
+
+
+def _created(intent: dict[str, Any], configmap: str) -> None:
+    intent["configmap"] = {"name": configmap, "created": True, "keys_added": []}
+
+
+# What a holder of the runbook identity writes into a run record, for the next rollback (often an
+# administrator's) to carry out.
+FORGERIES: dict[str, Callable[[dict[str, Any]], None]] = {
+    "a driver repository to restore": lambda i: _restore(i, "/spec/driver/repository", "evil.example.com/driver"),
+    "the MIG parted config as created by the enable": lambda i: _created(i, "default-mig-parted-config"),
+    "the device plugin's entrypoint as its ConfigMap": lambda i: _created(i, "nvidia-device-plugin-entrypoint"),
+    "a device-plugin config of the attacker's": lambda i: _restore(i, "/spec/devicePlugin/config",
+                                                                   {"name": "evil-config", "default": "any"}),
+    "operand tolerations of every taint": lambda i: _restore(i, "/spec/daemonsets/tolerations", [{"operator": "Exists"}]),
+}
+
+
+@given(parsers.parse("someone with the runbook identity edits the enable run's record to name {forgery}"))
+def record_forged(kube: Cluster, workloads: Workloads, forgery: str) -> None:
+    """The record lives in the runbooks' namespace, where the runbook identity may patch ConfigMaps."""
     (name,) = [r for r in workloads.records or [] if r.startswith("gpushare-run-enable-")]
     record = kube.core.read_namespaced_config_map(name, kube.records_namespace)
     intent = json.loads(record.data["intent.json"])
-    intent["clusterpolicy"].append({"path": path, "before": value, "after": value})
+    FORGERIES[forgery](intent)
     client.CoreV1Api(api_client(kube.runbook_kubeconfig)).patch_namespaced_config_map(
         name, kube.records_namespace, {"data": {"intent.json": json.dumps(intent)}})
 
