@@ -39,14 +39,12 @@ Feature: The faults of a change window leave nothing half done and nothing lost
     And the run was still running when etcd went down, and carried on once it was back
     And nothing of the share check is left in the cluster
 
-  Scenario: A rollback killed after it cordoned the node is finished by its re-run once its lock has expired
+  Scenario: A rollback killed with its lock's renewer after it cordoned the node is finished by its re-run at once
     Given time-slicing was enabled on "gpu-node" with 2 replicas by the enable runbook
     And 2 shared pods run on "gpu-node"
-    When the rollback of "gpu-node" is killed right after it cordoned the node, holding a 30-second lock
-    And the operator runs "rollback-timeslicing.yml -l gpu-node"
-    Then the run is refused with "is held by rollback-timeslicing@"
-    When the lock of the killed run has expired
-    And the operator runs "rollback-timeslicing.yml -l gpu-node"
+    When the rollback of "gpu-node" is killed with its lock's renewer right after it cordoned the node
+    Then the runbook lock is still held by "rollback-timeslicing@"
+    When the operator runs "rollback-timeslicing.yml -l gpu-node"
     Then the rollback succeeds
     And no pod on "gpu-node" holds a shared replica
     And the ClusterPolicy is as before

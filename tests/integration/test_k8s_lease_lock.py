@@ -1,17 +1,21 @@
 """The runbook lock (gpushare.runbook.lock) on a real Lease: of two runs that take it at the same
-moment exactly one wins, an expired Lease is taken over only at the version read, and a run
-releases only the Lease it took."""
+moment exactly one wins, an expired Lease is taken over only at the version read, a run releases
+only the Lease it holds, and its renewer (gpushare.runbook.renewer) renews it while the run lives."""
 
 from __future__ import annotations
 
 import datetime as dt
+import os
+import subprocess
 import threading
+import time
 from typing import Any
 
 import pytest
 
 from gpushare.clock import utc_now
-from gpushare.runbook import lock
+from gpushare.polling import wait_for
+from gpushare.runbook import lock, renewer
 from gpushare.k8s.changes import Change, ChangeFailed, Outcome, apply_changes
 from gpushare.k8s.session import ApiError, Session
 from tests.integration.k8s_fixtures import namespace, session  # noqa: F401 - fixtures
@@ -100,15 +104,47 @@ def test_the_api_server_refuses_a_takeover_at_a_stale_version(session: Session, 
     assert session.get("Lease", NAME, namespace)["spec"]["holderIdentity"] == "enable-timeslicing@other/2"
 
 
-def test_a_run_releases_only_the_lease_it_took(session: Session, namespace: str) -> None:
-    taken = take(session, namespace, "enable-timeslicing", utc_now(), None)[0]
-    version = taken.after["metadata"]["resourceVersion"]
+def test_a_run_releases_only_the_lease_it_holds(session: Session, namespace: str) -> None:
+    holder = take(session, namespace, "enable-timeslicing", utc_now(), None)[0].after["spec"]["holderIdentity"]
     session.patch("Lease", NAME, {"spec": {"holderIdentity": "rollback-timeslicing@other/2"}}, namespace)
-    with pytest.raises(ChangeFailed):
-        apply_changes(session, [Change.from_dict(lock.release(NAME, namespace, version))])
+    assert renewer.release(session, NAME, namespace, holder) is False
     assert session.get("Lease", NAME, namespace)["spec"]["holderIdentity"] == "rollback-timeslicing@other/2"
+    assert renewer.release(session, NAME, namespace, "rollback-timeslicing@other/2") is True
+    assert session.get("Lease", NAME, namespace) is None
 
-    mine = session.get("Lease", NAME, namespace)
-    outcome = apply_changes(session, [Change.from_dict(lock.release(NAME, namespace,
-                                                                    mine["metadata"]["resourceVersion"]))])[0]
-    assert outcome.changed and session.get("Lease", NAME, namespace) is None
+
+def renew_time(session: Session, namespace: str) -> str | None:
+    return ((session.get("Lease", NAME, namespace) or {}).get("spec") or {}).get("renewTime")
+
+
+def test_the_lease_is_renewed_while_the_run_lives_and_released_when_it_ends(cluster: Cluster, session: Session,
+                                                                            namespace: str) -> None:
+    """The renewer of a 3-second Lease, for a run played by a `sleep`: renewTime moves every second
+    past the Lease's first expiry while the run lives; when it is killed the Lease is released."""
+    run = subprocess.Popen(["sleep", "60"])
+    try:
+        holder = lock.holder_identity("enable-timeslicing", utc_now(), run.pid)
+        taken = apply_changes(session, [Change.from_dict(lock.take(None, NAME, namespace, holder, 3, utc_now()))])
+        first = taken[0].after["spec"]["renewTime"]
+        worker = renewer.start(str(cluster.kubeconfig), None, NAME, namespace, holder, run.pid)
+        seen = {first}
+        deadline = time.monotonic() + 8
+        while len(seen) < 4:  # three renewals, the last after the Lease taken would have expired
+            assert time.monotonic() < deadline, f"renewTime moved only through {sorted(seen)}"
+            assert lock.status(session.get("Lease", NAME, namespace), utc_now())["held"]
+            seen.add(renew_time(session, namespace))
+            time.sleep(0.2)
+    finally:
+        run.kill()
+        run.wait()
+    wait_for(lambda: session.get("Lease", NAME, namespace) is None, 5, "the renewer to release the Lease")
+    wait_for(lambda: not lock.pid_alive(worker), 5, "the renewer to end")
+
+
+def test_the_renewer_stops_when_the_run_released_the_lease(cluster: Cluster, session: Session, namespace: str) -> None:
+    holder = lock.holder_identity("enable-timeslicing", utc_now(), os.getpid())
+    apply_changes(session, [Change.from_dict(lock.take(None, NAME, namespace, holder, 3, utc_now()))])
+    worker = renewer.start(str(cluster.kubeconfig), None, NAME, namespace, holder, os.getpid())
+    assert renewer.release(session, NAME, namespace, holder)
+    wait_for(lambda: not lock.pid_alive(worker), 5, "the renewer to end")
+    assert session.get("Lease", NAME, namespace) is None  # never re-created

@@ -204,18 +204,36 @@ def exactly_one(concurrent_runs: list[RunbookRun]) -> RunbookRun:
 
 
 # ---- a runbook killed ------------------------------------------------------------------------------
-@when(parsers.parse('the rollback of "{node}" is killed right after it cordoned the node, holding a '
-                    '{seconds:d}-second lock'))
+@when(parsers.parse('the rollback of "{node}" is killed with its lock\'s renewer right after it cordoned the node'))
 def rollback_killed(kube: Cluster, tmp_path: Path, runbook_inventory: Path, runbook_inputs: dict[str, Any],
-                    node: str, seconds: int) -> None:
+                    node: str) -> None:
+    """A lost machine, as this one can play it: the run and the renewer of its Lease both SIGKILLed,
+    so the Lease stays until it expires (the runbooks' 300 s) unless a run here sees its process gone."""
     run = start_runbook(kube, tmp_path / "background", runbook_inventory, runbook_inputs,
-                        f"rollback-timeslicing.yml -l {node}", gpu_operator_lock_duration=seconds)
+                        f"rollback-timeslicing.yml -l {node}")
     try:
         _wait_for_moment(kube, run, f'"{node}" is cordoned')
     finally:
+        renewers = _renewers_of(run.process.pid)
         run.kill()
+    assert renewers, "the run started no renewer of its Lease"
+    for pid in renewers:
+        os.kill(pid, signal.SIGKILL)
     labels = (Session(kube.kubeconfig).get("Node", node) or {})["metadata"].get("labels") or {}
     assert "nvidia.com/device-plugin.config" in labels, "killed too late: the node's config is restored already"
+
+
+def _renewers_of(owner: int) -> list[int]:
+    """The pids of the Lease renewers (gpushare.runbook.renewer) that watch process `owner`."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"gpushare.runbook.renewer" in argv and argv[argv.index(b"--owner") + 1] == str(owner).encode():
+            found.append(int(proc.name))
+    return found
 
 
 # ---- a device plugin that never becomes Ready ------------------------------------------------------

@@ -3,22 +3,21 @@ of ansible-playbook in the middle of an enable, and what the run records say aft
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from pytest_bdd import parsers, then, when
 
-from gpushare.clock import parse_time, utc_now
 from gpushare.k8s.session import Session
-from gpushare.polling import pauses, wait_for
+from gpushare.polling import wait_for
 from tests.steps.cluster_steps import Before, operator_configmaps
 from tests.steps.fault_steps import start_runbook
 from tests.steps.runbook_steps import ENABLE, RunbookRun, _run
 from tests.support.cluster import Cluster
 
 RECORDS = "gpushare.io/run"
+LOCK = "gpushare-runbook-lock"
 
 
 def _records(kube: Cluster, runbook: str) -> list[dict[str, Any]]:
@@ -34,14 +33,12 @@ def enable_interrupted(kube: Cluster, tmp_path: Path, run_counter: Iterator[int]
                 f"{ENABLE} -l {node} -e timeslicing_stop_after={step}")
 
 
-@when(parsers.parse('the enable of "{node}" is killed right after it changed the ClusterPolicy, '
-                    'holding a {seconds:d}-second lock'))
+@when(parsers.parse('the enable of "{node}" is killed right after it changed the ClusterPolicy'))
 def enable_killed(kube: Cluster, tmp_path: Path, runbook_inventory: Path, runbook_inputs: dict[str, Any],
-                  node: str, seconds: int) -> None:
+                  node: str) -> None:
     """A real `ansible-playbook` killed with SIGKILL (a lost session) once the ClusterPolicy points at
     the ConfigMap and before the node is labelled."""
-    run = start_runbook(kube, tmp_path / "background", runbook_inventory, runbook_inputs, f"{ENABLE} -l {node}",
-                        gpu_operator_lock_duration=seconds)
+    run = start_runbook(kube, tmp_path / "background", runbook_inventory, runbook_inputs, f"{ENABLE} -l {node}")
     session = Session(kube.kubeconfig)
 
     def policy_changed() -> bool:
@@ -59,21 +56,17 @@ def enable_killed(kube: Cluster, tmp_path: Path, runbook_inventory: Path, runboo
     assert "nvidia.com/device-plugin.config" not in labels, "killed too late: the node is labelled already"
 
 
-@when("the lock of the killed run has expired")
-def lock_expired(kube: Cluster) -> None:
+@then(parsers.parse("the runbook lock is released within {seconds:d} seconds"))
+def lock_released(kube: Cluster, seconds: int) -> None:
     session = Session(kube.kubeconfig)
+    wait_for(lambda: session.get("Lease", LOCK, kube.records_namespace) is None, seconds,
+             "the killed run's renewer to release the runbook lock")
 
-    def expired() -> bool:
-        lease = session.get("Lease", "gpushare-runbook-lock", kube.records_namespace)
-        if lease is None:
-            return True
-        spec = lease["spec"]
-        return (utc_now() - parse_time(spec["renewTime"])).total_seconds() > int(spec["leaseDurationSeconds"])
 
-    deadline, pause = time.monotonic() + 90, pauses(0.5)
-    while not expired():
-        assert time.monotonic() < deadline, "the lock did not expire"
-        time.sleep(next(pause))
+@then(parsers.parse('the runbook lock is still held by "{holder}"'))
+def lock_still_held(kube: Cluster, holder: str) -> None:
+    lease = Session(kube.kubeconfig).get("Lease", LOCK, kube.records_namespace)
+    assert lease and lease["spec"]["holderIdentity"].startswith(holder), lease
 
 
 @then(parsers.parse("the interrupted run's record says \"{state}\""))

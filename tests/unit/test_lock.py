@@ -1,17 +1,23 @@
-"""The runbook lock (gpushare.runbook.lock and the gpushare_lock filters) without a cluster: when a
-Lease holds, what a run is told, and the changes that take and release it. Taking it against the
-API server is tests/integration/test_k8s_lease_lock.py."""
+"""The runbook lock (gpushare.runbook.lock and the gpushare_lock filter) without a cluster: when a
+Lease holds, what a run is told, the changes that take and release it, and when a holder's process
+is gone. Its renewer is tests/unit/test_lock_renewer.py; taking and renewing it against the API
+server, tests/integration/test_k8s_lease_lock.py."""
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
+import socket
+import subprocess
+import sys
+import time
 from typing import Any
 
 import pytest
 
 from gpushare.k8s.changes import Change
-from gpushare.plugins.filters import gpushare_lock, gpushare_lock_release
+from gpushare.plugins.filters import gpushare_lock
 from gpushare.runbook import lock
 from tests.unit.cluster_objects import NAMESPACE, NOW
 
@@ -48,7 +54,7 @@ def test_when_a_lease_holds(held: dict[str, Any], now_offset_s: int, is_held: bo
 
 def test_no_lease() -> None:
     assert lock.status(None, NOW) == {"exists": False, "held": False, "holder": "", "acquired": "", "expires": "",
-                                      "expired": False, "resource_version": ""}
+                                      "expired": False, "gone": False, "forged": [], "resource_version": ""}
     assert lock.refusal(None, NAME, NAMESPACE, NOW) == ""
 
 
@@ -56,7 +62,7 @@ def test_a_held_lock_is_refused_naming_the_holder_and_what_to_do() -> None:
     message = lock.refusal(lease(), NAME, NAMESPACE, NOW - dt.timedelta(minutes=1))
     assert message.startswith(f"Another runbook run holds the lock: Lease {NAMESPACE}/{NAME} is held by "
                               "enable-timeslicing@ops-laptop/20261201T093000Z-1a2b since 2026-12-01T09:30:00.000000Z "
-                              "(valid until 2026-12-01T10:00:00Z)")
+                              "(renewed while it runs; valid until 2026-12-01T10:00:00Z)")
     assert f"kubectl -n {NAMESPACE} delete lease {NAME}" in message
     assert message.endswith("Nothing was changed.")
     assert lock.refusal(lease(), NAME, NAMESPACE, NOW) == ""  # expired: it may be taken over
@@ -76,12 +82,7 @@ def test_taking_an_expired_lock_replaces_exactly_the_version_read() -> None:
     assert change.action == "replace"
     assert change.preconditions == {"resourceVersion": "812"}
     assert change.body["metadata"]["resourceVersion"] == "812"
-    assert "enable-timeslicing@ops-laptop/20261201T093000Z-1a2b let expire" in change.why
-
-
-def test_release_deletes_only_the_version_taken() -> None:
-    change = Change.from_dict(lock.release(NAME, NAMESPACE, "901"))
-    assert (change.action, change.preconditions) == ("delete", {"resourceVersion": "901"})
+    assert "enable-timeslicing@ops-laptop/20261201T093000Z-1a2b, which let it expire" in change.why
 
 
 def test_holder_identities_name_the_runbook_host_and_moment() -> None:
@@ -94,18 +95,11 @@ def test_the_lock_filter_from_a_read() -> None:
     assert taken["refusal"] == ""
     assert taken["take"][0]["action"] == "create"
     assert taken["take"][0]["body"]["spec"]["holderIdentity"] == taken["holder"]
-    assert taken["holder"].startswith("enable-timeslicing@")
+    # the task worker's parent, ansible-playbook: its end frees the lock at once
+    assert taken["holder"].startswith(f"enable-timeslicing@{socket.gethostname()}/{os.getppid()}/")
     held = lease(acquired=(dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=1)).strftime(lock.MICRO))
     refused = gpushare_lock({"resources": {"lease": held}}, "rollback-timeslicing", NAME, NAMESPACE, 1800)
     assert refused["refusal"].startswith("Another runbook run holds the lock")
-
-
-def test_the_release_filter_releases_only_what_this_run_took() -> None:
-    created = {"changed": True, "objects": [lease() | {"metadata": {"name": NAME, "resourceVersion": "901"}}]}
-    assert gpushare_lock_release(created, NAME, NAMESPACE) == [lock.release(NAME, NAMESPACE, "901")]
-    assert gpushare_lock_release({"changed": False, "objects": [lease()]}, NAME, NAMESPACE) == []
-    assert gpushare_lock_release({}, NAME, NAMESPACE) == []
-    assert gpushare_lock_release({"changed": True, "objects": [None]}, NAME, NAMESPACE) == []
 
 
 def test_a_holder_is_known_dead_only_by_its_process_on_this_machine() -> None:
@@ -114,6 +108,73 @@ def test_a_holder_is_known_dead_only_by_its_process_on_this_machine() -> None:
     assert re.fullmatch(rf"rollout-timeslicing@{re.escape(host)}/4242/20261201T100000Z-[0-9a-f]{{4}}", with_pid)
     assert lock.holder_process_alive(with_pid, host, lambda pid: pid != 4242) is False
     assert lock.holder_process_alive(with_pid, "another-machine", lambda pid: False) is True
-    # a Lease's holder names no process: only its expiry frees it
+    # a holder that names no process: only its expiry frees it
     assert lock.holder_process_alive(lock.holder_identity("enable-timeslicing", NOW), host, lambda pid: False) is True
+
+
+HERE = "ops-laptop"
+
+
+def here(pid: int = 4242) -> str:
+    return f"enable-timeslicing@{HERE}/{pid}/20261201T093000Z-1a2b"
+
+
+@pytest.mark.parametrize(("holder", "now_offset_s", "is_held"), [
+    pytest.param(here(4242), 60, False, id="this-machine-process-ended-before-expiry"),
+    pytest.param(here(4243), 60, True, id="this-machine-process-runs"),
+    pytest.param(here(4243), 7200, True, id="this-machine-process-runs-past-expiry"),
+    pytest.param(here(4242), 7200, False, id="this-machine-process-ended-and-expired"),
+    pytest.param("enable-timeslicing@other-machine/4242/20261201T093000Z-1a2b", 60, True, id="other-machine"),
+    pytest.param("enable-timeslicing@other-machine/4242/20261201T093000Z-1a2b", 1800, False, id="other-machine-expired"),
+])
+def test_a_holder_is_gone_when_its_process_here_ended_or_else_its_lease_expired(
+        holder: str, now_offset_s: int, is_held: bool) -> None:
+    now = dt.datetime(2026, 12, 1, 9, 30, tzinfo=dt.timezone.utc) + dt.timedelta(seconds=now_offset_s)
+    alive = lambda pid: pid != 4242  # noqa: E731
+    assert lock.status(lease(holder=holder), now, HERE, alive)["held"] is is_held
+    assert (lock.refusal(lease(holder=holder), NAME, NAMESPACE, now, HERE, alive) == "") is not is_held
+
+
+def test_a_dead_holder_here_is_taken_over_at_once_and_a_live_one_is_named() -> None:
+    now = dt.datetime(2026, 12, 1, 9, 31, tzinfo=dt.timezone.utc)
+    dead = lock.status(lease(holder=here()), now, HERE, lambda pid: False)
+    assert (dead["held"], dead["gone"], dead["expired"]) == (False, True, False)
+    change = Change.from_dict(lock.take(lease(holder=here()), NAME, NAMESPACE, "me", 300, now))
+    assert change.action == "replace" and change.preconditions == {"resourceVersion": "812"}
+    expired = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.timezone.utc)
+    message = lock.refusal(lease(holder=here()), NAME, NAMESPACE, expired, HERE, lambda pid: True)
+    assert "Its process on this machine still runs." in message and message.endswith("Nothing was changed.")
+
+
+FUTURE = "2099-01-01T00:00:00.000000Z"
+
+
+@pytest.mark.parametrize("forged", [
+    pytest.param(lease(renewed=FUTURE), id="renewed-in-2099"),
+    pytest.param(lease(acquired=FUTURE), id="acquired-in-2099"),
+    pytest.param(lease(holder=here(), acquired=FUTURE), id="dead-holder-here"),
+    pytest.param(lease(holder="", renewed=FUTURE), id="no-holder"),
+])
+def test_a_lease_dated_in_the_future_is_refused_as_forged(forged: dict[str, Any]) -> None:
+    now = dt.datetime(2026, 12, 1, 10, 0, tzinfo=dt.timezone.utc)
+    message = lock.refusal(forged, NAME, NAMESPACE, now, HERE, lambda pid: False)
+    assert f"Lease {NAMESPACE}/{NAME}" in message and "is dated in the future" in message and FUTURE in message
+    assert f"kubectl -n {NAMESPACE} delete lease {NAME}" in message and "administrator" in message
+    assert message.endswith("Nothing was changed.")
+
+
+def test_a_lease_a_little_ahead_is_another_clock_not_a_forgery() -> None:
+    now = dt.datetime(2026, 12, 1, 9, 29, 10, tzinfo=dt.timezone.utc)  # 50 s behind the holder's clock
+    assert lock.status(lease(), now)["forged"] == [] and lock.status(lease(), now)["held"]
+    assert lock.status(lease(), now - dt.timedelta(seconds=11))["forged"] == ["acquireTime"]
+
+
+def test_a_process_is_alive_until_it_ends_and_a_zombie_is_not() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    assert lock.pid_alive(os.getpid()) and lock.process_start(os.getpid())
+    deadline = dt.datetime.now() + dt.timedelta(seconds=10)
+    while lock.pid_alive(child.pid):  # ended, not reaped yet: a zombie
+        assert dt.datetime.now() < deadline, "the child did not end"
+        time.sleep(0.01)
+    assert child.poll() == 0 and not lock.pid_alive(child.pid) and lock.process_start(child.pid) == ""
 

@@ -1,6 +1,7 @@
 """Action plugins that talk to the API server from the controller process, one Session per task:
 read a phase's objects in one go, apply a change list (check mode = server-side dry run, --diff,
-truthful changed), wait for a named check, restart some nodes' config readers, drain a node."""
+truthful changed), take and release the runbook lock, wait for a named check, restart some nodes'
+config readers, drain a node."""
 
 from __future__ import annotations
 
@@ -215,6 +216,21 @@ class ReadAction(KubeAction):
                 "caller": who, "server": session.server, "access": _access(session, args["access"])}
 
 
+def _apply(session: Session, changes: list[Change], check_mode: bool, diff: bool) -> dict[str, Any]:
+    """gpushare_apply's result of applying `changes` in order."""
+    try:
+        outcomes = apply_changes(session, changes, check_mode=check_mode)
+    except ChangeFailed as err:
+        done = f" Already written: {', '.join(err.written)}." if err.written else " Nothing was written by this step."
+        return {"failed": True, "msg": f"{err}.{done}", "written": err.written, "failed_change": err.change.title}
+    result: dict[str, Any] = {"changed": any(o.changed for o in outcomes),
+                              "outcomes": [o.summary() for o in outcomes],
+                              "objects": [o.after for o in outcomes]}
+    if diff:
+        result["diff"] = diffs(outcomes)
+    return result
+
+
 class ApplyAction(KubeAction):
     """`changes: [change, ...]` (see gpushare.k8s.changes.Change) applied in order."""
 
@@ -222,18 +238,7 @@ class ApplyAction(KubeAction):
         changes = [Change.from_dict(c) for c in args["changes"]]
         if not changes:
             return {"changed": False, "outcomes": []}
-        session = self.session(task_vars)
-        try:
-            outcomes = apply_changes(session, changes, check_mode=bool(self._task.check_mode))
-        except ChangeFailed as err:
-            done = f" Already written: {', '.join(err.written)}." if err.written else " Nothing was written by this step."
-            return {"failed": True, "msg": f"{err}.{done}", "written": err.written, "failed_change": err.change.title}
-        result: dict[str, Any] = {"changed": any(o.changed for o in outcomes),
-                                  "outcomes": [o.summary() for o in outcomes],
-                                  "objects": [o.after for o in outcomes]}
-        if self._task.diff:
-            result["diff"] = diffs(outcomes)
-        return result
+        return _apply(self.session(task_vars), changes, bool(self._task.check_mode), bool(self._task.diff))
 
 
 class WaitAction(KubeAction):
@@ -331,3 +336,28 @@ class DrainAction(KubeAction):
         if outcome.problem:
             result.update(failed=True, msg=outcome.problem)
         return result
+
+
+class LockAction(KubeAction):
+    """`state: held`: apply `take` (the gpushare_lock filter's changes), then start the Lease's renewer
+    (gpushare.runbook.renewer) for this run's ansible-playbook process, the parent of this task worker.
+    `state: released`: delete the Lease if `holder` still holds it (no holder: this run took none)."""
+
+    def act(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
+        from gpushare.runbook import renewer  # noqa: PLC0415
+
+        session = self.session(task_vars)
+        name, namespace, holder = args["name"], args["namespace"], args["holder"]
+        if args["state"] == "released":
+            if not holder or self._task.check_mode:
+                return {"changed": False}
+            return {"changed": renewer.release(session, name, namespace, holder)}
+        if not args["take"]:
+            raise ValueError("state=held needs take, the gpushare_lock filter's changes")
+        result = _apply(session, [Change.from_dict(c) for c in args["take"]], bool(self._task.check_mode), False)
+        if result.get("failed") or self._task.check_mode:
+            return result
+        kubeconfig, context = (self._templar.template(task_vars[v]) if task_vars.get(v) else None
+                               for v in ("gpushare_kubeconfig", "gpushare_kube_context"))
+        renewing = renewer.start(kubeconfig, context, name, namespace, holder, os.getppid())
+        return {**result, "holder": holder, "renewer": renewing}

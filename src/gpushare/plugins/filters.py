@@ -3,6 +3,7 @@ every role's filters use (plain, read_resources); each role's own filters live i
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ansible.template import is_trusted_as_template
@@ -51,19 +52,13 @@ def gpushare_problem_nodes(problems: list[str], nodes: list[str]) -> list[str]:
 
 
 def gpushare_lock(read: dict[str, Any], runbook: str, name: str, namespace: str, duration: int) -> dict[str, Any]:
-    """{refusal, take (the change list that takes the Lease), holder} from a read that has `lease`."""
+    """{refusal, take (the change list that takes the Lease), holder} from a read that has `lease`. The
+    holder names this run's ansible-playbook process (the parent of the task worker that runs this)."""
     lease = plain((read.get("resources") or {}).get("lease"))
     now = utc_now()
-    holder = lock.holder_identity(runbook, now)
+    holder = lock.holder_identity(runbook, now, os.getppid())
     return {"refusal": lock.refusal(lease, name, namespace, now), "holder": holder,
             "take": [lock.take(lease, name, namespace, holder, int(duration), now)]}
-
-
-def gpushare_lock_release(taken: dict[str, Any], name: str, namespace: str) -> list[dict[str, Any]]:
-    """The change that releases the Lease this run took (none when it took none)."""
-    objects = [o for o in (taken or {}).get("objects") or [] if o]
-    version = ((objects[0] if objects else {}).get("metadata") or {}).get("resourceVersion", "")
-    return [lock.release(name, namespace, version)] if version and taken.get("changed") else []
 
 
 def gpushare_output_path(given: str | None, subdir: str) -> str:
@@ -80,7 +75,6 @@ def gpushare_output_directory(given: str, cwd: str, variable: str) -> dict[str, 
 FILTERS = {
     "gpushare_problem_nodes": gpushare_problem_nodes,
     "gpushare_lock": gpushare_lock,
-    "gpushare_lock_release": gpushare_lock_release,
     "gpushare_output_path": gpushare_output_path,
     "gpushare_output_directory": gpushare_output_directory,
 }
