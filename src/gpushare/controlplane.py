@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import re
 import shutil
 import socket
 import ssl
@@ -104,19 +103,22 @@ class StateDir:
 
     @property
     def marker(self) -> Path:
-        """Written by `up` before anything else: `down` (and `up` over an old cluster) removes only a
-        directory that carries it and holds nothing `up` does not write (ENTRIES)."""
+        """Written by `up` before anything else, naming this directory: `down` (and `up` over an old
+        cluster) removes only a directory whose marker names it."""
         return self.root / MARKER
 
+    def _marker_text(self) -> str:
+        return f"{MARKER_TEXT} {self.root.resolve()};"
+
     def ours(self) -> bool:
-        """The marker is there, a regular file (not a link) with the text `mark` writes."""
+        """The marker is there, a regular file (not a link) whose text names this directory as `mark` wrote it."""
         try:
-            return stat.S_ISREG(self.marker.lstat().st_mode) and self.marker.read_text().startswith(MARKER_TEXT)
+            return stat.S_ISREG(self.marker.lstat().st_mode) and self.marker.read_text().startswith(self._marker_text())
         except (OSError, UnicodeDecodeError):
             return False
 
     def mark(self) -> None:
-        self.marker.write_text(f"{MARKER_TEXT} {self.root}; `gpushare sim down` removes this directory.\n")
+        self.marker.write_text(f"{self._marker_text()} `gpushare sim down` removes this directory.\n")
 
     def not_ours(self) -> str:
         """Why `up` did not create this directory ("" when it did, or when it is absent or empty:
@@ -125,14 +127,12 @@ class StateDir:
             return ""
         if self.root.is_symlink() or not self.root.is_dir():
             return "it is not a directory"
-        entries = sorted(self.root.iterdir())
-        if not entries:
+        if not any(self.root.iterdir()):
             return ""
-        if not self.ours():
+        if not self.marker.exists():
             return f"it has no {MARKER} file"
-        strangers = [entry.name for entry in entries if entry.is_symlink() or not is_entry(entry.name)]
-        if strangers:
-            return f"it holds {', '.join(strangers[:5])}{', ...' if len(strangers) > 5 else ''}, which `up` never writes"
+        if not self.ours():
+            return f"its {MARKER} file was not written by `up` for this directory"
         return ""
 
     def check_ours(self) -> None:
@@ -151,20 +151,6 @@ class NotAStateDir(ComponentError):
 
 MARKER = ".gpushare-sim-state"
 MARKER_TEXT = "gpushare sim up created"
-# Everything `up` (and `gpushare sim prometheus`) writes at the top of the state directory.
-ENTRIES = frozenset({
-    MARKER, "pki", "kubeconfig", "kubeconfigs", "pids", "logs", "cluster.json", "audit.log", "audit-policy.yaml",
-    "kwok-stages.yaml", "etcd-data", "gpu-operator-sim.ready", "dcgm-exporter.json", "kueue", "prometheus",
-    "prometheus.json",
-})
-# The API server's rotated audit logs (--audit-log-maxsize): audit-2006-01-02T15-04-05.000.log
-ROTATED_AUDIT_LOG = re.compile(r"audit-[0-9T.-]+\.log")
-
-
-def is_entry(name: str) -> bool:
-    return name in ENTRIES or bool(ROTATED_AUDIT_LOG.fullmatch(name))
-
-
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

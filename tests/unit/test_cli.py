@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -165,17 +166,30 @@ def test_down_of_a_missing_directory_does_nothing(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("command", ["down", "up"])
-def test_a_marker_in_a_directory_holding_what_up_never_writes_is_refused(
+def test_a_marker_copied_from_another_state_directory_is_refused(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str) -> None:
-    state = StateDir(tmp_path / "home")
+    other, state = StateDir(tmp_path / "cluster"), StateDir(tmp_path / "home")
+    other.root.mkdir()
+    other.mark()
     state.root.mkdir()
-    state.mark()  # copied in, or left from a state directory that was then reused
+    shutil.copy(other.marker, state.marker)
     (state.root / "thesis.tex").write_text("keep me\n")
     state.info.write_text('{"components": []}')
     assert main(["sim", command, "--state-dir", str(state.root)]) == 1
     err = capsys.readouterr().err
-    assert f"{state.root} is not a state directory of `gpushare sim up` (it holds thesis.tex, which `up` never writes)" in err
+    assert (f"{state.root} is not a state directory of `gpushare sim up` (its .gpushare-sim-state file was not "
+            "written by `up` for this directory)") in err
     assert (state.root / "thesis.tex").read_text() == "keep me\n"
+
+
+def test_down_removes_its_own_directory_with_what_others_wrote_into_it(tmp_path: Path) -> None:
+    """The test harness logs its runs into the state directory (tests/support/ansible.py)."""
+    state = StateDir(tmp_path / "home")
+    state.root.mkdir()
+    state.mark()
+    (state.root / "runbook-runs.jsonl").write_text("{}\n")
+    assert main(["sim", "down", "--state-dir", str(state.root)]) == 0
+    assert not state.root.exists()
 
 
 def test_down_leaves_alone_a_live_process_a_pid_file_names_but_up_did_not_start(
