@@ -1,6 +1,7 @@
-"""A token given on the command line (`-e x_token=...`) is kept nowhere the runbooks write: not in
-the run records' `gpushare.io/command` annotation nor any other object of the cluster, not in any
-file under the run's output folder (backups, change records); the documented inputs stay as typed."""
+"""A token given on the command line (`-e x_token=...`, and the other forms ansible-playbook takes:
+`--extra=...`, `-ve ...`) is kept nowhere the runbooks write: not in the run records'
+`gpushare.io/command` annotation nor any other object of the cluster, not in any file under the
+run's output folder (backups, change records); the documented inputs stay as typed."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ def _cluster_text(cluster: Cluster) -> str:
 
 
 def test_a_token_given_with_minus_e_is_kept_nowhere(clean_cluster: Cluster, tmp_path: Path) -> None:
-    arguments = f"-e timeslicing_replicas=2 -e x_token={SECRET} --extra-vars=api_key={SECRET}"
+    # Each form ansible-playbook accepts: an abbreviated --extra-vars, -e last among combined short flags.
+    arguments = f"-e timeslicing_replicas=2 -e x_token={SECRET} --extra-vars=api_key={SECRET} --extra=x_key={SECRET} -ve x_pass={SECRET}"
     runs = []
     for playbook in ("enable-timeslicing.yml", "verify-sharing.yml"):
         run = run_playbook(clean_cluster, playbook, tmp_path / playbook, limit="gpu-node", arguments=arguments)
@@ -35,7 +37,7 @@ def test_a_token_given_with_minus_e_is_kept_nowhere(clean_cluster: Cluster, tmp_
     assert records, "no run record names its command"
     command = records[0].metadata.annotations["gpushare.io/command"]
     assert "-e timeslicing_replicas=2" in command and "x_token=<redacted>" in command, command
-    assert "api_key=<redacted>" in command, command
+    assert all(f"{name}=<redacted>" in command for name in ("api_key", "x_key", "x_pass")), command
     assert SECRET not in _cluster_text(clean_cluster)
     written = [p for p in tmp_path.rglob("*") if p.is_file() and "output" in p.relative_to(tmp_path).parts]
     assert any(p.suffix == ".md" for p in written), f"no change record among {written}"
