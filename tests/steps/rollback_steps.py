@@ -17,6 +17,7 @@ from kubernetes.client.exceptions import ApiException
 from pytest_bdd import given, parsers, then, when
 
 from gpushare.clock import parse_time
+from gpushare.k8s.patch import resolve
 from gpushare.kube import api_client
 from gpushare.model.node import Pool
 from gpushare.polling import wait_for
@@ -167,28 +168,31 @@ def budget_blocks(kube: Cluster, workloads: Workloads) -> None:
         "the disruption controller to observe the budget")
 
 
-def _restore(intent: dict[str, Any], path: str, before: Any) -> None:
-    """The record says the enable changed `path` from `before`: what a rollback would write back."""
+def _restore(intent: dict[str, Any], spec: dict[str, Any], path: str, before: Any) -> None:
+    """The record says the enable changed `path` (of `spec`, the ClusterPolicy's now) from `before`:
+    what a rollback would write back."""
     changes = [c for c in intent["clusterpolicy"] if c["path"] == path]
     for change in changes:
         change["before"] = before
     if not changes:
-        intent["clusterpolicy"].append({"path": path, "before": before, "after": before})
+        now = resolve({"spec": spec}, path, None)
+        intent["clusterpolicy"].append({"path": path, "before": before, "after": now})
 
 
 def _created(intent: dict[str, Any], configmap: str) -> None:
     intent["configmap"] = {"name": configmap, "created": True, "keys_added": []}
 
 
-# What a holder of the runbook identity writes into a run record, for the next rollback (often an
-# administrator's) to carry out.
-FORGERIES: dict[str, Callable[[dict[str, Any]], None]] = {
-    "a driver repository to restore": lambda i: _restore(i, "/spec/driver/repository", "evil.example.com/driver"),
-    "the MIG parted config as created by the enable": lambda i: _created(i, "default-mig-parted-config"),
-    "the device plugin's entrypoint as its ConfigMap": lambda i: _created(i, "nvidia-device-plugin-entrypoint"),
-    "a device-plugin config of the attacker's": lambda i: _restore(i, "/spec/devicePlugin/config",
-                                                                   {"name": "evil-config", "default": "any"}),
-    "operand tolerations of every taint": lambda i: _restore(i, "/spec/daemonsets/tolerations", [{"operator": "Exists"}]),
+# What a holder of the runbook identity writes into a run record (its intent, with the ClusterPolicy's
+# spec now), for the next rollback (often an administrator's) to carry out.
+FORGERIES: dict[str, Callable[[dict[str, Any], dict[str, Any]], None]] = {
+    "a driver repository to restore": lambda i, s: _restore(i, s, "/spec/driver/repository", "evil.example.com/driver"),
+    "the MIG parted config as created by the enable": lambda i, _: _created(i, "default-mig-parted-config"),
+    "the device plugin's entrypoint as its ConfigMap": lambda i, _: _created(i, "nvidia-device-plugin-entrypoint"),
+    "a device-plugin config of the attacker's": lambda i, s: _restore(i, s, "/spec/devicePlugin/config",
+                                                                      {"name": "evil-config", "default": "any"}),
+    "operand tolerations of every taint": lambda i, s: _restore(i, s, "/spec/daemonsets/tolerations",
+                                                                [{"operator": "Exists"}]),
 }
 
 
@@ -198,7 +202,7 @@ def record_forged(kube: Cluster, workloads: Workloads, forgery: str) -> None:
     (name,) = [r for r in workloads.records or [] if r.startswith("gpushare-run-enable-")]
     record = kube.core.read_namespaced_config_map(name, kube.records_namespace)
     intent = json.loads(record.data["intent.json"])
-    FORGERIES[forgery](intent)
+    FORGERIES[forgery](intent, clusterpolicy_spec(kube))
     client.CoreV1Api(api_client(kube.runbook_kubeconfig)).patch_namespaced_config_map(
         name, kube.records_namespace, {"data": {"intent.json": json.dumps(intent)}})
 
