@@ -14,11 +14,16 @@ the runbooks use: the GPU Operator namespace (gpu_operator_namespace), the
 time-slicing ConfigMap (timeslicing_configmap_name: the RBAC grants patch and
 delete of it by name, and the ConfigMap admission policy names it) and the
 pool label key (timeslicing_pool_label_key: a label and taint key the Node
-admission policy lets the runbooks change). Apply it as a cluster administrator."""
+admission policy lets the runbooks change) and the team namespaces (the
+namespaces of queue_backfill_teams: the only ones where the queue-backfill
+runbook may create a Namespace or a LocalQueue; none unless listed). Apply it
+as a cluster administrator."""
 EPILOG = """\
 example:
   gpushare rbac render --operator-namespace nvidia-gpu-operator \\
       --timeslicing-configmap team-a-sharing | kubectl apply --server-side -f -
+  gpushare rbac render --team-namespace team-training \
+      --team-namespace team-inference | kubectl apply --server-side -f -
 
 exit status: 0 printed, 2 a name that is not valid (nothing printed)"""
 
@@ -37,11 +42,16 @@ def register(commands: argparse._SubParsersAction) -> None:
     render.add_argument("--pool-label-key", default=rbac.WRITTEN_FOR_POOL_LABEL_KEY, metavar="KEY",
                         help="the shared pool's label (and taint) key, timeslicing_pool_label_key "
                              f"(default: {rbac.WRITTEN_FOR_POOL_LABEL_KEY})")
+    render.add_argument("--team-namespace", action="append", default=[], metavar="NAMESPACE", dest="team_namespaces",
+                        help="a team's namespace (a namespace of queue_backfill_teams), where the queue-backfill "
+                             "runbook may create the Namespace and its LocalQueue; repeat it for each team "
+                             "(default: none; never a system namespace)")
     render.set_defaults(handler=cmd_render)
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    names = rbac.Names(args.operator_namespace, args.timeslicing_configmap, args.pool_label_key)
+    names = rbac.Names(args.operator_namespace, args.timeslicing_configmap, args.pool_label_key,
+                       tuple(dict.fromkeys(args.team_namespaces)))
     try:
         text = rbac.render(names)
     except rbac.RbacError as err:

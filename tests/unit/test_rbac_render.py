@@ -107,3 +107,49 @@ def test_options_name_what_differs_from_the_defaults() -> None:
     assert Names(timeslicing_configmap="other-config").options() == "--timeslicing-configmap other-config"
     assert OTHER.options() == ("--operator-namespace gpu-ops --timeslicing-configmap other-config "
                                "--pool-label-key example.com/gpu-pool")
+
+
+def _variables(objects: list, policy: str) -> dict[str, str]:
+    spec = next(o["spec"] for o in objects if o["kind"] == "ValidatingAdmissionPolicy" and o["metadata"]["name"] == policy)
+    return {v["name"]: v["expression"] for v in spec["variables"]}
+
+
+def test_the_team_namespaces_are_rendered_into_both_kueue_policies_as_a_cel_list() -> None:
+    """Written for none (an administrator lists them); rendered as a CEL list literal, in the order given,
+    with the operator namespace among the system namespaces."""
+    teams = Names("gpu-ops", team_namespaces=("team-training", "team-inference"))
+    for policy in ("gpushare-runbook-kueue", "gpushare-runbook-namespaces"):
+        assert _variables(manifests(), policy)["teamNamespaces"] == "[]"
+        rendered = _variables(manifests(names=teams), policy)
+        assert rendered["teamNamespaces"] == "['team-training', 'team-inference']"
+        assert rendered["systemNamespaces"] == "['default', 'gpu-ops', 'gpushare-system', 'kueue-system']"
+    assert teams.options() == "--operator-namespace gpu-ops --team-namespace team-training --team-namespace team-inference"
+
+
+def test_the_cli_renders_each_team_namespace_once(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["rbac", "render", "--team-namespace", "team-a", "--team-namespace", "team-b",
+                     "--team-namespace", "team-a"]) == 0
+    printed = list(yaml.safe_load_all(capsys.readouterr().out))
+    assert printed == manifests(names=Names(team_namespaces=("team-a", "team-b")))
+    assert _variables(printed, "gpushare-runbook-namespaces")["teamNamespaces"] == "['team-a', 'team-b']"
+
+
+@pytest.mark.parametrize(("names", "problem"), [
+    (Names(team_namespaces=("kube-system",)), "team namespace 'kube-system' is a system namespace"),
+    (Names(team_namespaces=("team-a", "default")), "team namespace 'default' is a system namespace"),
+    (Names(team_namespaces=("gpushare-system",)), "team namespace 'gpushare-system' is a system namespace"),
+    (Names(team_namespaces=("kueue-system",)), "team namespace 'kueue-system' is a system namespace"),
+    (Names("gpu-ops", team_namespaces=("gpu-ops",)), "team namespace 'gpu-ops' is a system namespace"),
+    (Names(team_namespaces=("team-a', 'kube-system",)), "is not a valid namespace name"),
+    (Names(team_namespaces=("Team_A",)), "team namespace 'Team_A' is not a valid namespace name"),
+])
+def test_a_system_or_invalid_team_namespace_is_refused(names: Names, problem: str) -> None:
+    with pytest.raises(RbacError, match="cannot render deploy/rbac: ") as refused:
+        manifests(names=names)
+    assert problem in str(refused.value)
+
+
+def test_the_cli_refuses_a_system_team_namespace_and_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["rbac", "render", "--team-namespace", "kube-system"]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and "team namespace 'kube-system' is a system namespace" in out.err

@@ -1,5 +1,5 @@
 """The runbooks' least-privilege identity: the manifests in deploy/rbac/, rendered for the names in
-use (the operator namespace, the time-slicing ConfigMap, the pool label key) and applied to a
+use (the operator namespace, the time-slicing ConfigMap, the pool label key, the team namespaces) and applied to a
 cluster. `gpushare rbac render` prints them; `gpushare sim up` applies the same rendering."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import yaml
 
 from gpushare.binaries import REPO_ROOT
 from gpushare.processes import ComponentError
-from gpushare.runbook.inputs import DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY
+from gpushare.runbook.inputs import DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY, is_system_namespace
 
 MANIFESTS = REPO_ROOT / "deploy" / "rbac"
 SERVICE_ACCOUNT_NAMESPACE = "gpushare-system"
@@ -29,6 +29,10 @@ WRITTEN_FOR_CONFIGMAP = "time-slicing-config"  # timeslicing_configmap_name
 WRITTEN_FOR_POOL_LABEL_KEY = "gpu-mode"  # timeslicing_pool_label_key (also the pool taint's key)
 CONFIGMAPS_POLICY = "gpushare-runbook-configmaps"
 NODES_POLICY = "gpushare-runbook-nodes"
+# The policies that list the team namespaces (their variable TEAM_NAMESPACES, written for none) and
+# the system namespaces (the operator namespace among them).
+KUEUE_POLICIES = ("gpushare-runbook-kueue", "gpushare-runbook-namespaces")
+TEAM_NAMESPACES = "teamNamespaces"
 
 # A name as a whole token of a manifest's text (a CEL string literal, a message): not part of a longer name.
 _NAME_CHARS = r"A-Za-z0-9_./-"
@@ -41,11 +45,13 @@ class RbacError(ComponentError):
 @dataclass(frozen=True)
 class Names:
     """The names the runbooks use that deploy/rbac/ names: the inputs gpu_operator_namespace,
-    timeslicing_configmap_name and timeslicing_pool_label_key."""
+    timeslicing_configmap_name and timeslicing_pool_label_key, and the team namespaces (those of
+    queue_backfill_teams) where the queue-backfill runbook may create a Namespace and a LocalQueue."""
 
     operator_namespace: str = WRITTEN_FOR_NAMESPACE
     timeslicing_configmap: str = WRITTEN_FOR_CONFIGMAP
     pool_label_key: str = WRITTEN_FOR_POOL_LABEL_KEY
+    team_namespaces: tuple[str, ...] = ()
 
     def problems(self) -> list[str]:
         problems = []
@@ -60,6 +66,12 @@ class Names:
             problems.append(f"pool label key {self.pool_label_key!r} is not a valid label key (an optional DNS-1123 "
                             "subdomain prefix and '/', then at most 63 letters, digits, '-', '_' and '.', starting and "
                             "ending with a letter or digit)")
+        for namespace in self.team_namespaces:
+            if not DNS_LABEL.fullmatch(namespace):
+                problems.append(f"team namespace {namespace!r} is not a valid namespace name (a DNS-1123 label)")
+            elif is_system_namespace(namespace, (self.operator_namespace,)):
+                problems.append(f"team namespace {namespace!r} is a system namespace (kube-*, default, the operator "
+                                "namespace, gpushare-system, kueue-system): the runbook identity may never write there")
         return problems
 
     def options(self, with_namespace: bool = False) -> str:
@@ -68,8 +80,13 @@ class Names:
         given = [("--operator-namespace", self.operator_namespace, WRITTEN_FOR_NAMESPACE),
                  ("--timeslicing-configmap", self.timeslicing_configmap, WRITTEN_FOR_CONFIGMAP),
                  ("--pool-label-key", self.pool_label_key, WRITTEN_FOR_POOL_LABEL_KEY)]
-        return " ".join(f"{option} {value}" for option, value, default in given
-                        if value != default or with_namespace and option == "--operator-namespace")
+        return " ".join([f"{option} {value}" for option, value, default in given
+                         if value != default or with_namespace and option == "--operator-namespace"]
+                        + [f"--team-namespace {namespace}" for namespace in self.team_namespaces])
+
+    def team_namespaces_cel(self) -> str:
+        """The team namespaces as a CEL list literal (valid names only: no quote to escape)."""
+        return "[" + ", ".join(f"'{namespace}'" for namespace in self.team_namespaces) + "]"
 
 
 def _renamed(value: Any, old: str, new: str) -> Any:
@@ -97,6 +114,11 @@ def _render(obj: dict[str, Any], names: Names) -> dict[str, Any]:
             obj["spec"] = _renamed(obj.get("spec"), WRITTEN_FOR_CONFIGMAP, names.timeslicing_configmap)
         elif metadata.get("name") == NODES_POLICY:
             obj["spec"] = _renamed(obj.get("spec"), WRITTEN_FOR_POOL_LABEL_KEY, names.pool_label_key)
+        elif metadata.get("name") in KUEUE_POLICIES:
+            obj["spec"] = _renamed(obj.get("spec"), WRITTEN_FOR_NAMESPACE, names.operator_namespace)
+            for variable in obj["spec"].get("variables") or []:
+                if variable.get("name") == TEAM_NAMESPACES:
+                    variable["expression"] = names.team_namespaces_cel()
     return obj
 
 
@@ -105,7 +127,8 @@ def manifests(operator_namespace: str = WRITTEN_FOR_NAMESPACE, directory: Path =
     """Every object of deploy/rbac/ (not optional/), in file order, rendered for `names` (by default
     the runbooks' defaults with `operator_namespace`): the operator namespace, the time-slicing
     ConfigMap in the RBAC rules that name it and in the ConfigMap admission policy, the pool label key
-    in the Node admission policy; none of those in `without_namespaces` (of a component the cluster
+    in the Node admission policy, the operator and team namespaces in the Kueue and Namespace admission
+    policies; none of those in `without_namespaces` (of a component the cluster
     does not run). RbacError when a name is not valid."""
     names = names or Names(operator_namespace)
     problems = names.problems()
