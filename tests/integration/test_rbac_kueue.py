@@ -17,6 +17,7 @@ from kubernetes.client.exceptions import ApiException
 from gpushare.kube import api_client
 from gpushare.kueue.embedded import TEAM_NAMESPACES
 from gpushare.kueue.kinds import GROUP, VERSION
+from gpushare.polling import wait_for
 from tests.support.cluster import Cluster
 
 pytestmark = pytest.mark.cluster
@@ -64,16 +65,28 @@ def runbook_api(cluster: Cluster) -> client.ApiClient:
     return api_client(cluster.runbook_kubeconfig)
 
 
+def _refused(api: client.ApiClient) -> bool:
+    try:
+        client.CustomObjectsApi(api).create_cluster_custom_object(
+            GROUP, VERSION, "workloadpriorityclasses", _priority_class("gpushare-test-unlabelled", None), dry_run="All")
+    except ApiException as err:
+        return err.status == 403
+    return False
+
+
 @pytest.fixture(scope="module")
-def kueue_objects(cluster: Cluster) -> Iterator[None]:
+def kueue_objects(cluster: Cluster, runbook_api: client.ApiClient) -> Iterator[None]:
     """Another team's flavor, ClusterQueue and priority class, and one of each labelled as the runbook's,
-    created by the administrator and deleted afterwards."""
+    created by the administrator and deleted afterwards. The API server enforces a policy up to a
+    second after it was created (its policy source refreshes once a second): on a cluster just
+    started, wait for that."""
     try:
         cluster.custom.list_cluster_custom_object(GROUP, VERSION, "clusterqueues")
     except ApiException as err:
         if err.status == 404:
             pytest.skip("this cluster does not serve Kueue")
         raise
+    wait_for(lambda: _refused(runbook_api), 10, "the admission policy gpushare-runbook-kueue to be in force")
     for plural, objects in OBJECTS.items():
         for obj in objects:
             cluster.custom.create_cluster_custom_object(GROUP, VERSION, plural, obj)
