@@ -14,14 +14,19 @@ the runbooks use: the GPU Operator namespace (gpu_operator_namespace), the
 time-slicing ConfigMap (timeslicing_configmap_name: the RBAC grants patch and
 delete of it by name, and the ConfigMap admission policy names it) and the
 pool label key (timeslicing_pool_label_key: a label and taint key the Node
-admission policy lets the runbooks change), and the ClusterPolicy's device-plugin
-config before any gpushare run (the one other config a rollback may restore).
-Those names fill the write model (gpushare-system/gpushare-write-model) the
-admission policies read. Apply it as a cluster administrator."""
+admission policy lets the runbooks change), the ClusterPolicy's device-plugin
+config before any gpushare run (the one other config a rollback may restore)
+and the team namespaces (the namespaces of queue_backfill_teams: the only ones
+where the queue-backfill runbook may create a Namespace or a LocalQueue; none
+unless listed). Those names fill the write model (gpushare-system/
+gpushare-write-model) the admission policies read. Apply it as a cluster
+administrator."""
 EPILOG = """\
 example:
   gpushare rbac render --operator-namespace nvidia-gpu-operator \\
       --timeslicing-configmap team-a-sharing | kubectl apply --server-side -f -
+  gpushare rbac render --team-namespace team-training \
+      --team-namespace team-inference | kubectl apply --server-side -f -
 
 exit status: 0 printed, 2 a name that is not valid (nothing printed)"""
 
@@ -43,12 +48,16 @@ def register(commands: argparse._SubParsersAction) -> None:
     render.add_argument("--original-device-plugin-config", default="", metavar="NAME",
                         help="the ConfigMap the ClusterPolicy's spec.devicePlugin.config named before any gpushare "
                              "run, the one other config a rollback may restore (default: none)")
+    render.add_argument("--team-namespace", action="append", default=[], metavar="NAMESPACE", dest="team_namespaces",
+                        help="a team's namespace (a namespace of queue_backfill_teams), where the queue-backfill "
+                             "runbook may create the Namespace and its LocalQueue; repeat it for each team "
+                             "(default: none; never a system namespace)")
     render.set_defaults(handler=cmd_render)
 
 
 def cmd_render(args: argparse.Namespace) -> int:
     names = rbac.Names(args.operator_namespace, args.timeslicing_configmap, args.pool_label_key,
-                       args.original_device_plugin_config)
+                       args.original_device_plugin_config, tuple(dict.fromkeys(args.team_namespaces)))
     try:
         text = rbac.render(names)
     except rbac.RbacError as err:

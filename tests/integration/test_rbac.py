@@ -17,6 +17,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from gpushare.kube import api_client
+from gpushare.kueue.embedded import TEAM_NAMESPACES
 from gpushare.rbac import RUNBOOK_USER, manifests
 from gpushare.rbac.audit import Grant, check, grants, read_requests
 from tests.support.ansible import run_playbook
@@ -235,9 +236,12 @@ def test_an_enable_and_its_rollback_as_the_runbook_identity_are_never_denied(
 
 
 def _render_and_apply(cluster: Cluster, *options: str) -> None:
-    """What deploy/rbac/README.md tells an administrator: `gpushare rbac render ... | kubectl apply --server-side -f -`."""
+    """What deploy/rbac/README.md tells an administrator: `gpushare rbac render ... | kubectl apply --server-side -f -`
+    (with the team namespaces `gpushare sim up` renders for)."""
+    teams = [option for namespace in TEAM_NAMESPACES for option in ("--team-namespace", namespace)]
     rendered = subprocess.run([sys.executable, "-m", "gpushare", "rbac", "render", "--operator-namespace",
-                               cluster.operator_namespace, *options], capture_output=True, text=True, check=True, timeout=60)
+                               cluster.operator_namespace, *teams, *options], capture_output=True, text=True, check=True,
+                              timeout=60)
     cluster.kubectl("apply", "--server-side", "-f", "-", stdin=rendered.stdout)
 
 

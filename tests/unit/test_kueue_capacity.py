@@ -92,7 +92,6 @@ def test_overlapping_flavors_share_their_capacity() -> None:
     ({"key": "gpu-mode", "operator": "Equal", "value": "shared", "effect": "NoSchedule"}, True),
     ({"key": "gpu-mode", "value": "shared"}, True),  # no effect: every effect
     ({"key": "gpu-mode", "operator": "Exists"}, True),
-    ({"operator": "Exists"}, True),  # empty key + Exists: every taint
     ({"key": "gpu-mode", "value": "whole"}, False),
     ({"key": "gpu-mode", "operator": "Exists", "effect": "NoExecute"}, False),
 ])

@@ -141,6 +141,10 @@ def test_a_valid_borrow_within_cohort_policy_is_kept() -> None:
     ([{"name": "x", "tolerations": [{"key": "gpu-mode", "operator": "Exists", "value": "shared"}]}],
      "a toleration with operator Exists takes no value"),
     ([{"name": "x", "tolerations": [{"key": "gpu-mode", "effect": "NoRun"}]}], "effect 'NoRun' is not one of"),
+    ([{"name": "x", "tolerations": [{"operator": "Exists"}]}],
+     "tolerations[1]: operator Exists without a key tolerates every taint"),
+    ([{"name": "x", "tolerations": [{"key": "", "operator": "Exists", "effect": "NoSchedule"}]}],
+     "tolerations[1]: operator Exists without a key tolerates every taint"),
     (FLAVORS * 2, "flavor whole-card is described twice"),
 ])
 def test_bad_flavors(flavors: list, message: str) -> None:
@@ -162,3 +166,21 @@ def test_priority_class_values_are_int32(value: Any, valid: bool) -> None:
 def test_inputs_of_the_wrong_type() -> None:
     assert problems("team-a")[0] == "queue_backfill_teams must be a list, got str"  # type: ignore[arg-type]
     assert "team team-a: quotas must be a mapping, got list" in problems([{"name": "team-a", "quotas": []}])
+
+
+@pytest.mark.parametrize("namespace", ["kube-system", "kube-public", "default", "gpu-operator", "gpushare-system",
+                                       "kueue-system", "nvidia-gpu-operator"])
+def test_a_team_in_a_system_namespace_is_refused(namespace: str) -> None:
+    """kube-*, default, the operator, records and Kueue namespaces (the configured ones too) are never a team's."""
+    with pytest.raises(DescriptionError) as refused:
+        parse("gpu-teams", FLAVORS, [{**team("team-a"), "namespace": namespace}],
+              system_namespaces=["nvidia-gpu-operator", "gpushare-system", "kueue-system"])
+    assert refused.value.problems == [
+        f"team team-a: namespace {namespace} is a system namespace (kube-*, default, gpu-operator, gpushare-system, "
+        "kueue-system, nvidia-gpu-operator); give the team a namespace of its own"]
+
+
+def test_a_pool_taint_tolerated_by_key_and_a_namespace_named_like_a_system_one_are_accepted() -> None:
+    flavors = [{**FLAVORS[0], "tolerations": [{"key": "gpu-mode", "operator": "Exists", "effect": "NoSchedule"}]}]
+    parsed = parse("gpu-teams", flavors, [{**team("team-a"), "namespace": "team-kube-system"}])
+    assert parsed.teams[0].namespace == "team-kube-system"

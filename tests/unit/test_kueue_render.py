@@ -49,7 +49,7 @@ def test_objects_come_in_an_order_where_references_exist_first() -> None:
     assert kinds == ["WorkloadPriorityClass", "ResourceFlavor", "ResourceFlavor", "Cohort", "ClusterQueue",
                      "ClusterQueue", "LocalQueue", "LocalQueue"]
     assert all(o["apiVersion"] == "kueue.x-k8s.io/v1beta2" and
-               o["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "gpushare-queue-backfill"}
+               o["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "gpushare"}
                for o in kueue_objects(DESCRIPTION))
 
 
@@ -113,6 +113,20 @@ def test_an_object_someone_else_created_is_adopted() -> None:
     desired = kueue_objects(DESCRIPTION)
     foreign = copy.deepcopy(desired[1])  # same content, never applied by the runbook
     assert desired[1] in plan(desired, [foreign])
+
+
+def test_an_object_an_earlier_release_labelled_is_relabelled() -> None:
+    """Release 0.1.0 labelled the runbook's objects managed-by=gpushare-queue-backfill: a run patches the
+    label to gpushare (the admission policy refuses any other write of the runbook identity)."""
+    desired = kueue_objects(DESCRIPTION)
+    earlier = copy.deepcopy(desired)
+    for obj in earlier:
+        obj["metadata"]["labels"] = {"app.kubernetes.io/managed-by": "gpushare-queue-backfill"}
+    existing = [as_applied(o, stopPolicy="None") if o["kind"] == "ClusterQueue" else as_applied(o) for o in earlier]
+    made = changes(plan(desired, existing), existing, [])
+    assert len(made) == len(desired)
+    assert {c["action"] for c in made} == {"merge"}
+    assert all(c["body"]["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "gpushare"} for c in made)
 
 
 def lease(holder: str = "kueue-7d9f", renewed: dt.datetime = NOW, duration: int = 15) -> dict[str, Any]:
@@ -179,6 +193,8 @@ def test_missing_namespaces_and_objects_are_created_before_anything_else() -> No
     assert [(c["action"], c["kind"], c["name"]) for c in made] == [
         ("create", "Namespace", "team-a"), ("create", "WorkloadPriorityClass", "high")]
     assert made[0]["exists"] == "keep"
+    # deploy/rbac/61-admission-kueue.yaml lets the runbook identity create only a namespace with this label
+    assert made[0]["body"]["metadata"] == {"name": "team-a", "labels": {"app.kubernetes.io/managed-by": "gpushare"}}
     assert json.loads(made[1]["body"]["metadata"]["annotations"][LAST_APPLIED]) == desired[0]
 
 

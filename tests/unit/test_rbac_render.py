@@ -52,7 +52,8 @@ def test_the_grants_and_the_write_model_name_the_rendered_names() -> None:
     assert named == {("patch", "gpu-ops", "other-config"), ("delete", "gpu-ops", "other-config")}
     (model,) = [o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == rbac.WRITE_MODEL]
     assert model["data"] == {"operator-namespace": "gpu-ops", "timeslicing-configmap": "other-config",
-                             "original-device-plugin-config": "admin-config", "pool-label-key": "example.com/gpu-pool"}
+                             "original-device-plugin-config": "admin-config", "pool-label-key": "example.com/gpu-pool",
+                             "team-namespaces": ""}
     bindings = [o["spec"] for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding" and "paramRef" in o["spec"]]
     assert len(bindings) >= 4
     assert all(b["paramRef"] == {"name": rbac.WRITE_MODEL, "namespace": model["metadata"]["namespace"],
@@ -110,3 +111,51 @@ def test_options_name_what_differs_from_the_defaults() -> None:
     assert Names(timeslicing_configmap="other-config").options() == "--timeslicing-configmap other-config"
     assert OTHER.options() == ("--operator-namespace gpu-ops --timeslicing-configmap other-config "
                                "--pool-label-key example.com/gpu-pool")
+
+
+def _write_model(objects: list) -> dict[str, str]:
+    return next(o["data"] for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == rbac.WRITE_MODEL)
+
+
+def test_the_team_namespaces_are_rendered_into_the_write_model_in_the_order_given() -> None:
+    """Written for none (an administrator lists them); the Kueue and Namespace policies read them from
+    the write model, with the operator namespace among the system namespaces."""
+    teams = Names("gpu-ops", team_namespaces=("team-training", "team-inference"))
+    assert _write_model(manifests())["team-namespaces"] == ""
+    assert _write_model(manifests(names=teams))["team-namespaces"] == "team-training,team-inference"
+    for policy in ("gpushare-runbook-kueue", "gpushare-runbook-namespaces"):
+        spec = next(o["spec"] for o in manifests() if o["kind"] == "ValidatingAdmissionPolicy"
+                    and o["metadata"]["name"] == policy)
+        variables = {v["name"]: v["expression"] for v in spec["variables"]}
+        assert "params.data['team-namespaces']" in variables["teamNamespaces"]
+        assert "params.data['operator-namespace']" in variables["systemNamespaces"]
+    assert teams.options() == "--operator-namespace gpu-ops --team-namespace team-training --team-namespace team-inference"
+
+
+def test_the_cli_renders_each_team_namespace_once(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["rbac", "render", "--team-namespace", "team-a", "--team-namespace", "team-b",
+                     "--team-namespace", "team-a"]) == 0
+    printed = list(yaml.safe_load_all(capsys.readouterr().out))
+    assert printed == manifests(names=Names(team_namespaces=("team-a", "team-b")))
+    assert _write_model(printed)["team-namespaces"] == "team-a,team-b"
+
+
+@pytest.mark.parametrize(("names", "problem"), [
+    (Names(team_namespaces=("kube-system",)), "team namespace 'kube-system' is a system namespace"),
+    (Names(team_namespaces=("team-a", "default")), "team namespace 'default' is a system namespace"),
+    (Names(team_namespaces=("gpushare-system",)), "team namespace 'gpushare-system' is a system namespace"),
+    (Names(team_namespaces=("kueue-system",)), "team namespace 'kueue-system' is a system namespace"),
+    (Names("gpu-ops", team_namespaces=("gpu-ops",)), "team namespace 'gpu-ops' is a system namespace"),
+    (Names(team_namespaces=("team-a', 'kube-system",)), "is not a valid namespace name"),
+    (Names(team_namespaces=("Team_A",)), "team namespace 'Team_A' is not a valid namespace name"),
+])
+def test_a_system_or_invalid_team_namespace_is_refused(names: Names, problem: str) -> None:
+    with pytest.raises(RbacError, match="cannot render deploy/rbac: ") as refused:
+        manifests(names=names)
+    assert problem in str(refused.value)
+
+
+def test_the_cli_refuses_a_system_team_namespace_and_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["rbac", "render", "--team-namespace", "kube-system"]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and "team namespace 'kube-system' is a system namespace" in out.err

@@ -7,14 +7,14 @@ reported, each saying what is wrong and what to do."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from kubernetes.utils.quantity import parse_quantity
 
-from gpushare.runbook.inputs import DNS_LABEL, DNS_SUBDOMAIN
+from gpushare.runbook.inputs import DNS_LABEL, DNS_SUBDOMAIN, SYSTEM_NAMESPACES, is_system_namespace
 
 _RESOURCE_NAME = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 RECLAIM_POLICIES = ("Never", "LowerPriority", "Any")
@@ -154,13 +154,16 @@ class _Checker:
         return number
 
 
-def parse(cohort: Any, flavors: Any, teams: Any, priority_classes: Any = None) -> Description:
-    """Check the description alone (no cluster needed); raise DescriptionError listing every problem."""
+def parse(cohort: Any, flavors: Any, teams: Any, priority_classes: Any = None,
+          system_namespaces: Iterable[str] = ()) -> Description:
+    """Check the description alone (no cluster needed); raise DescriptionError listing every problem.
+    No team may use a system namespace: kube-*, SYSTEM_NAMESPACES or one of `system_namespaces` (the
+    configured operator, records and Kueue namespaces)."""
     check = _Checker()
     cohort_name = check.name(cohort, "the cohort (queue_backfill_cohort)")
     parsed_flavors = _flavors(check, flavors)
     known = {f.name for f in parsed_flavors}
-    parsed_teams = _teams(check, teams, known)
+    parsed_teams = _teams(check, teams, known, tuple(system_namespaces))
     parsed_classes = _priority_classes(check, priority_classes)
     description = Description(cohort_name, tuple(parsed_flavors), tuple(parsed_teams), tuple(parsed_classes))
     if not check.problems:
@@ -213,16 +216,23 @@ def _toleration(check: _Checker, value: Any, what: str) -> dict[str, Any]:
     check.choice(operator, TOLERATION_OPERATORS, f"{what}.operator")
     if operator == "Exists" and "value" in toleration:
         check.fail(f"{what}: a toleration with operator Exists takes no value")
+    if operator == "Exists" and not toleration.get("key"):
+        check.fail(f"{what}: operator Exists without a key tolerates every taint (the control plane's, a node "
+                   "being drained, any team's dedicated nodes); name the pool's taint key")
     if "effect" in toleration:
         check.choice(toleration["effect"], TAINT_EFFECTS, f"{what}.effect")
     return toleration
 
 
-def _teams(check: _Checker, teams: Any, flavors: set[str]) -> list[Team]:
+def _teams(check: _Checker, teams: Any, flavors: set[str], system_namespaces: tuple[str, ...]) -> list[Team]:
     result: list[Team] = []
     keys = {"name", "namespace", "localQueue", "quotas", "preemption", "queueingStrategy"}
     for name, entry in _named_entries(check, teams, "queue_backfill_teams", keys, "team"):
         namespace = check.name(entry.get("namespace", name), f"team {name}: namespace", label=True)
+        if is_system_namespace(namespace, system_namespaces):
+            check.fail(f"team {name}: namespace {namespace} is a system namespace (kube-*, "
+                       f"{', '.join(dict.fromkeys((*SYSTEM_NAMESPACES, *system_namespaces)))}); give the team a "
+                       "namespace of its own")
         local_queue = check.name(entry.get("localQueue", "gpu"), f"team {name}: localQueue")
         quotas = _quotas(check, name, entry.get("quotas"), flavors)
         preemption = _preemption(check, name, entry.get("preemption"))

@@ -26,6 +26,9 @@ from gpushare.processes import ComponentError
 
 NAMESPACE = "kueue-system"
 LEASE_NAME = "c1f6bfd2.kueue.x-k8s.io"  # Kueue's default leader-election ID
+# The team namespaces deploy/rbac is rendered for on the embedded cluster (`gpushare rbac render
+# --team-namespace`): the sample inventory's teams (inventories/sim) and the queue features' (team-a, team-b).
+TEAM_NAMESPACES = ("team-training", "team-inference", "team-a", "team-b")
 METRICS_CERT_DIR = Path("/etc/kueue/metrics/certs")
 PORTS = ("kueue-health", "kueue-metrics", "kueue-webhook")
 # Lets unshare's mount namespace lay our /etc/kueue over the real /etc, then runs Kueue in it.

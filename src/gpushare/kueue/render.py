@@ -13,7 +13,10 @@ from gpushare.kueue.kinds import API_VERSION, condition
 from gpushare.kueue.status import parse_time
 from gpushare.table import render_table
 
-MANAGED_BY = {"app.kubernetes.io/managed-by": "gpushare-queue-backfill"}
+# The runbooks' label (deploy/rbac/61-admission-kueue.yaml lets the runbook identity write only objects
+# that carry it). Objects an earlier release labelled gpushare-queue-backfill are read as the runbook's
+# (roles/queue_backfill/vars/main.yml) and relabelled by the next run.
+MANAGED_BY = {"app.kubernetes.io/managed-by": "gpushare"}
 # The kinds the runbook writes; the API must serve each of them.
 KINDS = ("WorkloadPriorityClass", "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue")
 REPORT_HEADERS = ["queue", "local queue", "flavor", "resource", "nominal", "borrowing limit", "lending limit",
@@ -106,7 +109,8 @@ def changes(planned: Iterable[dict[str, Any]], existing: Iterable[Mapping[str, A
     resource (a field dropped from the description is removed; fields others set are kept)."""
     current = {_key(obj): obj for obj in existing}
     out: list[dict[str, Any]] = [{"action": "create", "kind": "Namespace", "name": name, "exists": "keep",
-                                  "body": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+                                  "body": {"apiVersion": "v1", "kind": "Namespace",
+                                           "metadata": {"name": name, "labels": dict(MANAGED_BY)}},
                                   "why": "a team's namespace"} for name in missing_namespaces]
     for obj in planned:
         meta = obj["metadata"]

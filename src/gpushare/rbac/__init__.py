@@ -1,5 +1,5 @@
 """The runbooks' least-privilege identity: the manifests in deploy/rbac/, rendered for the names in
-use (the operator namespace, the time-slicing ConfigMap, the pool label key) and applied to a
+use (the operator namespace, the time-slicing ConfigMap, the pool label key, the team namespaces) and applied to a
 cluster. `gpushare rbac render` prints them; `gpushare sim up` applies the same rendering."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import yaml
 from gpushare.binaries import REPO_ROOT
 from gpushare.polling import WaitTimeout, wait_for
 from gpushare.processes import ComponentError
-from gpushare.runbook.inputs import DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY
+from gpushare.runbook.inputs import DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY, is_system_namespace
 
 MANIFESTS = REPO_ROOT / "deploy" / "rbac"
 SERVICE_ACCOUNT_NAMESPACE = "gpushare-system"
@@ -39,13 +39,16 @@ class RbacError(ComponentError):
 @dataclass(frozen=True)
 class Names:
     """The names the runbooks use that deploy/rbac/ names: the inputs gpu_operator_namespace,
-    timeslicing_configmap_name and timeslicing_pool_label_key."""
+    timeslicing_configmap_name and timeslicing_pool_label_key, and the team namespaces (those of
+    queue_backfill_teams) where the queue-backfill runbook may create a Namespace and a LocalQueue."""
 
     operator_namespace: str = WRITTEN_FOR_NAMESPACE
     timeslicing_configmap: str = WRITTEN_FOR_CONFIGMAP
     pool_label_key: str = WRITTEN_FOR_POOL_LABEL_KEY
     # spec.devicePlugin.config.name before any gpushare run: the other config a rollback may restore
     original_device_plugin_config: str = ""
+    # the namespaces the queue backfill may create and put LocalQueues in (gpushare rbac render --team-namespace)
+    team_namespaces: tuple[str, ...] = ()
 
     def problems(self) -> list[str]:
         problems = []
@@ -63,13 +66,19 @@ class Names:
         if self.original_device_plugin_config and not DNS_SUBDOMAIN.fullmatch(self.original_device_plugin_config):
             problems.append(f"original device-plugin config {self.original_device_plugin_config!r} is not a valid "
                             "ConfigMap name (a DNS-1123 subdomain)")
+        for namespace in self.team_namespaces:
+            if not DNS_LABEL.fullmatch(namespace):
+                problems.append(f"team namespace {namespace!r} is not a valid namespace name (a DNS-1123 label)")
+            elif is_system_namespace(namespace, (self.operator_namespace,)):
+                problems.append(f"team namespace {namespace!r} is a system namespace (kube-*, default, the operator "
+                                "namespace, gpushare-system, kueue-system): the runbook identity may never write there")
         return problems
 
     def write_model(self) -> dict[str, str]:
         """The data of the admission policies' parameter ConfigMap."""
         return {"operator-namespace": self.operator_namespace, "timeslicing-configmap": self.timeslicing_configmap,
                 "original-device-plugin-config": self.original_device_plugin_config,
-                "pool-label-key": self.pool_label_key}
+                "pool-label-key": self.pool_label_key, "team-namespaces": ",".join(self.team_namespaces)}
 
     def options(self, with_namespace: bool = False) -> str:
         """The `gpushare rbac render` options that give these names (the defaults left out, but for
@@ -78,8 +87,9 @@ class Names:
                  ("--timeslicing-configmap", self.timeslicing_configmap, WRITTEN_FOR_CONFIGMAP),
                  ("--pool-label-key", self.pool_label_key, WRITTEN_FOR_POOL_LABEL_KEY),
                  ("--original-device-plugin-config", self.original_device_plugin_config, "")]
-        return " ".join(f"{option} {value}" for option, value, default in given
-                        if value != default or with_namespace and option == "--operator-namespace")
+        return " ".join([f"{option} {value}" for option, value, default in given
+                         if value != default or with_namespace and option == "--operator-namespace"]
+                        + [f"--team-namespace {namespace}" for namespace in self.team_namespaces])
 
 
 def _render(obj: dict[str, Any], names: Names) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import json
 import math
 import re
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal, TypeGuard
 
@@ -28,12 +29,21 @@ LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z")
 LABEL_KEY = re.compile(rf"^((?=[^/]{{1,253}}/){_SUBDOMAIN_PART}(\.{_SUBDOMAIN_PART})*/)?"
                        r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z")
 
+# Namespaces of the cluster and of the components the runbooks work with (the GPU Operator's, the
+# runbooks' own, Kueue's; all kube-*): never a team's. deploy/rbac/61-admission-kueue.yaml names them too.
+SYSTEM_NAMESPACES = ("default", "gpu-operator", "gpushare-system", "kueue-system")
+
 _TRUE = ("true", "yes", "on", "1", "y", "t")  # what Ansible's boolean filter reads as true
 
 
 def as_bool(value: Any) -> bool:
     """A yes/no input: a bool as the argument spec converted it, or the text -e gives."""
     return value if isinstance(value, bool) else str(value).strip().lower() in _TRUE
+
+
+def is_system_namespace(name: str, others: Iterable[str] = ()) -> bool:
+    """`name` is kube-*, one of SYSTEM_NAMESPACES or one of `others` (the configured operator namespace...)."""
+    return name.startswith("kube-") or name in SYSTEM_NAMESPACES or name in others
 
 
 def optional_int(value: Any) -> int | None:
