@@ -102,6 +102,15 @@ build_kueue() {
   echo "$out"
 }
 
+# One build at a time per cache: a second set-up (another checkout on this machine) waits for the
+# first, then finds its binaries cached, instead of building into the same directories.
+mkdir -p "$cache_root"
+exec 9>"$cache_root/build.lock"
+if ! flock --nonblock 9; then
+  log "another set-up is building into $cache_root; waiting for it"
+  flock 9
+fi
+
 # All binaries are linked into one directory per combination, the one gpushare uses.
 started=$SECONDS
 k8s_dir="$(build_kubernetes)"

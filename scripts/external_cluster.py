@@ -25,7 +25,9 @@ STATE = REPO / ".gpushare-external"
 NAMESPACE = "nvidia-gpu-operator"
 INVENTORY = REPO / "inventories" / "external"
 OPERATOR_PID = STATE / "external-gpu-operator.pid"
-FEATURES = ("test_enable_timeslicing.py", "test_enable_mps.py", "test_resource_separation.py", "test_share_check.py", "test_rollback.py")
+# The acceptance features, and the attacks on the runbook identity's write model.
+TESTS = (*(f"features/{f}" for f in ("test_enable_timeslicing.py", "test_enable_mps.py", "test_resource_separation.py",
+                                     "test_share_check.py", "test_rollback.py")), "security/test_write_model.py")
 REPORTS = REPO / "reports"
 
 
@@ -75,7 +77,7 @@ def run(pytest_args: list[str]) -> int:
     try:
         up()
         return subprocess.run([
-            sys.executable, "-m", "pytest", *(str(REPO / "tests" / "features" / f) for f in FEATURES),
+            sys.executable, "-m", "pytest", *(str(REPO / "tests" / t) for t in TESTS),
             f"--kubeconfig={STATE / 'kubeconfig'}", f"--runbook-kubeconfig={STATE / 'kubeconfigs' / 'runbook.yaml'}",
             f"--inventory={INVENTORY}", f"--operator-namespace={NAMESPACE}",
             f"--junitxml={REPORTS / 'external-junit.xml'}", f"--cucumberjson={REPORTS / 'external-cucumber.json'}",
