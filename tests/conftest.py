@@ -15,7 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kubernetes import client
 
+from gpushare.kube import api_client
 from tests.support import restore
 from tests.support.cluster import REPO, Cluster, embedded_cluster, reset_embedded
 
@@ -54,6 +56,15 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     yield started
     if not request.config.getoption("--keep-cluster"):
         subprocess.run([sys.executable, "-m", "gpushare", "sim", "down", "--state-dir", str(state_dir)], check=False)
+
+
+@pytest.fixture(scope="module")
+def runbook_api(cluster: Cluster) -> client.ApiClient:
+    """An API client of the identity the runbooks run with (deploy/rbac's), to attack its rights."""
+    if cluster.runbook_kubeconfig == cluster.kubeconfig:
+        pytest.skip("the runbooks run with the admin kubeconfig here: pass --runbook-kubeconfig "
+                    "(a kubeconfig of deploy/rbac's ServiceAccount) to check its rights")
+    return api_client(cluster.runbook_kubeconfig)
 
 
 @pytest.fixture

@@ -16,7 +16,6 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from gpushare.kube import api_client
 from gpushare.kueue.embedded import TEAM_NAMESPACES
 from gpushare.rbac import RUNBOOK_USER, manifests
 from gpushare.rbac.audit import Grant, check, grants, read_requests
@@ -25,14 +24,6 @@ from tests.support.cluster import Cluster
 
 pytestmark = pytest.mark.cluster
 SHARE_CHECK_NAMESPACE = "gpushare-share-check"
-
-
-@pytest.fixture(scope="module")
-def runbook_api(cluster: Cluster) -> client.ApiClient:
-    if cluster.runbook_kubeconfig == cluster.kubeconfig:
-        pytest.skip("the runbooks run with the admin kubeconfig here: pass --runbook-kubeconfig "
-                    "(a kubeconfig of deploy/rbac's ServiceAccount) to check its rights")
-    return api_client(cluster.runbook_kubeconfig)
 
 
 def allowed(api: client.ApiClient, verb: str, resource: str, group: str = "", namespace: str = "", name: str = "",

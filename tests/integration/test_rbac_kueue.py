@@ -14,7 +14,6 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from gpushare.kube import api_client
 from gpushare.kueue.embedded import TEAM_NAMESPACES
 from gpushare.kueue.kinds import GROUP, VERSION
 from gpushare.polling import wait_for
@@ -55,14 +54,6 @@ def _local_queue(namespace: str) -> dict[str, Any]:
 OBJECTS = {"resourceflavors": [_flavor(FOREIGN, None), _flavor(OWN, OURS)],
            "clusterqueues": [_cluster_queue(FOREIGN, None, FOREIGN), _cluster_queue(OWN, OURS, OWN)],
            "workloadpriorityclasses": [_priority_class(FOREIGN, None), _priority_class(OWN, OURS)]}
-
-
-@pytest.fixture(scope="module")
-def runbook_api(cluster: Cluster) -> client.ApiClient:
-    if cluster.runbook_kubeconfig == cluster.kubeconfig:
-        pytest.skip("the runbooks run with the admin kubeconfig here: pass --runbook-kubeconfig "
-                    "(a kubeconfig of deploy/rbac's ServiceAccount) to check its rights")
-    return api_client(cluster.runbook_kubeconfig)
 
 
 def _refused(api: client.ApiClient) -> bool:

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from kubernetes import client
 
 from gpushare.k8s.kinds import kind_of
 from gpushare.k8s.session import ApiError, Session
@@ -33,11 +34,8 @@ LOCK = "gpushare-runbook-lock"
 
 
 @pytest.fixture(scope="module")
-def runbook(cluster: Cluster) -> Session:
-    if cluster.runbook_kubeconfig == cluster.kubeconfig:
-        pytest.skip("the runbooks run with the admin kubeconfig here: pass --runbook-kubeconfig "
-                    "(a kubeconfig of deploy/rbac's ServiceAccount) to attack its write model")
-    return Session(cluster.runbook_kubeconfig, retries=False)
+def runbook(runbook_api: client.ApiClient) -> Session:
+    return Session(api=runbook_api, retries=False)
 
 
 @pytest.fixture(scope="module")
