@@ -51,8 +51,8 @@ def unreadable_refusal(problem: str, names: Names) -> str:
     `names`: the run's own names, for the fix."""
     return (f"The write model {WHERE} cannot be read ({problem}), so no run can tell what it may write. As a "
             f"cluster administrator render it again: {render_fix(names)}, adding --original-device-plugin-config "
-            "NAME when the ClusterPolicy's spec.devicePlugin.config.name was NAME before any gpushare run; then "
-            "run this again.")
+            "NAME when the ClusterPolicy's spec.devicePlugin.config.name was NAME before any gpushare run and "
+            "--team-namespace NS for each team namespace of the queue backfill; then run this again.")
 
 
 def configmap_mismatch(model: Names, configmap: str) -> str:
