@@ -1,6 +1,6 @@
 """The cluster as every runbook's preflight reads it in one go (gpushare_read): the GPU Operator's
-objects, the GPU nodes, the run records and the lock; and what is refused when the operator or the
-runbooks' own namespace is missing."""
+objects, the GPU nodes, the run records, the lock and, when read, the write model; and what is
+refused when the operator or the runbooks' own namespace is missing."""
 
 from __future__ import annotations
 
@@ -9,7 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpushare.model.node import Node, Pool, packed, unpacked
+from gpushare.bounded import Unreadable
 from gpushare.model.operands import CONFIG_READERS, DEVICE_PLUGIN, Operand, OperandPod
+from gpushare.rbac import Names
+from gpushare.rbac.write_model import parsed as parsed_write_model
 from gpushare.runbook import lock
 from gpushare.runbook.records import Record, forged_advice
 
@@ -33,15 +36,18 @@ class ClusterState:
     records_namespace_exists: bool = True
     stray_records: list[str] = field(default_factory=list)  # run records an earlier gpushare left in the operator namespace
     unreadable_records: dict[str, str] = field(default_factory=dict)  # record -> why no run trusts it (skipped)
+    write_model: Names | None = None  # the admission policies' parameters (None: absent, unreadable or not read)
+    write_model_problem: str = ""  # why the write model that is there cannot be read
 
     @classmethod
     def of(cls, read: dict[str, Any]) -> ClusterState:
         """From a `gpushare_read` result with keys namespace, clusterpolicy, nodes (packed or not),
         configmaps (the operator's), records_namespace and records (the ConfigMaps of the runbooks' own
         namespace), daemonsets, pods, lease (missing kinds come as None), nodes_version and, when read,
-        workloads."""
+        workloads and write_model (the ConfigMap gpushare.rbac.write_model reads)."""
         configmaps = {c["metadata"]["name"]: c for c in read.get("configmaps") or []}
         records = [Record.of(c) for c in read.get("records") or [] if Record.is_record(c)]
+        write_model, write_model_problem = _write_model(read.get("write_model"))
         return cls(
             namespace_exists=bool(read.get("namespace")),
             clusterpolicy=read.get("clusterpolicy"),
@@ -58,6 +64,8 @@ class ClusterState:
             records_namespace_exists=bool(read.get("records_namespace")),
             stray_records=sorted(name for name, c in configmaps.items() if Record.is_record(c)),
             unreadable_records={r.name: r.problem for r in sorted(records, key=lambda r: r.name) if r.problem},
+            write_model=write_model,
+            write_model_problem=write_model_problem,
         )
 
     def record_warnings(self, namespace: str) -> list[str]:
@@ -139,6 +147,16 @@ class ClusterState:
         held = " Unless it is the run that holds the runbook lock, still at work." if lock.status(self.lease, now)[
             "held"] else ""
         return f"{lead}: {record.summary(namespace)}{held}"
+
+
+def _write_model(configmap: dict[str, Any] | None) -> tuple[Names | None, str]:
+    """(the write model's names, why it cannot be read) of the ConfigMap read, if there is one."""
+    if not configmap:
+        return None, ""
+    try:
+        return parsed_write_model(configmap), ""
+    except Unreadable as err:
+        return None, str(err)
 
 
 def operator_problems(state: ClusterState, namespace: str, clusterpolicy: str, records_namespace: str) -> list[str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpushare.bounded import Unreadable, load_yaml
@@ -17,9 +17,10 @@ from gpushare.model.node import CONFIG_LABEL, CORDONED_BY, MARK, Node, Pool
 from gpushare.model.pods import UNSCHEDULABLE, Pod, outlasting_drain
 from gpushare.rbac import Names
 from gpushare.rbac.access import configmap_refusal, identity
+from gpushare.rbac.write_model import WHERE as WRITE_MODEL_AT, configmap_mismatch, render_fix, unreadable_refusal
 from gpushare.runbook.plan import Plan
 from gpushare.runbook.drain import shared_resources
-from gpushare.runbook.inputs import NOTHING
+from gpushare.runbook.inputs import DNS_SUBDOMAIN, NOTHING
 from gpushare.runbook.records import (CONFIGMAP_KEY, FieldChange, Intent, Record, forged_advice, new_record,
                                       record_name, state_patch)
 from gpushare.runbook.sharing import (CONFIG, CONFIG_DEFAULT, CONFIG_NAME, DEFAULT_KEY, ENABLE, ROLLBACK, TOLERATIONS,
@@ -173,12 +174,20 @@ def _operators_own(state: ClusterState, configmap: dict[str, Any]) -> bool:
 
 def _config_name_problem(state: ClusterState, settings: RollbackSettings, name: Any) -> str:
     """Why spec.devicePlugin.config.name may not be set to `name`; "" when it may: none (""), the
-    time-slicing ConfigMap, or a ConfigMap of the operator namespace that is not the operator's own.
-    The value before the first enable named a config the device plugin read, so it exists."""
+    time-slicing ConfigMap, or the write model's original-device-plugin-config (without a write model:
+    any ConfigMap of the operator namespace), an existing one that is not the operator's own. The value
+    before the first enable named a config the device plugin read, so it exists."""
     if name is None or name in ("", settings.configmap):
         return ""
     if not isinstance(name, str):
         return "a name is text"
+    model = state.write_model
+    if model is not None and name != model.original_device_plugin_config:
+        fix = (f"; if {name} was the device-plugin config before any gpushare run, a cluster administrator "
+               f"allows it with {render_fix(replace(model, original_device_plugin_config=name))}"
+               if DNS_SUBDOMAIN.fullmatch(name) else "")
+        return (f"the write model {WRITE_MODEL_AT} allows only none, {settings.configmap} or its "
+                f"original-device-plugin-config ({model.original_device_plugin_config or 'none'}){fix}")
     configmap = state.configmaps.get(name)
     if configmap is None:
         return f"no ConfigMap {settings.namespace}/{name} exists"
@@ -264,6 +273,29 @@ def _comeback_warning(pod: Pod, node: Node, pool: Pool) -> str:
             "scale it down, or change its selector or tolerations.")
 
 
+def _write_model_refusal(state: ClusterState, settings: RollbackSettings) -> str:
+    """Why the write model, where there is one, cannot hold this rollback: it cannot be read, or it was
+    rendered for another time-slicing ConfigMap; "" when it can, or there is none."""
+    if state.write_model_problem:
+        return unreadable_refusal(state.write_model_problem,
+                                  Names(settings.namespace, settings.configmap, settings.pool.label_key))
+    return configmap_mismatch(state.write_model, settings.configmap) if state.write_model else ""
+
+
+def _without_write_model(state: ClusterState, settings: RollbackSettings, restore: list[FieldChange]) -> list[str]:
+    """A note for a device-plugin config name the restore writes that only a write model would decide
+    (neither none nor the time-slicing ConfigMap), on a cluster without one."""
+    if state.write_model is not None:
+        return []
+    names = [c.after.get("name") if isinstance(c.after, dict) else None for c in restore if c.path == CONFIG]
+    names += [c.after for c in restore if c.path == CONFIG_NAME]
+    return [f"There is no write model {WRITE_MODEL_AT} (deploy/rbac is not applied), so the device-plugin config "
+            f"goes back to {name}, checked only to be an existing device-plugin config of {settings.namespace}. "
+            "With deploy/rbac applied (`gpushare rbac render --original-device-plugin-config NAME`), a rollback "
+            "restores only the config NAME the cluster had before gpushare."
+            for name in names if isinstance(name, str) and name not in ("", settings.configmap)]
+
+
 def writes_configmap(state: ClusterState, settings: RollbackSettings) -> list[str]:
     """What a rollback may send to the time-slicing ConfigMap: patch (its keys removed) and delete
     (one the enable created); nothing when it does not exist."""
@@ -291,6 +323,10 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
                                Names(settings.namespace, settings.configmap, settings.pool.label_key))
     if denied:
         result.refusals.append(f"{denied} {NOTHING}")
+        return result
+    unheld = _write_model_refusal(state, settings)
+    if unheld:
+        result.refusals.append(f"{unheld} {NOTHING}")
         return result
     keys = shared_keys(state, settings)
     policy_name, policy_default = state.plugin_config
@@ -342,6 +378,7 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
             change = FieldChange(change.path, current, change.after)
         restore_ops.append(change)
     result.refusals += _outside_write_model(state, settings, restore_ops, sources, backup_source)
+    result.notes += _without_write_model(state, settings, restore_ops)
     kept_keys = {k for r in kept for k in r.intent.keys_added}
     configmap_changes = [] if users else _configmap_cleanup(state, settings, live, keys, restore_ops, kept_keys)
     if kept and not users:
