@@ -14,7 +14,7 @@ attributes:
     description: Runs on the controller, in its task worker; no module is sent to the host, which only names a node.
 """
 
-    # The actions that show no diff (all but gpushare_apply), in the controller's task worker too.
+    # The actions that show no diff (all but gpushare_apply, gpushare_lock and gpushare_backup), in the controller's task worker too.
     NO_DIFF = r"""
 options: {}
 attributes:

@@ -30,11 +30,14 @@ options:
     type: str
     default: '0700'
 extends_documentation_fragment:
-  - gpushare.gpu_sharing.actions.no_diff
+  - gpushare.gpu_sharing.actions
 attributes:
   check_mode:
     support: full
     description: Writes nothing; reports the file it would write as changed.
+  diff_mode:
+    support: full
+    description: The file written, whole; the gpushare stdout callback shows it in one line, with C(-v) whole.
 """
 
 EXAMPLES = r"""

@@ -39,11 +39,14 @@ options:
     elements: dict
     default: []
 extends_documentation_fragment:
-  - gpushare.gpu_sharing.actions.no_diff
+  - gpushare.gpu_sharing.actions
 attributes:
   check_mode:
     support: full
     description: The take is a server-side dry run and starts no renewer; a release deletes nothing.
+  diff_mode:
+    support: full
+    description: The Lease taken or released, whole; the gpushare stdout callback shows it in one line, with C(-v) whole.
 """
 
 EXAMPLES = r"""

@@ -55,12 +55,13 @@ class Command:
     extravars: dict[str, str]
     check: bool
     diff: bool
+    verbose: bool = False
 
 
 def parse_command(command: str) -> Command:
     """`enable-timeslicing.yml -l gpu-node -e timeslicing_replicas=4 --check --diff`, as typed."""
     words = shlex.split(command.removeprefix("ansible-playbook "))
-    playbook, limit, extravars, check, diff = Path(words.pop(0)).name, None, {}, False, False
+    playbook, limit, extravars, check, diff, verbose = Path(words.pop(0)).name, None, {}, False, False, False
     while words:
         word = words.pop(0)
         if word in ("-l", "--limit"):
@@ -72,9 +73,11 @@ def parse_command(command: str) -> Command:
             check = True
         elif word in ("-D", "--diff"):
             diff = True
+        elif word == "-v":
+            verbose = True
         else:
             raise ValueError(f"unsupported ansible-playbook argument {word!r} in {command!r}")
-    return Command(playbook, limit, extravars, check, diff)
+    return Command(playbook, limit, extravars, check, diff, verbose)
 
 
 def run_runbook(kube: Cluster, workdir: Path, command: str, *, inventory: Path | None = None,
@@ -84,7 +87,7 @@ def run_runbook(kube: Cluster, workdir: Path, command: str, *, inventory: Path |
     target = kube if inventory in (None, kube.inventory) else dataclasses.replace(kube, inventory=inventory)
     return recorded(kube, command, lambda: run_playbook(
         target, parsed.playbook, workdir, limit=parsed.limit, extravars={**(extravars or {}), **parsed.extravars},
-        check=parsed.check, diff=parsed.diff))
+        check=parsed.check, diff=parsed.diff, arguments="-v" if parsed.verbose else ""))
 
 
 def recorded(kube: Cluster, command: str, start: Callable[[], PlaybookRun]) -> RunbookRun:
@@ -271,11 +274,14 @@ def operator_runs(kube: Cluster, tmp_path: Path, run_counter: Iterator[int], run
     return _run(kube, tmp_path, run_counter, runbook_inventory, runbook_inputs, command)
 
 
-@when(parsers.re(r"the operator (?P<mode>enables|previews enabling) time-slicing with (?P<replicas>\S+) replicas$"),
+@when(parsers.re(r"the operator (?P<mode>enables|previews enabling) time-slicing with (?P<replicas>\S+) replicas"
+                 r"(?P<verbosely>, verbosely)?$"),
       target_fixture="runbook_run")
 def operator_enables(kube: Cluster, tmp_path: Path, run_counter: Iterator[int], runbook_inventory: Path,
-                     runbook_inputs: dict[str, Any], targeted: list[str], mode: str, replicas: str) -> RunbookRun:
+                     runbook_inputs: dict[str, Any], targeted: list[str], mode: str, replicas: str,
+                     verbosely: str | None) -> RunbookRun:
     preview = " --check --diff" if mode == "previews enabling" else ""
+    preview += " -v" if verbosely else ""
     return _run(kube, tmp_path, run_counter, runbook_inventory, runbook_inputs,
                 f"{ENABLE} -l {','.join(targeted)} -e timeslicing_replicas={replicas}{preview}")
 
@@ -370,9 +376,29 @@ def preview_shows_changes(runbook_run: RunbookRun, targeted: list[str]) -> None:
     for task in ("Write the device-plugin configs", "Point the ClusterPolicy", "Select the shared config and join"):
         assert task in changed, f"{task!r} not among the changes: {changed}"
     out = runbook_run.run.stdout
-    for diff_line in ("+      name: time-slicing-config", "+    nvidia.com/device-plugin.config: shared",
-                      "+    gpu-mode: shared", f"Node {targeted[0]}"):
-        assert diff_line in out, f"the diff does not show {diff_line.strip()!r}:\n{out[-3000:]}"
+    for diff_line in ("+ ConfigMap gpu-operator/time-slicing-config", "  +       timeSlicing:",
+                      "  + spec.devicePlugin.config.name: time-slicing-config",
+                      "  + metadata.labels.nvidia.com/device-plugin.config: shared", "  + metadata.labels.gpu-mode: shared",
+                      "  + spec.taints: [{effect: NoSchedule, key: nvidia.com/gpu, value: shared}]", f"~ Node {targeted[0]}"):
+        assert diff_line in out.splitlines(), f"the diff does not show {diff_line.strip()!r}:\n{out[-3000:]}"
+
+
+@then("the preview shows the run record, the ClusterPolicy backup file and the lock in one line each")
+def preview_shows_bookkeeping_in_a_line(runbook_run: RunbookRun) -> None:
+    out = runbook_run.run.stdout.splitlines()
+    for pattern in (r"\+ ConfigMap gpushare-system/gpushare-run-enable-\S+ \(run record with the ClusterPolicy backup, \d+ KiB\)",
+                    r"\+ \S+/backups/clusterpolicy-\S+\.yaml \(file, mode 0600, \d+ KiB\)",
+                    r"\+ Lease gpushare-system/gpushare-runbook-lock \(runbook lock, \d+ B\)"):
+        assert sum(bool(re.fullmatch(pattern, line)) for line in out) == 1, f"no one line {pattern}:\n" + "\n".join(out)
+    assert not any("clusterpolicy.yaml" in line or "holderIdentity" in line for line in out), "\n".join(out)
+
+
+@then("the preview shows the run record whole, the ClusterPolicy backup in it, and the lock")
+def preview_shows_bookkeeping_whole(runbook_run: RunbookRun) -> None:
+    out = runbook_run.run.stdout
+    assert re.search(r"^\+\+\+ after: ConfigMap gpushare-system/gpushare-run-enable-\S+$", out, re.M), out[-3000:]
+    assert "+  clusterpolicy.yaml: " in out and "+kind: ClusterPolicy" in out, out[-3000:]  # the record, and the file
+    assert "+  holderIdentity: enable-timeslicing@" in out, out[-3000:]
 
 
 @then(parsers.parse("the run printed at most {count:d} lines"))

@@ -115,3 +115,36 @@ def test_a_run_where_one_play_matches_no_host_is_judged_by_the_others(tmp_path: 
                            "-c", "local", "two.yml"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert both.returncode == 0, both.stdout + both.stderr
     assert both.stdout.splitlines() == ["ran", "Result: ok, nothing changed."]
+
+
+def test_a_diff_prints_its_short_form_and_with_v_the_whole_objects(tmp_path: Path) -> None:
+    """An entry with a `summary` (the project's actions) prints it instead of the whole objects; one
+    without (any other module) prints Ansible's diff; -v prints every entry whole."""
+    run_with_the_callback(tmp_path)  # writes the ansible.cfg
+    (tmp_path / "action_plugins").mkdir()
+    (tmp_path / "action_plugins" / "fake_write.py").write_text(
+        "from ansible.plugins.action import ActionBase\n\n\n"
+        "class ActionModule(ActionBase):\n"
+        "    def run(self, tmp=None, task_vars=None):\n"
+        "        return {'changed': True, 'diff': [\n"
+        "            {'before_header': 'ConfigMap ns/record', 'after_header': 'ConfigMap ns/record', 'before': '',\n"
+        "             'after': 'backup line\\n' * 200, 'summary': ['+ ConfigMap ns/record (run record, 2 KiB)']},\n"
+        "            {'before_header': 'file', 'after_header': 'file', 'before': 'old\\n', 'after': 'new\\n'}]}\n")
+    (tmp_path / "diff.yml").write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": [
+        {"name": "Write the record", "fake_write": {}}]}]))
+    env = {**os.environ, "ANSIBLE_CONFIG": str(tmp_path / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
+
+    def run(*args: str) -> str:
+        done = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
+                               "diff.yml", "--check", "--diff", *args], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    quiet = run().splitlines()
+    assert quiet[0] == "+ ConfigMap ns/record (run record, 2 KiB)"
+    assert "-old" in quiet and "+new" in quiet
+    assert "+backup line" not in quiet
+    verbose = run("-v")
+    assert verbose.count("+backup line\n") == 200
+    assert "(run record, 2 KiB)" not in verbose

@@ -15,6 +15,7 @@ import yaml
 
 from gpushare.k8s.patch import PatchConflict, json_patch, merge_patch
 from gpushare.k8s.session import ApiError, Session, Unreachable
+from gpushare.k8s.short_diff import bookkeeping_line, object_lines
 
 ACTIONS = ("create", "merge", "json", "replace", "delete", "taint", "untaint")
 VOLATILE_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
@@ -232,10 +233,24 @@ def comparable(obj: dict[str, Any] | None) -> dict[str, Any]:
     return shown
 
 
-def diffs(outcomes: list[Outcome]) -> list[dict[str, str]]:
-    """Ansible's --diff entries, one per change that changed something."""
-    return [{
-        "before_header": o.change.title, "after_header": o.change.title,
-        "before": yaml.safe_dump(comparable(o.before), sort_keys=True) if o.before else "",
-        "after": yaml.safe_dump(comparable(o.after), sort_keys=True) if o.after else "",
-    } for o in outcomes if o.changed]
+def diffs(outcomes: list[Outcome], bookkeeping: Callable[[dict[str, Any]], str] = lambda _: "") -> list[dict[str, Any]]:
+    """Ansible's --diff entries, one per change that changed something, each with its short form
+    (`summary`, gpushare.k8s.short_diff): one line for an object `bookkeeping` names (what it is),
+    else its changed fields, under the object's header unless the entry before is of that object too."""
+    entries: list[dict[str, Any]] = []
+    for o in outcomes:
+        if not o.changed:
+            continue
+        before, after = comparable(o.before), comparable(o.after)
+        what = bookkeeping(after or before)
+        summary = [bookkeeping_line(o.change.title, what, before, after)] if what else object_lines(
+            o.change.title, before, after)
+        if not what and entries and entries[-1]["after_header"] == o.change.title:
+            summary = summary[1:]
+        entries.append({
+            "before_header": o.change.title, "after_header": o.change.title,
+            "before": yaml.safe_dump(before, sort_keys=True) if o.before else "",
+            "after": yaml.safe_dump(after, sort_keys=True) if o.after else "",
+            "summary": summary,
+        })
+    return entries

@@ -21,14 +21,16 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
 
-from gpushare.k8s.changes import Change, ChangeFailed, apply_changes, diffs
+from gpushare.k8s.changes import Change, ChangeFailed, Outcome, apply_changes, diffs
 from gpushare.k8s.kinds import UnknownKind
 from gpushare.k8s.session import ApiError, KindNotServed, Session, Unreachable
+from gpushare.k8s.short_diff import size
 from gpushare.model.node import packed, trimmed
 from gpushare.output_dir import refuse_link, write_new_file
 from gpushare.plugins.checks import CHECKS
 from gpushare.polling import DeadEnd, pauses
 from gpushare.redact import command_line
+from gpushare.runbook.records import bookkeeping
 
 
 # What an argument spec keeps of a documented option (ansible-core's ArgumentSpecValidator reads these).
@@ -227,7 +229,7 @@ def _apply(session: Session, changes: list[Change], check_mode: bool, diff: bool
                               "outcomes": [o.summary() for o in outcomes],
                               "objects": [o.after for o in outcomes]}
     if diff:
-        result["diff"] = diffs(outcomes)
+        result["diff"] = diffs(outcomes, bookkeeping)
     return result
 
 
@@ -294,7 +296,8 @@ class RestartAction(KubeAction):
 
 class BackupAction(ActionBase):
     """Save `content` to `dest` on the control machine: directory `directory_mode` (0700), file `mode`
-    (0600), never overwritten, never through a symbolic link (gpushare.output_dir)."""
+    (0600), never overwritten, never through a symbolic link (gpushare.output_dir). With --diff, the
+    file whole (the quiet callback's summary: one line)."""
 
     _supports_check_mode = True
     TRANSFERS_FILES = False
@@ -318,6 +321,9 @@ class BackupAction(ActionBase):
                 write_new_file(dest, args["content"], *modes)
         except OSError as err:
             return {**result, "failed": True, "msg": f"{err}. {dest} was not written."}
+        if self._task.diff:  # the file whole; the quiet callback shows one line
+            result["diff"] = {"before_header": str(dest), "after_header": str(dest), "before": "", "after": args["content"],
+                              "summary": [f"+ {dest} (file, mode {args['mode']}, {size(args['content'])})"]}
         return {**result, "changed": True, "dest": str(dest)}
 
 
@@ -351,10 +357,15 @@ class LockAction(KubeAction):
         if args["state"] == "released":
             if not holder or self._task.check_mode:
                 return {"changed": False}
-            return {"changed": renewer.release(session, name, namespace, holder)}
+            held = session.get("Lease", name, namespace) if self._task.diff else None
+            if not renewer.release(session, name, namespace, holder):
+                return {"changed": False}
+            released = Outcome(Change("delete", "Lease", name, namespace), True, held, None)
+            return {"changed": True, **({"diff": diffs([released], bookkeeping)} if held else {})}
         if not args["take"]:
             raise ValueError("state=held needs take, the gpushare_lock filter's changes")
-        result = _apply(session, [Change.from_dict(c) for c in args["take"]], bool(self._task.check_mode), False)
+        result = _apply(session, [Change.from_dict(c) for c in args["take"]], bool(self._task.check_mode),
+                        bool(self._task.diff))
         if result.get("failed") or self._task.check_mode:
             return result
         kubeconfig, context = (self._templar.template(task_vars[v]) if task_vars.get(v) else None

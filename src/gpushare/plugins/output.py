@@ -9,11 +9,14 @@ import pkgutil
 from importlib import import_module
 from typing import Any
 
+from ansible import constants
 from ansible.plugins.callback.default import CallbackModule as DefaultCallback
 
 NOTHING = "Nothing was changed."
 # Ansible's own exit code for a run it refused (an unmatched -l gives it too).
 REFUSED_RC = 1
+# The short diff's lines (gpushare.k8s.short_diff) in the colours of Ansible's diffs.
+DIFF_COLORS = {"+": constants.COLOR_DIFF_ADD, "-": constants.COLOR_DIFF_REMOVE}
 
 
 def preload_plugins(play: Any) -> None:
@@ -195,9 +198,13 @@ class QuietCallback(DefaultCallback):
             super().v2_on_file_diff(result)
             return
         data = result.result
-        if data.get("diff") and data.get("changed"):
-            diff = self._get_diff(data["diff"])
-            if diff:
+        if not (data.get("diff") and data.get("changed")):
+            return
+        for entry in data["diff"] if isinstance(data["diff"], list) else [data["diff"]]:
+            if "summary" in entry:  # the project's actions: the changed fields, bookkeeping in one line
+                for line in entry["summary"]:
+                    self._display.display(line, color=DIFF_COLORS.get(line.lstrip()[:1]))
+            elif diff := self._get_diff(entry):
                 self._display.display(diff)
 
     def v2_playbook_on_stats(self, stats: Any) -> None:

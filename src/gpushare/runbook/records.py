@@ -21,6 +21,7 @@ from gpushare.model.node import CONFIG_LABEL, DEPLOY_PREFIX, MIG_CONFIG, MIG_STA
 from gpushare.runbook.inputs import DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE
 
 RECORD_LABEL = "gpushare.io/run"
+MANAGED_BY = "app.kubernetes.io/managed-by"
 BACKUP_LABEL = "gpushare.io/backup"
 STATE = "gpushare.io/state"
 STARTED = "gpushare.io/started-at"
@@ -257,6 +258,18 @@ def readers_patch(configmap: str, restarted: dict[str, Any]) -> dict[str, Any]:
     return {"data": {READERS: json.dumps(readers, sort_keys=True)}}
 
 
+def bookkeeping(obj: dict[str, Any]) -> str:
+    """What `obj` is when it is the runbooks' own bookkeeping (a run record, with the ClusterPolicy
+    backup or not; the runbook lock Lease, gpushare.runbook.lock), else "": a --diff shows a write of
+    one in a line (gpushare.k8s.short_diff), whole only with -v."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    if obj.get("kind") == "ConfigMap" and RECORD_LABEL in labels:
+        return "run record with the ClusterPolicy backup" if BACKUP_LABEL in labels else "run record"
+    if obj.get("kind") == "Lease" and labels.get(MANAGED_BY) == "gpushare":
+        return "runbook lock"
+    return ""
+
+
 def forged_advice(namespace: str, record: str) -> str:
     """What to do about a run record that no run writes as it is."""
     return (f"It was edited or forged: find who wrote it (the API server's audit log), then delete it (kubectl -n "
@@ -274,7 +287,7 @@ def new_record(name: str, namespace: str, intent: Intent, clusterpolicy: dict[st
     """The record ConfigMap, written before the run's first other write; `backup_file` names the
     ClusterPolicy backup the run writes on the control machine, if it writes one."""
     data = {INTENT: json.dumps(intent.as_dict(), indent=2, sort_keys=True)}
-    labels = {"app.kubernetes.io/managed-by": "gpushare", RECORD_LABEL: intent.runbook}
+    labels = {MANAGED_BY: "gpushare", RECORD_LABEL: intent.runbook}
     if clusterpolicy is not None:
         data[BACKUP] = yaml.dump(clusterpolicy, Dumper=_NoAliases, sort_keys=True)
         labels[BACKUP_LABEL] = "clusterpolicy"
