@@ -12,7 +12,7 @@ Feature: The enable runbook changes only what it must, and only once
     Then the run reports changes on the trial node
     And the preview shows the ConfigMap, the ClusterPolicy and the trial node changing
     And the preview shows the run record, the ClusterPolicy backup file and the lock in one line each
-    And the run printed at most 50 lines
+    And the run printed at most 55 lines
     And nothing was written to the cluster
     When the operator previews enabling time-slicing with 2 replicas, verbosely
     Then the preview shows the run record whole, the ClusterPolicy backup in it, and the lock
