@@ -442,7 +442,7 @@ def preview_shows(runbook_run: RunbookRun, first: str, second: str) -> None:
     out = runbook_run.run.stdout
     assert f"ClusterQueue {first}, ClusterQueue {second}" in out, out[-3000:]
     for name in (first, second):
-        assert re.search(rf"^\+\s+name: {name}$", out, re.MULTILINE), f"the diff does not show {name} created"
+        assert re.search(rf"^\+ ClusterQueue {name}$", out, re.MULTILINE), f"the diff does not show {name} created"
 
 
 @then(parsers.parse('the report shows queue "{team}" with nominal {nominal}, borrowing limit {borrowing} '
