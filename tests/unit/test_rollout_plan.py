@@ -287,6 +287,15 @@ def test_an_unknown_event_is_a_programming_error() -> None:
         pr.apply_event(progress(new_record()), "paused", "canary", {}, NOW)
 
 
+@pytest.mark.parametrize("text", ["[" * 50_000 + "]" * 50_000, "[]", '"x"', '{"fingerprint": "f", "steps": 7}',
+                                  "{" + " " * 300_000 + "}"])
+def test_a_rollout_record_edited_beyond_reading_has_no_progress(text: str) -> None:
+    """The record is untrusted input: deep, huge or ill-typed progress is unreadable, never a crash."""
+    record = new_record()
+    record["data"][pr.DATA] = text
+    assert progress(record) is None
+
+
 # ---- the holder and the writes ----------------------------------------------------------------------
 def holder_record(state: str = "in-progress", until: str = "2026-01-05T10:15:00Z",
                   holder: str = HOLDER) -> pr.RolloutRecord:

@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from gpushare.bounded import load_json
 from gpushare.clock import parse_time, stamp
 from gpushare.k8s.patch import escape
 from gpushare.rollout.steps import Step
@@ -100,8 +101,8 @@ class RolloutRecord(Record):
     @classmethod
     def of(cls, configmap: dict[str, Any]) -> RolloutRecord:
         try:
-            progress = Progress.of(json.loads((configmap.get("data") or {})[DATA]))
-        except (KeyError, ValueError, TypeError):
+            progress = Progress.of(load_json((configmap.get("data") or {})[DATA]))
+        except (KeyError, ValueError, TypeError, AttributeError):  # Unreadable is a ValueError
             progress = None
         return dataclasses.replace(super().of(configmap), raw=configmap, progress=progress)
 
