@@ -81,10 +81,12 @@ lint: $(STAMP)
 # time, and alongside them the external target on a third cluster (its run also writes the
 # cucumber JSON, which pytest-bdd cannot write under xdist). The external run is serial and mostly
 # waits on its cluster, so it shares the CPUs with the main suite rather than running after it.
+# Each test runs once: the acceptance features and attacks on the external target, the rest (and
+# the scenarios tagged @embedded, which only the embedded cluster can run) in the main suite.
 test: setup lint
 	mkdir -p reports
 	$(BIN)/python scripts/external_cluster.py run -- -q > reports/external.log 2>&1 & external=$$!; \
-	pytest -q -n 2 --dist loadfile --durations=25 --junitxml=reports/junit.xml; main=$$?; \
+	pytest -q -n 2 --dist loadfile --beside-external-target --durations=25 --junitxml=reports/junit.xml; main=$$?; \
 	wait $$external; ext=$$?; \
 	echo "== the external target (reports/external.log):"; tail -n 25 reports/external.log; \
 	exit $$(( main || ext ))

@@ -71,9 +71,14 @@ Feature: Enabling time-slicing on a trial node
     And the ClusterPolicy is as before
     And every GPU node is exactly as before
 
-    Examples:
+    # Another cluster runs the release it runs: only the embedded one switches to v0.17.4.
+    @embedded
+    Examples: An older release
       | version |
       | v0.17.4 |
+
+    Examples: The release the cluster runs
+      | version |
       | v0.20.0 |
 
   Scenario: Once the cluster is prepared, a second trial node is a change of that node only

@@ -32,6 +32,8 @@ Feature: Rolling back time-slicing gives the node its whole cards back and loses
     Then the rollback succeeds with nothing to do
     And the run sent no mutating request to the API server
 
+  # The order of the requests is read from the embedded cluster's audit log.
+  @embedded
   Scenario: The drain waits out each evicted pod's grace period, and refuses first one it could not wait out
     Given time-slicing was enabled on "gpu-node" with 2 replicas by the enable runbook
     And 2 shared pods that take 6 seconds to stop run on "gpu-node"

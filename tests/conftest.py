@@ -18,6 +18,7 @@ import pytest
 from kubernetes import client
 
 from gpushare.kube import api_client
+from scripts.external_cluster import TESTS as EXTERNAL_TESTS
 from tests.support import restore
 from tests.support.cluster import REPO, Cluster, embedded_cluster, reset_embedded
 
@@ -35,6 +36,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "default: the --kubeconfig)")
     group.addoption("--operator-namespace", default=os.environ.get("GPUSHARE_TEST_OPERATOR_NAMESPACE", "gpu-operator"))
     group.addoption("--keep-cluster", action="store_true", help="leave the embedded cluster running afterwards")
+    group.addoption("--beside-external-target", action="store_true",
+                    help="leave out the tests the external target runs (scripts/external_cluster.py TESTS), except those "
+                         "marked embedded, which it skips: `make test` runs that target beside this suite")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With --beside-external-target, each test runs once in `make test`: on the external target, or
+    here where only the embedded cluster can run it."""
+    if not config.getoption("--beside-external-target"):
+        return
+    external = {REPO / "tests" / test for test in EXTERNAL_TESTS}
+    there = [item for item in items if item.path in external and not item.get_closest_marker("embedded")]
+    if there:
+        config.hook.pytest_deselected(items=there)
+        items[:] = [item for item in items if item not in there]
 
 
 @pytest.fixture(scope="session")

@@ -19,6 +19,7 @@ from typing import NoReturn
 import yaml
 from ansible.cli.playbook import PlaybookCLI
 
+from gpushare import yamltext
 from gpushare.binaries import REPO_ROOT
 
 REDACTED = "<redacted>"
@@ -44,7 +45,7 @@ def documented_inputs(roles_dirs: Iterable[Path]) -> frozenset[str]:
     names: set[str] = set(PLAY_INPUTS)
     for roles in roles_dirs:
         for spec in sorted(roles.glob("*/meta/argument_specs.yml")):
-            for entry in ((yaml.safe_load(spec.read_text()) or {}).get("argument_specs") or {}).values():
+            for entry in ((yamltext.safe_load(spec.read_text()) or {}).get("argument_specs") or {}).values():
                 names.update((entry or {}).get("options") or {})
     return frozenset(names)
 

@@ -15,12 +15,12 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any, ClassVar
 
-import yaml
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
 
+from gpushare import yamltext
 from gpushare.k8s.changes import Change, ChangeFailed, Outcome, apply_changes, diffs
 from gpushare.k8s.kinds import UnknownKind
 from gpushare.k8s.session import ApiError, KindNotServed, Session, Unreachable
@@ -45,10 +45,10 @@ ACCESS_KEYS = frozenset({"verb", "kind", "namespace", "name"})
 def argument_spec(documentation: str) -> dict[str, Any]:
     """The argument spec of an action from its module-style DOCUMENTATION (plugins/modules/<action>.py)
     and the doc fragments it extends, so that what ansible-doc shows is what the action accepts."""
-    doc = yaml.safe_load(documentation)
+    doc = yamltext.safe_load(documentation)
     options: dict[str, Any] = {}
     for text in [*map(_fragment, doc.get("extends_documentation_fragment") or []), documentation]:
-        options.update(yaml.safe_load(text).get("options") or {})
+        options.update(yamltext.safe_load(text).get("options") or {})
     return {name: {k: v for k, v in option.items() if k in SPEC_KEYS} for name, option in options.items()}
 
 
