@@ -85,9 +85,12 @@ lint: $(STAMP)
 # the scenarios tagged @embedded, which only the embedded cluster can run) in the main suite.
 test: setup lint
 	mkdir -p reports
-	$(BIN)/python scripts/external_cluster.py run -- -q > reports/external.log 2>&1 & external=$$!; \
-	pytest -q -n 2 --dist loadfile --beside-external-target --durations=25 --junitxml=reports/junit.xml; main=$$?; \
+	began=$$(date +%s); \
+	( $(BIN)/python scripts/external_cluster.py run -- -q > reports/external.log 2>&1; rc=$$?; date +%s > reports/external.ended; exit $$rc ) & external=$$!; \
+	pytest -q -n 2 --dist loadfile --beside-external-target --durations=25 --junitxml=reports/junit.xml; main=$$?; main_ended=$$(date +%s); \
 	wait $$external; ext=$$?; \
+	printf '{"began": %s, "main_s": %s, "external_s": %s, "passed": %s}\n' $$began $$((main_ended - began)) \
+	  $$(( $$(cat reports/external.ended) - began )) $$(( !(main || ext) )) > reports/make-test.json; \
 	echo "== the external target (reports/external.log):"; tail -n 25 reports/external.log; \
 	exit $$(( main || ext ))
 

@@ -212,6 +212,18 @@ def previous_cold_build(path: Path) -> dict[str, float]:
     return {}
 
 
+def last_make_test(record: Path) -> tuple[str, str]:
+    """The test phase of the last `make test` on this machine (it records reports/make-test.json):
+    too long to run inside the benchmarks, read back and dated instead."""
+    what = "`make test`, its tests (the main suite and the external target side by side, after setup and lint), last run here"
+    if not record.exists():
+        return what, "not run on this machine yet"
+    run = json.loads(record.read_text())
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(run["began"]))
+    return what, (f"{max(run['main_s'], run['external_s']) / 60:.1f} min (main suite {run['main_s'] / 60:.1f}, external target "
+                  f"{run['external_s'] / 60:.1f}; {'passed' if run['passed'] else 'FAILED'}; {when})")
+
+
 def render(r: dict[str, Any]) -> str:
     from scripts import bench_mig as mig, bench_rollout as rollout, bench_runbooks as runbooks  # noqa: PLC0415
 
@@ -253,6 +265,7 @@ def render(r: dict[str, Any]) -> str:
         (f"Backfill of that week with promtool ({baseline['samples'] / 1e6:.1f} M samples, one every 5 min)",
          f"{baseline['backfill_s']:.0f} s"),
     ]
+    rows.append(last_make_test(REPO / "reports" / "make-test.json"))
     table = "\n".join(f"| {what} | {value} |" for what, value in rows)
     return f"""# Benchmarks
 

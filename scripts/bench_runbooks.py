@@ -26,6 +26,7 @@ from gpushare.k8s.session import Session
 from gpushare.model.operands import OperandPod
 from gpushare.polling import wait_for
 from gpushare.processes import recorded_pid
+from gpushare.rbac import RUNBOOK_USER
 from gpushare.rbac.audit import read_events
 
 REPO = Path(__file__).resolve().parents[1]
@@ -63,7 +64,7 @@ def playbook(state: Path, path: str, *args: str) -> float:
 
 def writes(state: Path, since: int) -> int:
     return sum(1 for e in read_events(state / "audit.log", since) if e.get("stage") == "ResponseComplete"
-               and e.get("user", {}).get("username") == "gpushare-admin"
+               and e.get("user", {}).get("username") == RUNBOOK_USER
                and e.get("verb") in ("create", "update", "patch", "delete", "deletecollection")
                and (e.get("objectRef") or {}).get("resource") not in ("selfsubjectreviews", "selfsubjectaccessreviews"))
 
@@ -201,17 +202,32 @@ def idle_cpu(state: Path, seconds: float = 20.0) -> float:
     return (used() - before) / seconds
 
 
+def floor_s(state: Path) -> float:
+    """Ansible's floor on this cluster: one kubernetes.core.k8s_info task (median of 3)."""
+    env = {"gpushare_kubeconfig": str(state / "kubeconfig"), "ansible_python_interpreter": sys.executable}
+    return statistics.median(playbook(state, "scripts/bench/floor.yml", "-e", json.dumps(env)) for _ in range(3))
+
+
+def preview_lines(state: Path) -> int:
+    """Lines the operator reads from `enable-timeslicing.yml -l gpu-node --check --diff` on a fresh cluster."""
+    env = {**os.environ, "GPUSHARE_STATE_DIR": str(state), "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    result = subprocess.run(["ansible-playbook", *ENABLE, "--check", "--diff"], cwd=REPO, env=env, capture_output=True,
+                            text=True, check=True)
+    return len((result.stdout + result.stderr).splitlines())
+
+
 def bench_runbooks(state: Path) -> dict[str, Any]:
     """The floor and the seed's sequence, then each fleet alone (the default one unprepared and
     prepared, the 500-node one prepared), then both prepared fleets side by side."""
     beside = state.with_name(f"{state.name}-beside")
     sim(state, "down")
     sim(state, "up")
-    env = {"gpushare_kubeconfig": str(state / "kubeconfig"), "ansible_python_interpreter": sys.executable}
-    floor = statistics.median(playbook(state, "scripts/bench/floor.yml", "-e", json.dumps(env)) for _ in range(3))
+    floor = floor_s(state)
     seed = seed_sequence(state)
     sim(state, "down")
     sim(state, "up")
+    lines = preview_lines(state)
     default = one_node_runs({"default": state}, prepare=False)["default"]
     sim(state, "down")
     sim(state, "up")
@@ -219,6 +235,7 @@ def bench_runbooks(state: Path) -> dict[str, Any]:
     small.update(mps_runs(state))  # the time-slicing cycles end rolled back: gpu-node is whole again
     sim(state, "down")
     sim(state, "up", "--fleet", str(REPO / "fleets" / "scale-500.yaml"))
+    floor_500 = floor_s(state)
     fleet = one_node_runs({"500": state}, prepare=True)["500"]
     idle = idle_cpu(state)
     sim(beside, "down")
@@ -229,7 +246,7 @@ def bench_runbooks(state: Path) -> dict[str, Any]:
     finally:
         sim(beside, "down")
         shutil.rmtree(beside, ignore_errors=True)
-    return {"runbooks": {"floor_s": floor, "seed_s": seed, "default": default, "prepared_default": small,
+    return {"runbooks": {"floor_s": floor, "floor_500_s": floor_500, "preview_lines": lines, "seed_s": seed, "default": default, "prepared_default": small,
                          "prepared_500": fleet, "beside_default": side["default"], "beside_500": side["500"],
                          "idle_cpu_500": idle}}
 
@@ -273,12 +290,16 @@ def render(results: dict[str, Any]) -> str:
     rows += [
         "",
         f"- Medians of {CYCLES} cycles (enable, re-run, replicas, rollback) on each fleet alone, of "
-        f"{SIDE_BY_SIDE_CYCLES} side by side; writes: every cycle's count.",
-        f"- Ansible's floor (one kubernetes.core task, median of 3): {floor:.1f} s; the seed's kubectl "
-        f"sequence on gpu-node: {r['seed_s']:.1f} s (it re-configures every GPU node).",
-        f"- Default fleet / floor: enable {default['enable']['s'] / floor:.1f}×, re-run {default['rerun']['s'] / floor:.1f}×, "
-        f"rollback {default['rollback']['s'] / floor:.1f}×; enable / seed sequence: "
-        f"{default['enable']['s'] / r['seed_s']:.1f}×.",
+        f"{SIDE_BY_SIDE_CYCLES} side by side; writes: every cycle's count of the runbook identity's mutating requests.",
+        f"- Ansible's floor (one kubernetes.core task, median of 3): {floor:.1f} s on the default fleet, "
+        f"{r['floor_500_s']:.1f} s on the 500-node one; the seed's kubectl sequence on gpu-node: {r['seed_s']:.1f} s "
+        "(it re-configures every GPU node).",
+        *(f"- {label} / floor: " + ", ".join(f"{step} {r[column][step]['s'] / r[base]:.2f}×" for step in STEPS)
+          for column, base, label in (("default", "floor_s", "Default fleet"),
+                                      ("prepared_default", "floor_s", "Default fleet, prepared"),
+                                      ("prepared_500", "floor_500_s", "500 GPU nodes, prepared"))),
+        f"- Enable / the seed's sequence: {default['enable']['s'] / r['seed_s']:.1f}×.",
+        f"- `enable-timeslicing.yml -l gpu-node --check --diff` on a fresh default fleet prints {r['preview_lines']} lines.",
         f"- 500-node fleet / default fleet, both prepared, side by side (both clusters up, each step run on one "
         f"then the other, so that both share the machine's load), wall time: "
         f"{_ratios(r['beside_500'], r['beside_default'], 's')}; the runbook's CPU time: "
