@@ -10,10 +10,10 @@ from typing import Any
 
 import yaml
 
+from gpushare import yamltext
+
 MAX_DEPTH = 64  # a ClusterPolicy nests about 10 deep, an intent 5
 MAX_BYTES = 256 * 1024
-# libyaml's parser where PyYAML has it (eight times faster): every run reads every record.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # A JSON string (skipped whole: its brackets are text) or a bracket. Where the text is not JSON the
 # count may be off, but json.loads stops at that point before it nests any deeper.
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
@@ -58,7 +58,7 @@ def load_yaml(text: object) -> Any:
     text = _check_size(text)
     try:
         depth = 0
-        for event in yaml.parse(text, Loader=_LOADER):  # the parser keeps its own stack: it does not recurse
+        for event in yaml.parse(text, Loader=yamltext.LOADER):  # the parser keeps its own stack: it does not recurse
             if isinstance(event, yaml.AliasEvent):
                 raise Unreadable("it uses YAML aliases")
             if isinstance(event, _OPEN):
@@ -67,7 +67,7 @@ def load_yaml(text: object) -> Any:
                     raise Unreadable(f"it nests deeper than {MAX_DEPTH} levels")
             elif isinstance(event, _CLOSE):
                 depth -= 1
-        return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader
+        return yamltext.safe_load(text)
     except (yaml.YAMLError, ValueError) as err:  # a timestamp naming no date (2020-13-01) is a ValueError
         if isinstance(err, Unreadable):
             raise
