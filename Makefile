@@ -10,7 +10,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 # Keep the embedded cluster of `make demo` apart from the one the tests start.
 export GPUSHARE_STATE_DIR ?= $(CURDIR)/.gpushare
 
-.PHONY: help setup binaries sim-up sim-down demo test test-external unit lint bench clean
+.PHONY: help setup binaries prometheus sim-up sim-down demo test test-external unit lint bench clean
 
 help:
 	@echo "make demo      set up, start the embedded cluster, show its baseline, enable time-slicing on gpu-node, print the result"
@@ -34,14 +34,19 @@ $(STAMP): requirements-dev.txt pyproject.toml
 	  mkdir -p $$site/ansible_collections/gpushare && ln -sfn $(CURDIR) $$site/ansible_collections/gpushare/gpu_sharing
 	touch $@
 
-# Byte-compile the project's own modules: every runbook run imports them in fresh processes, and
-# with PYTHONDONTWRITEBYTECODE set (as on CI machines) nothing would ever cache them.
-setup: $(STAMP) binaries
-	@bash scripts/install-prometheus.sh
+# The venv, the Go builds and Prometheus at once: pip and apt wait mostly on their registries while
+# the compiler has the CPUs. Then byte-compile the project's own modules: every runbook run imports
+# them in fresh processes, and with PYTHONDONTWRITEBYTECODE set (as on CI machines) nothing would
+# ever cache them.
+setup:
+	@$(MAKE) --no-print-directory -j3 $(STAMP) binaries prometheus
 	@$(BIN)/python -m compileall -q src plugins roles tests scripts >/dev/null
 
 binaries:
 	@scripts/build-binaries.sh >/dev/null
+
+prometheus:
+	@bash scripts/install-prometheus.sh
 
 sim-up: setup
 	gpushare sim up

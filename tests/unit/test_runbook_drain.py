@@ -140,3 +140,23 @@ def test_a_replacement_the_scheduler_has_not_tried_keeps_the_drain_going() -> No
                                         "message": "0/4 nodes are available"}]
     placed = workload_pod(f"{OWNER}-99998", "gpu-node-2", owner_name=OWNER)
     assert progress.unplaced([Pod(unbound), Pod(placed)]) == []
+
+
+def test_a_replicaset_that_has_not_re_created_the_evicted_pods_keeps_the_drain_going() -> None:
+    """Under load the evicted pods can be gone before their ReplicaSet has created the replacements:
+    no pod is unplaced yet, but the drain is not done until the live pods reach spec.replicas (a
+    replacement pinned to the node then shows up on it as a comeback)."""
+    deployment = Deployment("nowhere", max_unavailable=4)
+    progress = DrainProgress()
+    for pod in progress.to_evict([Pod(p) for p in deployment.on_node]):
+        assert deployment.evict(pod)
+        progress.evicted_pod(pod)
+    uid = Pod(deployment.on_node[0]).controller["uid"]
+    assert progress.replacing == {uid: ("ReplicaSet", "team-a", OWNER)}
+    assert progress.unplaced([]) == []
+    assert progress.uncreated([], {uid: 4}) == [uid]
+    created = [workload_pod(f"{OWNER}-9999{i}", "", owner_name=OWNER) for i in range(3)]
+    assert progress.uncreated([Pod(p) for p in [*created, *deployment.on_node]], {uid: 4}) == [uid]  # 3 live, 4 terminating
+    created.append(workload_pod(f"{OWNER}-99993", "gpu-node-2", owner_name=OWNER))
+    assert progress.uncreated([Pod(p) for p in created], {uid: 4}) == []
+    assert progress.uncreated([], {uid: 0}) == []  # scaled down meanwhile

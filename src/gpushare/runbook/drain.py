@@ -16,6 +16,7 @@ from gpushare.model.pods import Pod
 from gpushare.polling import pauses
 
 BUDGET = re.compile(r"disruption budget (\S+)")
+REPLACING = ("ReplicaSet", "StatefulSet")  # controllers that re-create an evicted pod up to spec.replicas
 SHARED_RESOURCES = ("nvidia.com/gpu.shared", "nvidia.com/gpu")
 
 
@@ -43,6 +44,7 @@ class DrainProgress:
     seen: set[str] = field(default_factory=set)  # uids of every pod an earlier listing held
     evicted: set[str] = field(default_factory=set)
     controllers: set[str] = field(default_factory=set)  # controller uids of the evicted pods
+    replacing: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # uid -> (kind, namespace, name)
     refused: dict[str, str] = field(default_factory=dict)  # pod -> the budget's refusal, this pass
 
     def to_evict(self, pods: list[Pod]) -> list[Pod]:
@@ -63,10 +65,20 @@ class DrainProgress:
         return [p for p in pods if p.controller.get("uid") in self.controllers and not p.node and not p.terminating
                 and not p.pending_reason()]
 
+    def uncreated(self, pods: list[Pod], replicas: dict[str, int]) -> list[str]:
+        """The ReplicaSets and StatefulSets (uid -> spec.replicas, read now) with fewer live pods in
+        `pods` than they want: their controller has not re-created the evicted pods yet, and a
+        replacement may still land back on the node (under load the evicted pods can be gone first)."""
+        live = [p.controller.get("uid") for p in pods if not p.terminating]
+        return sorted(uid for uid, want in replicas.items() if live.count(uid) < want)
+
     def evicted_pod(self, pod: Pod) -> None:
         self.evicted.add(pod.uid)
-        if pod.controller.get("uid"):
-            self.controllers.add(pod.controller["uid"])
+        owner = pod.controller
+        if owner.get("uid"):
+            self.controllers.add(owner["uid"])
+            if owner["kind"] in REPLACING:
+                self.replacing[owner["uid"]] = (owner["kind"], pod.namespace, owner["name"])
         self.result.evicted.append({"pod": pod.ref, "namespace": pod.namespace, "workload": pod.workload,
                                     "controller_uid": pod.controller.get("uid", "")})
 
@@ -104,6 +116,21 @@ def _evicted_namespaces_pods(session: Session, result: DrainResult) -> list[Pod]
             for raw in session.list("Pod", namespace)]
 
 
+def _replicas(session: Session, progress: DrainProgress) -> dict[str, int]:
+    """spec.replicas of the evicted pods' ReplicaSets and StatefulSets that still exist."""
+    wanted = {}
+    for uid, (kind, namespace, name) in progress.replacing.items():
+        raw = session.get(kind, name, namespace)
+        if raw is not None and raw["metadata"].get("uid") == uid:
+            wanted[uid] = raw.get("spec", {}).get("replicas", 1)
+    return wanted
+
+
+def _awaiting_replacements(session: Session, progress: DrainProgress) -> bool:
+    around = _evicted_namespaces_pods(session, progress.result)
+    return bool(progress.unplaced(around) or progress.uncreated(around, _replicas(session, progress)))
+
+
 def drain(session: Session, nodes: list[str], timeout_s: float, retry_s: float, grace_period_s: int | None,
           check_mode: bool, resources: tuple[str, ...] | None = None) -> DrainResult:
     """Evict the non-DaemonSet pods of `nodes` that hold any of `resources` (None: the node's shares)."""
@@ -126,13 +153,12 @@ def drain(session: Session, nodes: list[str], timeout_s: float, retry_s: float, 
             progress.evicted_pod(pod)
         if progress.result.problem or check_mode:
             return progress.result
-        unplaced = [] if pods else progress.unplaced(_evicted_namespaces_pods(session, progress.result))
-        if not pods and not unplaced:
+        if not pods and not _awaiting_replacements(session, progress):
             return progress.result
         if time.monotonic() >= deadline:
             if pods:
                 progress.timed_out(pods, timeout_s, what)
-            return progress.result  # replacements the scheduler has not tried: the confirm phase waits for them
+            return progress.result  # replacements not yet created or tried: the confirm phase waits for them
         time.sleep(retry_s if progress.refused else next(pause))
 
 

@@ -1,0 +1,67 @@
+"""The drain against the embedded cluster's real ReplicaSet controller: it is not done while the
+controller lags behind the evictions (the evicted pods gone, their replacements not yet created), so
+a workload pinned to the node is seen coming back."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from gpushare.k8s.session import Session
+from gpushare.polling import wait_for
+from gpushare.runbook.checks import gpu_nodes
+from gpushare.runbook.drain import DrainResult, drain
+from tests.integration.k8s_fixtures import namespace, session  # noqa: F401 - fixtures
+from tests.integration.test_timeslicing_checks import paused
+from tests.support.cluster import Cluster
+
+pytestmark = pytest.mark.cluster
+RESOURCE = "nvidia.com/gpu"
+
+
+def pinned_deployment(name: str, node: str, replicas: int) -> dict:
+    labels = {"app": name}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels}, "template": {
+                "metadata": {"labels": labels},
+                "spec": {"nodeSelector": {"kubernetes.io/hostname": node}, "tolerations": [{"operator": "Exists"}],
+                         "terminationGracePeriodSeconds": 0,
+                         "containers": [{"name": "main", "image": "busybox",
+                                         "resources": {"limits": {RESOURCE: "1"}}}]}}}}
+
+
+@pytest.fixture
+def pinned(cluster: Cluster, session: Session, namespace: str) -> Iterator[tuple[str, str]]:
+    """Two pods of a Deployment pinned to a GPU node (tolerating every taint), running; scaled to 0 after."""
+    node = sorted(n for n, gpu in gpu_nodes(session).items() if gpu.allocatable(RESOURCE) >= 2)[-1]
+    session.create({**pinned_deployment("pinned", node, 2), "metadata": {"name": "pinned", "namespace": namespace}})
+
+    def running() -> bool:
+        pods = session.list("Pod", namespace)
+        return len(pods) == 2 and all(p.get("status", {}).get("phase") == "Running" for p in pods)
+
+    wait_for(running, 60, "the pinned Deployment's 2 pods Running", interval_s=0.2)
+    yield namespace, node
+    session.patch("Deployment", "pinned", {"spec": {"replicas": 0}}, namespace)
+    wait_for(lambda: not session.list("Pod", namespace), 60, "the pinned pods gone", interval_s=0.2)
+
+
+def test_a_lagging_replicaset_controller_does_not_let_the_drain_miss_a_comeback(
+        cluster: Cluster, session: Session, pinned: tuple[str, str]) -> None:
+    if not cluster.embedded:
+        pytest.skip("stops the embedded cluster's controller-manager")
+    namespace, node = pinned
+    outcome: list[DrainResult] = []
+    draining = threading.Thread(target=lambda: outcome.append(
+        drain(session, [node], timeout_s=30, retry_s=0.2, grace_period_s=0, check_mode=False, resources=(RESOURCE,))))
+    with paused(cluster, "kube-controller-manager"):
+        draining.start()
+        wait_for(lambda: not session.list("Pod", namespace), 30, "the evicted pods gone", interval_s=0.1)
+        draining.join(timeout=2)
+        assert draining.is_alive(), f"the drain finished before the ReplicaSet re-created its pods: {outcome}"
+    draining.join(timeout=60)
+    assert outcome, "the drain did not finish"
+    assert f"re-created {namespace}/pinned-" in outcome[0].problem, outcome[0].problem
+    assert len(outcome[0].evicted) == 2
