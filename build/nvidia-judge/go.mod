@@ -1,4 +1,5 @@
-// Wrapper module: pins NVIDIA's k8s-device-plugin (its api/config/v1) and its dependencies through go.sum.
+// Wrapper module: pins NVIDIA's k8s-device-plugin (its api/config/v1) and its dependencies through go.sum;
+// k8s.io/apimachinery (its resource-name validation) at the version v0.20.0 requires.
 module gpushare.local/build/nvidia-judge
 
 go 1.26.0
@@ -7,7 +8,7 @@ require (
 	github.com/NVIDIA/k8s-device-plugin v0.19.3
 	github.com/go-logr/logr v1.4.3
 	github.com/urfave/cli/v2 v2.27.7
-	k8s.io/klog/v2 v2.130.1
+	k8s.io/klog/v2 v2.140.0
 	sigs.k8s.io/yaml v1.6.0
 )
 
@@ -32,12 +33,12 @@ require (
 	golang.org/x/text v0.38.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-	k8s.io/apimachinery v0.35.5 // indirect
-	k8s.io/kube-openapi v0.0.0-20250910181357-589584f1c912 // indirect
-	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4 // indirect
+	k8s.io/apimachinery v0.36.3 // indirect
+	k8s.io/kube-openapi v0.0.0-20260317180543-43fb72c5454a // indirect
+	k8s.io/utils v0.0.0-20260210185600-b8788abfbbc2 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
-	sigs.k8s.io/structured-merge-diff/v6 v6.3.0 // indirect
+	sigs.k8s.io/structured-merge-diff/v6 v6.3.3 // indirect
 	tags.cncf.io/container-device-interface v1.1.0 // indirect
 	tags.cncf.io/container-device-interface/specs-go v1.1.0 // indirect
 )
