@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the embedded control plane (kube-apiserver, kube-controller-manager, kube-scheduler,
-# kubectl, etcd, kwok) and the Kueue controller from the Go module proxy at the versions pinned in build/versions.env,
-# into a cache outside the work tree keyed by version and by the wrapper modules' go.sum.
+# kubectl, etcd, kwok), the Kueue controller and nvidia-judge (NVIDIA's device-plugin config loader,
+# build/nvidia-judge) from the Go module proxy at the versions pinned in build/versions.env, into a
+# cache outside the work tree keyed by version and by the wrapper modules' go.sum.
 # Prints the cache directory of the built binaries on the last line of stdout.
 set -euo pipefail
 
@@ -102,6 +103,22 @@ build_kueue() {
   echo "$out"
 }
 
+# The simulator's judge of device-plugin configs: NVIDIA's api/config/v1 behind a small main of ours,
+# so its key covers our Go sources too (a few seconds to build).
+build_nvidia_judge() {
+  local wrapper="$repo_root/build/nvidia-judge" out key
+  if ! grep -q "github.com/NVIDIA/k8s-device-plugin $NVIDIA_DEVICE_PLUGIN_VERSION\$" "$wrapper/go.mod"; then
+    log "build/nvidia-judge/go.mod does not require k8s-device-plugin $NVIDIA_DEVICE_PLUGIN_VERSION (build/versions.env)"
+    return 1
+  fi
+  key="$(cd "$wrapper" && find . -name '*.go' | sort | xargs cat go.mod go.sum | sha256sum | cut -c1-10)"
+  out="$cache_root/bin/nvidia-judge-$NVIDIA_DEVICE_PLUGIN_VERSION-$key"
+  if [[ -x "$out/nvidia-judge" ]]; then log "nvidia-judge ($NVIDIA_DEVICE_PLUGIN_VERSION) cached in $out"; echo "$out"; return; fi
+  log "building nvidia-judge (k8s-device-plugin $NVIDIA_DEVICE_PLUGIN_VERSION)"
+  with_heartbeat "nvidia-judge" go_build "$wrapper" "$out" "" .
+  echo "$out"
+}
+
 # One build at a time per cache: a second set-up (another checkout on this machine) waits for the
 # first, then finds its binaries cached, instead of building into the same directories.
 mkdir -p "$cache_root"
@@ -117,8 +134,10 @@ k8s_dir="$(build_kubernetes)"
 etcd_dir="$(build_etcd)"
 kwok_dir="$(build_kwok)"
 kueue_dir="$(build_kueue)"
-combo="$cache_root/bin/current-$(echo "$k8s_dir $etcd_dir $kwok_dir $kueue_dir" | sha256sum | cut -c1-10)"
+judge_dir="$(build_nvidia_judge)"
+combo="$cache_root/bin/current-$(echo "$k8s_dir $etcd_dir $kwok_dir $kueue_dir $judge_dir" | sha256sum | cut -c1-10)"
 mkdir -p "$combo"
-for bin in "$k8s_dir"/* "$etcd_dir/etcd" "$kwok_dir/kwok" "$kueue_dir/kueue" "$kueue_dir/kueue-crds"; do ln -sfn "$bin" "$combo/"; done
+for bin in "$k8s_dir"/* "$etcd_dir/etcd" "$kwok_dir/kwok" "$kueue_dir/kueue" "$kueue_dir/kueue-crds" \
+           "$judge_dir/nvidia-judge"; do ln -sfn "$bin" "$combo/"; done
 log "binaries ready in $combo ($((SECONDS - started))s)"
 echo "$combo"

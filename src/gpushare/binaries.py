@@ -1,4 +1,5 @@
-"""Where the control-plane binaries live: built once by scripts/build-binaries.sh into a cache."""
+"""Where the control-plane binaries and the simulator's nvidia-judge live: built once by
+scripts/build-binaries.sh into a cache."""
 
 from __future__ import annotations
 
@@ -35,3 +36,11 @@ def binary_dir() -> Path:
             "or point GPUSHARE_BIN_DIR at a directory that has them"
         )
     return directory
+
+
+def nvidia_judge() -> Path:
+    """NVIDIA's device-plugin config loader, which the simulated GPU Operator asks (build/nvidia-judge)."""
+    path = binary_dir() / "nvidia-judge"
+    if not path.is_file():
+        raise BinaryError(f"missing {path}; run `make binaries` or put nvidia-judge beside the control plane's binaries")
+    return path

@@ -372,6 +372,7 @@ class Launcher:
                 f"--ready-file={state.root / 'gpu-operator-sim.ready'}",
                 f"--configmap-refresh-seconds={EMBEDDED_CONFIGMAP_REFRESH_S}",
                 f"--mig-reboot-seconds={EMBEDDED_MIG_REBOOT_S}",
+                f"--nvidia-judge={bins / 'nvidia-judge'}",
             ], lambda: (state.root / "gpu-operator-sim.ready").exists())
         cluster_bootstrap.grant_readers(state.kubeconfig, [IDENTITIES["dcgm-exporter"][0]])
         self.run("dcgm-exporter", [

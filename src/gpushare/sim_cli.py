@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from gpushare.binaries import BinaryError
+from gpushare.binaries import BinaryError, nvidia_judge
 from gpushare.controlplane import (
     COMPONENTS,
     OPTIONAL_COMPONENTS,
@@ -91,6 +91,10 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--endpoint-stop-grace-seconds", type=float, default=300.0,
         help="the kubelet's endpointStopGracePeriod: how long a resource no plugin serves keeps its capacity "
              "(allocatable 0) before it drops to 0 (default 300, the kubelet's)")
+    operator.add_argument(
+        "--nvidia-judge", type=Path,
+        help="the nvidia-judge binary that decides which device-plugin configs the simulated operands accept "
+             "(default: the one scripts/build-binaries.sh builds)")
     operator.set_defaults(handler=cmd_gpu_operator)
     dcgm_sim_cli.register(sub, DEFAULT_STATE_DIR)
 
@@ -237,4 +241,12 @@ def cmd_gpu_operator(args: argparse.Namespace) -> int:
         return 2
     options = Options(args.configmap_refresh_seconds, args.mig_reboot_seconds, args.config_manager_label_seconds,
                       args.endpoint_stop_grace_seconds)
-    return run_simulator(args.kubeconfig, args.context, args.operator_namespace, args.ready_file, options)
+    try:
+        judge = args.nvidia_judge or nvidia_judge()
+    except BinaryError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if not judge.is_file():
+        print(f"error: --nvidia-judge {judge} does not exist; run `make binaries`", file=sys.stderr)
+        return 2
+    return run_simulator(args.kubeconfig, args.context, args.operator_namespace, args.ready_file, options, judge)

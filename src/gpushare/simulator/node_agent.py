@@ -2,8 +2,9 @@
 device plugin and GFD pods with their config-manager (as their kubelet reports them), GFD's labels
 (on the node, or from v0.19 in its NFD NodeFeature object, which nfd_master copies to the node) and
 the kubelet's extended resources. Decisions come from operator.node_labels, mig_manager,
-config_manager, plugin_version, node_view, nfd and kubelet; this module reads the Simulator's caches
-and writes the results."""
+config_manager, plugin_version, node_view, nfd, kubelet and nvidia_judge (NVIDIA's code: which
+configs the device plugin, GFD and the MPS control daemon accept); this module reads the
+Simulator's caches and writes the results."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from gpushare.device_plugin_config import ConfigError, PluginConfig, parse
+from gpushare.device_plugin_config import ConfigError, PluginConfig
 from gpushare.fleet import HARDWARE_ANNOTATION
 from gpushare.gpu_catalog import GpuProduct
 from gpushare.gpu_catalog import product as lookup_product
@@ -27,6 +28,7 @@ from gpushare.simulator.kubelet import managed_pod_status, node_resources
 from gpushare.mig_layout import Layout
 from gpushare.simulator.mig import generated_config
 from gpushare.simulator.node_view import GPU, SHARED, gfd_labels, gfd_owns, plugin_resources
+from gpushare.simulator.nvidia_judge import DEVICE_PLUGIN, GFD, MPS_CONTROL_DAEMON, NvidiaJudge
 from gpushare.simulator.operator import node_labels
 from gpushare.simulator.plugin_version import gfd_uses_node_feature_api, init_waits_for_label
 from gpushare.simulator.rest import Obj
@@ -54,6 +56,12 @@ def _now_iso() -> str:
 
 def _env(container: Obj) -> dict[str, str]:
     return {e["name"]: e.get("value", "") for e in container.get("env") or [] if "name" in e}
+
+
+def flag_env(pod: Obj, container: str) -> dict[str, str]:
+    """The environment a container's flags read: its variables set by value (none from a field is a flag's)."""
+    env = _container(pod, container).get("env") or []
+    return {e["name"]: e.get("value", "") for e in env if "name" in e and "valueFrom" not in e}
 
 
 def _container(pod: Obj, name: str) -> Obj:
@@ -116,7 +124,7 @@ class NodeAgent:
             layout = mig_manager.applied_layout(annotations, gpus)
             fault = annotations.get(PLUGIN_FAULT_ANNOTATION)
             mps = self._config_managed(node, operands.MPS_CONTROL_DAEMON, "mps-control-daemon-ctr", now,
-                                       lambda pod: _mps_loader(product, layout))
+                                       lambda pod: _mps_loader(sim.judge, pod, product, layout))
             if mps is not None:
                 self._annotate_limits(mps[1], mps[0].loaded[1] if mps[0].running else {})
             serving = bool(mps is not None and mps[0].ready and mps[0].loaded[1])
@@ -126,7 +134,8 @@ class NodeAgent:
                 plugin[0].retry(now, self._plugin_loader(plugin[1], layout, fault, serving))
                 self._write_pod_status(plugin[1], plugin[0], "nvidia-device-plugin")
                 plugin[0].reported = plugin[0].visible()
-            gfd = self._config_managed(node, operands.GFD, "gpu-feature-discovery", now, lambda pod: _gfd_loader)
+            gfd = self._config_managed(node, operands.GFD, "gpu-feature-discovery", now,
+                                       lambda pod: _gfd_loader(sim.judge, pod))
             self._kubelet_resources(node, plugin, now)
             if gfd is not None and gfd[0].running:
                 state, pod = gfd
@@ -230,10 +239,11 @@ class NodeAgent:
         """`fault`: the message the plugin crashes with on this node whenever its config shares;
         `mps_serving`: the node's MPS control daemon runs an MPS server (the plugin waits for it)."""
         strategy = mig_strategy_of(pod, "nvidia-device-plugin")
+        env = flag_env(pod, "nvidia-device-plugin")
 
         def load(text: str) -> PluginLoad:
             try:
-                config = parse(text)
+                config = self.sim.judge.load(DEVICE_PLUGIN, env, text)
                 if fault and config.sharing.strategy != "none":
                     raise ConfigError(fault)
                 if config.sharing.strategy == "mps" and not mps_serving:
@@ -341,17 +351,20 @@ class NodeAgent:
             self.sim.patch_node_status(name, {"capacity": capacity, "allocatable": allocatable})
 
 
-def _gfd_loader(text: str) -> PluginConfig:
-    return parse(text)
+def _gfd_loader(judge: NvidiaJudge, pod: Obj) -> Any:
+    env = flag_env(pod, "gpu-feature-discovery")
+    return lambda text: judge.load(GFD, env, text)
 
 
-def _mps_loader(product: GpuProduct, layout: Layout) -> Any:
-    """The MPS control daemon's start (cmd/mps-control-daemon/mps manager.go Daemons, daemon.go
-    Start): no server unless the config shares with MPS; none for MIG devices; replicas beyond the
-    card's client limit refused; each server's shares limited to memory/replicas and 100/replicas."""
+def _mps_loader(judge: NvidiaJudge, pod: Obj, product: GpuProduct, layout: Layout) -> Any:
+    """The MPS control daemon's start (cmd/mps-control-daemon/main.go startDaemons, mps manager.go
+    Daemons, daemon.go Start): the config as it loads it; no server unless the config shares with
+    MPS; none for MIG devices; replicas beyond the card's client limit refused; each server's shares
+    limited to memory/replicas and 100/replicas."""
+    env = flag_env(pod, "mps-control-daemon-ctr")
 
     def load(text: str) -> MpsLoad:
-        config = parse(text)
+        config = judge.load(MPS_CONTROL_DAEMON, env, text)
         sharing = config.sharing
         if sharing.strategy != "mps" or all(gpu is not None for gpu in layout):
             return config, {}  # nothing shared with MPS, or only MIG devices (skipped with a warning)

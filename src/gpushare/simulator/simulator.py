@@ -26,6 +26,7 @@ from gpushare.simulator.driver_manager import DriverManager
 from gpushare.simulator.kubelet import ENDPOINT_STOP_GRACE_S, admission_rejection
 from gpushare.simulator.nfd_master import NfdMaster
 from gpushare.simulator.node_agent import NodeAgent
+from gpushare.simulator.nvidia_judge import NvidiaJudge
 from gpushare.simulator.operator import Operator
 from gpushare.simulator.rest import Obj, Rest
 from gpushare.simulator.workqueue import WorkQueue
@@ -55,10 +56,11 @@ def _rv(obj: Obj) -> int:
 
 
 class Simulator:
-    def __init__(self, rest: Rest, namespace: str, options: Options) -> None:
+    def __init__(self, rest: Rest, namespace: str, options: Options, judge: NvidiaJudge) -> None:
         self.rest = rest
         self.namespace = namespace
         self.options = options
+        self.judge = judge  # what the device plugin, GFD and the MPS daemon accept of a config
         self.queue = WorkQueue()
         self.stop = threading.Event()
         self.operator = Operator(self)
@@ -299,12 +301,15 @@ class Simulator:
 
 
 def run_simulator(kubeconfig: Path | None, context: str | None, namespace: str, ready_file: Path | None,
-                  options: Options) -> int:
+                  options: Options, judge_binary: Path) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    simulator = Simulator(Rest(api_client(kubeconfig, context)), namespace, options)
+    judge = NvidiaJudge(judge_binary)
+    simulator = Simulator(Rest(api_client(kubeconfig, context)), namespace, options, judge)
     signal.signal(signal.SIGTERM, lambda *_: simulator.stop.set())
     try:
         simulator.run(ready_file)
     except KeyboardInterrupt:
         simulator.stop.set()
+    finally:
+        judge.close()
     return 0
