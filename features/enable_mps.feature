@@ -44,6 +44,13 @@ Feature: Enabling MPS on a trial node
     Then the run is refused with "Keep failRequestsGreaterThanOne: true."
     And nothing was written to the cluster
 
+  Scenario: The ClusterPolicy's mixed MIG strategy is refused in the plugin's words
+    Given the trial node is "gpu-node"
+    And the ClusterPolicy's MIG strategy is "mixed"
+    When the operator runs "enable-mps.yml -l gpu-node"
+    Then the run is refused with "using --mig-strategy=mixed is not supported with MPS"
+    And nothing was written to the cluster
+
   Scenario: Replicas beyond the workloads' memory peak are refused with what fits
     Given the trial node is "gpu-node"
     When the operator runs "enable-mps.yml -l gpu-node -e mps_replicas=4 -e mps_memory_peak_mib=30000"

@@ -26,6 +26,8 @@ LIMITS_ANNOTATION = "sim.gpushare.io/mps-share-limits"
 WAIT_ERROR = ("error waiting for MPS daemon: error checking MPS daemon health: "
               "failed to send command to MPS daemon: exit status 1")
 MIG_UNSUPPORTED = "MPS sharing is not supported for MIG devices"
+# validateFlags in the device plugin's main.go: it exits with this under MIG_STRATEGY=mixed.
+MIXED_UNSUPPORTED = "using --mig-strategy=mixed is not supported with MPS"
 
 
 @dataclass(frozen=True)

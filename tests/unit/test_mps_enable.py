@@ -9,7 +9,7 @@ import yaml
 
 from gpushare.timeslicing.plan import EnablePlan, plan
 from gpushare.runbook.state import ClusterState
-from tests.unit.cluster_objects import NOW, daemonset, enabled_read, fleet, node, read, settings
+from tests.unit.cluster_objects import NOW, clusterpolicy, daemonset, enabled_read, fleet, node, read, settings
 
 MPS_DAEMON = "nvidia-device-plugin-mps-control-daemon"
 MEMORY = {"nvidia.com/gpu.memory": "81559"}  # GFD's label of an H100 80GB
@@ -108,3 +108,14 @@ def test_the_time_slicing_enable_refuses_an_mps_node_the_same_way() -> None:
                   {"command": "x", "operator": "alice"}, NOW)
     refusal = only_refusal(result)
     assert "gpu-node already shares its cards with MPS" in refusal and "then enable time-slicing" in refusal
+
+
+def test_the_mixed_mig_strategy_is_refused_in_the_plugins_words() -> None:
+    """The operator's MIG_STRATEGY env overrides the config file: the plugin would exit on MPS."""
+    policy = clusterpolicy()
+    policy["spec"]["mig"] = {"strategy": "mixed"}
+    refusal = only_refusal(enable(cluster(policy=policy), ["gpu-node"]))
+    assert "mig.strategy is mixed: using --mig-strategy=mixed is not supported with MPS" in refusal
+    assert "playbooks/enable-timeslicing.yml" in refusal
+    policy["spec"]["mig"] = {"strategy": "single"}
+    assert enable(cluster(policy=policy), ["gpu-node"]).refusals == []

@@ -73,6 +73,12 @@ def _strategy_of(state: ClusterState, settings: Settings, node: Node) -> str:
 def _mps_problems(state: ClusterState, settings: Settings, targets: list[str]) -> list[str]:
     """What stops MPS (or a switch between MPS and time-slicing) on the targets, before any write."""
     problems = []
+    if settings.strategy == "mps" and (state.spec.get("mig") or {}).get("strategy") == "mixed":
+        problems.append(f"the ClusterPolicy's mig.strategy is mixed: {mps.MIXED_UNSUPPORTED} (the operator sets "
+                        "MIG_STRATEGY=mixed on every device plugin, over the config file, so the plugin on "
+                        f"{', '.join(targets)} would exit and the node advertise no GPUs). Share these cards with "
+                        "time-slicing (playbooks/enable-timeslicing.yml), or set the ClusterPolicy's mig.strategy to "
+                        "single first (the device plugin and GFD restart on every GPU node).")
     other = "time-slicing" if settings.strategy == "mps" else "mps"
     rollback = "playbooks/rollback-timeslicing.yml"
     daemon = state.operands.get(MPS)
