@@ -318,3 +318,23 @@ def test_deleting_the_clusterpolicy_removes_every_operand_and_a_new_one_brings_t
     cluster.custom.create_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.default_instance())
     wait_for(lambda: set(daemonset_hashes(cluster)) == set(CHART_OPERANDS), TIMEOUT_S, "the operands to come back")
     wait_all_show(cluster, counts, 1)
+
+
+def test_a_second_clusterpolicy_is_ignored_and_changes_nothing(clean_cluster: Cluster) -> None:
+    """The operator reconciles the oldest ClusterPolicy and sets `status.state: ignored` on the others;
+    a change to an ignored one renders nothing."""
+    cluster = clean_cluster
+    hashes = daemonset_hashes(cluster)
+    second = {**cp.default_instance(), "metadata": {"name": "gpu-cluster-policy"}}
+    second["spec"]["devicePlugin"] = {**second["spec"].get("devicePlugin", {}), "config": {"name": "no-such-map"}}
+    cluster.custom.create_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, second)
+    try:
+        def state(name: str) -> str:
+            policy = cluster.custom.get_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, name)
+            return (policy.get("status") or {}).get("state", "")
+
+        wait_for(lambda: state("gpu-cluster-policy") == "ignored", TIMEOUT_S, "the newer ClusterPolicy marked ignored")
+        assert state(cp.CLUSTER_POLICY) == "ready"
+        assert daemonset_hashes(cluster) == hashes
+    finally:
+        cluster.custom.delete_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, "gpu-cluster-policy")

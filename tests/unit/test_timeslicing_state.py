@@ -75,3 +75,15 @@ def test_a_missing_runbooks_namespace_is_refused_with_the_fix() -> None:
     [problem] = operator_problems(state, "gpu-operator", "cluster-policy", "gpushare-system")
     assert problem.startswith("Namespace 'gpushare-system', where the runbooks keep their run records"), problem
     assert "deploy/rbac" in problem and "gpu_operator_records_namespace" in problem
+
+
+def test_a_clusterpolicy_the_operator_ignores_is_refused_naming_the_input_to_change() -> None:
+    policy = clusterpolicy()
+    policy["status"] = {"state": "ignored"}
+    [problem] = operator_problems(ClusterState.of(read(policy=policy)), "gpu-operator", "cluster-policy",
+                                  "gpushare-system")
+    assert problem.startswith("ClusterPolicy 'cluster-policy' is ignored by the GPU Operator"), problem
+    assert "gpu_operator_clusterpolicy_name" in problem
+    policy["status"] = {"state": "notReady"}
+    assert operator_problems(ClusterState.of(read(policy=policy)), "gpu-operator", "cluster-policy",
+                             "gpushare-system") == []

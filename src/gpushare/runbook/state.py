@@ -194,6 +194,11 @@ def _operator_problems(state: ClusterState, namespace: str, clusterpolicy: str) 
         return [f"ClusterPolicy {clusterpolicy!r} not found (cluster-scoped, nvidia.com/v1): the GPU Operator's "
                 "chart creates it; restore it, or set gpu_operator_clusterpolicy_name to the one this cluster uses "
                 "(kubectl get clusterpolicies.nvidia.com)."]
+    if (state.clusterpolicy.get("status") or {}).get("state") == "ignored":
+        return [f"ClusterPolicy {clusterpolicy!r} is ignored by the GPU Operator (status.state: ignored): the operator "
+                "reconciles one ClusterPolicy, the oldest, and ignores the others, so a change to this one would "
+                "change nothing. Set gpu_operator_clusterpolicy_name to the one in force (kubectl get "
+                "clusterpolicies.nvidia.com: its STATUS is ready or notReady)."]
     if state.device_plugin is None:
         return [f"DaemonSet {namespace}/nvidia-device-plugin-daemonset not found: the operator has not rendered "
                 f"the device plugin (is spec.devicePlugin.enabled true in ClusterPolicy {clusterpolicy}, and is "

@@ -111,7 +111,7 @@ class NodeAgent:
             return
         meta = node["metadata"]
         labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
-        policy = sim.policies.get(cp.CLUSTER_POLICY)
+        policy = sim.policy()
         label_patch: dict[str, str | None] = dict(node_labels(labels, (policy or {}).get("spec") if policy else None))
         annotation_patch: dict[str, str | None] = {}
         mig_run = None

@@ -73,9 +73,12 @@ class Operator:
     # ---- ClusterPolicy -> objects and DaemonSets ----------------------------------------------
     def reconcile_policy(self) -> None:
         sim = self.sim
-        policy = sim.policies.get(cp.CLUSTER_POLICY)
+        policy = sim.policy()
         if policy is None:
             return
+        for other in sim.policies.items():
+            if other is not policy:
+                self._set_state(other, "ignored")
         for name, account in operator_objects.service_accounts(policy, self.ns).items():
             if sim.service_accounts.get(name) is None:
                 self._create(f"/api/v1/namespaces/{self.ns}/serviceaccounts", account)
@@ -106,9 +109,12 @@ class Operator:
         for name, *_ in operands.OPERANDS:
             if name not in rendered and sim.daemonsets.get(name) is not None:
                 self._delete(f"/apis/apps/v1/namespaces/{self.ns}/daemonsets/{name}")
-        state = "ready" if ready else "notReady"
+        self._set_state(policy, "ready" if ready else "notReady")
+
+    def _set_state(self, policy: Obj, state: str) -> None:
         if (policy.get("status") or {}).get("state") != state:
-            sim.rest.patch(f"/apis/{cp.GROUP}/{cp.VERSION}/{cp.PLURAL}/{cp.CLUSTER_POLICY}/status", {"status": {"state": state}})
+            self.sim.rest.patch(f"/apis/{cp.GROUP}/{cp.VERSION}/{cp.PLURAL}/{policy['metadata']['name']}/status",
+                                {"status": {"state": state}})
 
     def _create(self, path: str, body: Obj) -> None:
         try:
@@ -145,7 +151,7 @@ class Operator:
     # ---- driver upgrades ----------------------------------------------------------------------
     def reconcile_upgrades(self) -> None:
         sim = self.sim
-        policy = sim.policies.get(cp.CLUSTER_POLICY)
+        policy = sim.policy()
         driver = sim.daemonsets.get(operands.DRIVER)
         if policy is None or driver is None:
             return

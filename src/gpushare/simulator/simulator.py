@@ -102,6 +102,11 @@ class Simulator:
         meta = pod["metadata"]
         return (meta.get("labels") or {}).get("app") if meta.get("namespace") == self.namespace else None
 
+    def policy(self) -> Obj | None:
+        """The ClusterPolicy the operator reconciles: the oldest; it marks the others ignored."""
+        return min(self.policies.items(), default=None,
+                   key=lambda p: (p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]))
+
     def operand_pod(self, node: str, app: str) -> Obj | None:
         """The live (not terminating) pod of an operand DaemonSet on a node."""
         return next((p for p in self.pods_on(node, app) if "deletionTimestamp" not in p["metadata"]), None)
