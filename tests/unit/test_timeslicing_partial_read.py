@@ -80,6 +80,17 @@ def test_the_bystanders_of_a_change_are_every_other_gpu_node() -> None:
     assert plan["writes"] and sorted(unpacked(plan["expected"]["bystanders"])) == ["gpu-node-2", "gpu-node-mig"]
 
 
+def test_the_second_read_brings_every_node_every_pod_not_finished_or_both() -> None:
+    cluster, targets = enabled_read(), ["gpu-node-2"]
+    fleet = fleet_read(cluster)
+    plans = {name: filters.timeslicing_enable_plan(first_read(cluster, targets), INPUTS, targets, more) for name, more in {
+        "nodes": fleet, "both": {**fleet, "resources": {**fleet["resources"], "pods": []}},
+        "pods": {"resources": {"pods": []}, "not_served": [], "caller": CALLER}, "skipped": {"skipped": True}}.items()}
+    assert not plans["nodes"]["needs_fleet"] and not plans["both"]["needs_fleet"]
+    assert sorted(unpacked(plans["both"]["expected"]["bystanders"])) == ["gpu-node", "gpu-node-mig"]
+    assert plans["pods"]["needs_fleet"] and plans["skipped"]["needs_fleet"], "without nodes the first read's stay partial"
+
+
 def test_a_read_keeps_of_a_node_what_the_model_reads() -> None:
     raw = shared_node("gpu-node", 2)
     raw["metadata"]["managedFields"] = [{"manager": "kubelet"}]

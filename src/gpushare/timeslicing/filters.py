@@ -16,24 +16,23 @@ from gpushare.timeslicing.settings import Settings
 
 
 def timeslicing_enable_plan(read: dict[str, Any], inputs: dict[str, Any], targets: list[str],
-                            fleet: dict[str, Any] | None = None, workloads: dict[str, Any] | None = None) -> dict[str, Any]:
+                            more: dict[str, Any] | None = None) -> dict[str, Any]:
     """The enable runbook's plan (gpushare.timeslicing.plan) from one gpushare_read of the cluster.
     A read whose `nodes` are only the targets, with the nodes that carry a device-plugin config as
     `configured_nodes`, is partial: its plan says `needs_fleet` as gpushare.timeslicing.plan.needs_fleet
-    rules; `fleet` (a read of every node) then makes the plan again. A plan that says
-    `needs_workloads` is made again with `workloads`, a read of every pod not finished (`pods`).
+    rules, and `needs_workloads` when every pod not finished must be read. `more`, one read of what
+    the plan needs (every node as `nodes`, every pod not finished as `pods`), then makes the plan again.
     A read a skipped task registered counts as none."""
     read, inputs, targets = plain(read), plain(inputs), plain(targets)
-    fleet = None if not fleet or plain(fleet).get("skipped") else fleet
-    workloads = None if not workloads or plain(workloads).get("skipped") else plain(workloads)
+    more = None if not more or plain(more).get("skipped") else plain(more)
+    extra = (more or {}).get("resources") or {}
     resources = read_resources(read)
-    if workloads:
-        resources["workloads"] = (workloads.get("resources") or {}).get("pods") or []
-    partial = "configured_nodes" in resources and not fleet
-    if fleet:
-        fleet = plain(fleet)
-        resources["nodes"] = (fleet.get("resources") or {}).get("nodes")
-        resources["nodes_version"] = (fleet.get("versions") or {}).get("nodes", "")
+    if "pods" in extra:
+        resources["workloads"] = extra["pods"] or []
+    partial = "configured_nodes" in resources and "nodes" not in extra
+    if "nodes" in extra:
+        resources["nodes"] = extra["nodes"]
+        resources["nodes_version"] = ((more or {}).get("versions") or {}).get("nodes", "")
     elif partial:
         found = {n["metadata"]["name"]: n for n in [*(unpacked(resources["configured_nodes"]) or []),
                                                      *(resources.get("nodes") or [])]}
