@@ -30,6 +30,16 @@ Feature: Enabling time-slicing on a trial node
       | gpu-node-2 | 8    | 2        | 16     |
       | gpu-node-2 | 8    | 4        | 32     |
 
+  Scenario: Under OnDelete operands the run restarts the trial node's readers itself and waits for no roll
+    Given the ClusterPolicy's operand update strategy is "OnDelete"
+    And the trial node is "gpu-node"
+    When the operator runs "enable-timeslicing.yml -l gpu-node"
+    Then the run succeeds
+    And the output says "under daemonsets.updateStrategy OnDelete"
+    And node "gpu-node" advertises 2 "nvidia.com/gpu.shared"
+    And every GPU node not targeted is exactly as before
+    And on every GPU node not targeted, no operand pod was restarted
+
   Scenario: Without renaming, the shares are advertised as nvidia.com/gpu
     Given the trial node is "gpu-node-2"
     When the operator runs "enable-timeslicing.yml -l gpu-node-2 -e timeslicing_replicas=2 -e timeslicing_rename_by_default=false"

@@ -345,3 +345,20 @@ def mps_daemon_ready(kube: Cluster, node: str) -> None:
 @then(parsers.parse('node "{node}" runs no MPS control daemon'))
 def mps_daemon_gone(kube: Cluster, node: str) -> None:
     wait_for(lambda: not _mps_daemon_pods(kube, node), 60, f"the MPS control daemon to leave {node}")
+
+
+@given(parsers.parse('the ClusterPolicy\'s operand update strategy is "{strategy}"'))
+def operand_update_strategy(kube: Cluster, strategy: str) -> None:
+    """spec.daemonsets.updateStrategy: the operator re-renders the operand DaemonSets with it (no pod restarts)."""
+    kube.custom.patch_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY,
+                                            {"spec": {"daemonsets": {"updateStrategy": strategy}}})
+    session = Session(kube.kubeconfig)
+
+    def applied() -> bool:
+        readers = [d for d in session.list("DaemonSet", kube.operator_namespace)
+                   if d["metadata"]["name"] in (DEVICE_PLUGIN, GFD)]
+        return len(readers) == 2 and all(
+            (d["spec"].get("updateStrategy") or {}).get("type") == strategy
+            and (d.get("status") or {}).get("observedGeneration") == d["metadata"]["generation"] for d in readers)
+
+    wait_for(applied, 60, f"the device plugin and GFD DaemonSets re-rendered with updateStrategy {strategy}")

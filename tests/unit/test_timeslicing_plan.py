@@ -617,3 +617,21 @@ def test_the_operators_own_configmap_gets_the_key_and_keeps_its_default() -> Non
     assert Record.of(result.changes["record"][0]["body"]).intent.keys_added == ["default", "shared"]
     assert "configmap.yaml" in result.changes["record"][0]["body"]["data"]
     assert result.backup_file == "" and Record.of(result.changes["record"][0]["body"]).backup_file == ""
+
+
+def test_under_on_delete_the_first_trial_restarts_the_target_and_waits_for_no_roll() -> None:
+    """daemonsets.updateStrategy OnDelete: the re-rendered readers restart only when deleted, so the
+    run restarts them on its target, never waits for a fleet roll, and the bystanders keep theirs."""
+    cluster = read()
+    for ds in cluster["daemonsets"]:
+        ds["spec"]["updateStrategy"] = {"type": "OnDelete"}
+    result = enable(cluster, ["gpu-node"])
+    assert result.refusals == []
+    assert not result.rolls_fleet and result.restart_nodes == ["gpu-node"]
+    assert result.expected["compare_allocatable"]
+    assert any("under daemonsets.updateStrategy OnDelete" in line and "keep theirs on the old template" in line
+               for line in result.lines), result.lines
+    on_delete = ClusterState.of(cluster).device_plugin
+    assert on_delete is not None and on_delete.on_delete
+    on_delete.raw["status"] = {"observedGeneration": 1, "updatedNumberScheduled": 1, "desiredNumberScheduled": 3}
+    assert not on_delete.rolling  # no roll will come: nodes wait for their pods to be deleted

@@ -132,12 +132,19 @@ class Operand:
         return int(status.get("updatedNumberScheduled") or 0), int(status.get("desiredNumberScheduled") or 0)
 
     @property
+    def on_delete(self) -> bool:
+        """updateStrategy OnDelete (ClusterPolicy daemonsets.updateStrategy): a new template reaches a
+        node only when its pod is deleted; the controller never rolls."""
+        return ((self.raw.get("spec") or {}).get("updateStrategy") or {}).get("type") == "OnDelete"
+
+    @property
     def rolling(self) -> bool:
-        """The DaemonSet controller has nodes left to move to the current template (or has not seen it yet)."""
+        """The DaemonSet controller has nodes left to move to the current template (or has not seen it
+        yet). Under OnDelete it moves none: its nodes wait for their pods to be deleted, not for a roll."""
         status = self.raw.get("status") or {}
         updated, desired = self.rollout()
         return int(status.get("observedGeneration") or 0) < int(self.raw["metadata"].get("generation") or 0) \
-            or updated < desired
+            or (updated < desired and not self.on_delete)
 
 
 def pods_by_node(pods: list[dict[str, Any]], daemonset: str) -> dict[str, list[OperandPod]]:

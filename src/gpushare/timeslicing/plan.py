@@ -199,6 +199,7 @@ class Wanted:
     untolerated: Taint | None  # the pool taint, when the operands do not tolerate it
     rolls_fleet: bool  # spec.devicePlugin.config changes: the operator restarts the readers everywhere
     readers: list[str]  # the operand DaemonSets that read the ConfigMap
+    rerenders: bool = False  # spec.devicePlugin.config changes under OnDelete: re-rendered, no roll
 
     @classmethod
     def of(cls, state: ClusterState, settings: Settings, targets: list[str]) -> Wanted:
@@ -219,9 +220,11 @@ class Wanted:
             field_changes.append(FieldChange(TOLERATIONS, (state.spec.get("daemonsets") or {}).get("tolerations"),
                                              state.operand_tolerations + [{"key": untolerated.key, "operator": "Exists",
                                                                            "effect": "NoSchedule"}]))
-        return cls(affected, data, desired, wanted_default, field_changes, untolerated,
-                   any(c.path.startswith(CONFIG) for c in field_changes),
-                   [o.name for o in state.config_readers()] or list(CONFIG_READERS[:2]))
+        rerenders = any(c.path.startswith(CONFIG) for c in field_changes)
+        readers = state.config_readers()
+        on_delete = bool(readers) and all(o.on_delete for o in readers)
+        return cls(affected, data, desired, wanted_default, field_changes, untolerated, rerenders and not on_delete,
+                   [o.name for o in readers] or list(CONFIG_READERS[:2]), rerenders and on_delete)
 
     def operand_roll(self, settings: Settings) -> bool:
         """The confirmed toleration change: every operand DaemonSet re-renders."""
@@ -490,7 +493,7 @@ def _restarts(state: ClusterState, settings: Settings, targets: list[str], wante
     may use a key its pods can see."""
     if wanted.rolls_fleet and settings.scope == "cluster":
         return []  # the operator's roll restarts every node's readers from the new template
-    if writes_configmap or wanted.rolls_fleet:
+    if writes_configmap or wanted.rolls_fleet or wanted.rerenders:
         return [n for n in wanted.affected if n in set(targets) or settings.scope == "cluster"]
     cm = state.configmaps.get(settings.configmap)
     started_after = state.started_after(settings.configmap)
@@ -596,6 +599,10 @@ def _lines(state: ClusterState, settings: Settings, result: EnablePlan, affected
     if result.rolls_fleet:
         lines.append(operator_roll(state, sorted(state.operands) if any(c.path == TOLERATIONS for c in field_changes)
                                    else readers))
+    elif any(c.path.startswith(CONFIG) for c in field_changes):
+        lines.append(f"  the operator re-renders {' and '.join(readers)}; under daemonsets.updateStrategy OnDelete their "
+                     "pods restart only when deleted: this run restarts them on the nodes below, the other GPU nodes "
+                     "keep theirs on the old template")
     for name in result.restart_nodes:
         own = [r for r in readers if state.operand_pods(name, r)] or readers
         lines.append(f"- {name}: restart its {' and '.join(own)} pods (they must read the ConfigMap as it is now)")
