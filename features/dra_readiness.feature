@@ -35,7 +35,7 @@ Feature: Is the cluster ready for the DRA pilot? Checks that write nothing
     When the team submits pod "trainer" asking for 1 "nvidia.com/gpu", on node "gpu-node"
     Then 1 of the pods "trainer" run on node "gpu-node"
     When the operator runs "dra-readiness.yml -l gpu-node"
-    Then the readiness check "pods" fails with "1 pods on gpu-node hold GPUs or claims"
+    Then the readiness check "pods" fails with "1 pod on gpu-node holds GPUs or claims"
     And nothing was written to the cluster
 
   Scenario: A node in the time-slicing config is refused

@@ -69,7 +69,7 @@ def test_a_ready_cluster_passes_every_check() -> None:
     ({"nodes": [node("gpu-node")]}, "FAIL node: gpu-node is not Ready."),
     ({"nodes": [ready_node(gpu=False)]}, "FAIL node: gpu-node has no GPUs"),
     ({"pods": [workload_pod("trainer", "gpu-node", resource="nvidia.com/gpu")]},
-     "FAIL pods: 1 pods on gpu-node hold GPUs or claims: team-a/trainer (nvidia.com/gpu)."),
+     "FAIL pods: 1 pod on gpu-node holds GPUs or claims: team-a/trainer (nvidia.com/gpu)."),
     ({"nodes": [ready_node(labels={"nvidia.com/device-plugin.config": "shared"})]},
      "FAIL timeslicing: gpu-node (label nvidia.com/device-plugin.config=shared) is in the time-slicing config."),
     ({"nodes": [ready_node(annotations=mark())]},
@@ -91,7 +91,7 @@ def test_a_pod_holding_a_claim_or_a_finished_gpu_pod() -> None:
     claim["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
     done = workload_pod("old", "gpu-node", resource="nvidia.com/gpu", phase="Succeeded")
     assert failed(facts(pods=[claim, done])) == [
-        "FAIL pods: 1 pods on gpu-node hold GPUs or claims: team-a/infer (a resource claim). Fix: move them off "
+        "FAIL pods: 1 pod on gpu-node holds GPUs or claims: team-a/infer (a resource claim). Fix: move them off "
         "the pilot node (kubectl drain, or wait for them to end), or choose another node"]
 
 

@@ -102,7 +102,8 @@ def _pods(facts: dict[str, Any]) -> Check:
             holding.append(f"{meta.get('namespace')}/{meta['name']} ({', '.join(held)})")
     nodes = ", ".join(facts.get("targets") or [])
     if holding:
-        return Check("pods", False, f"{len(holding)} pods on {nodes} hold GPUs or claims: {', '.join(holding[:5])}"
+        count = f"1 pod on {nodes} holds" if len(holding) == 1 else f"{len(holding)} pods on {nodes} hold"
+        return Check("pods", False, f"{count} GPUs or claims: {', '.join(holding[:5])}"
                      + (", ..." if len(holding) > 5 else ""),
                      "move them off the pilot node (kubectl drain, or wait for them to end), or choose another node")
     return Check("pods", True, f"no pod on {nodes} holds {GPU_PREFIX}* or a claim")
@@ -111,7 +112,7 @@ def _pods(facts: dict[str, Any]) -> Check:
 def _timeslicing(facts: dict[str, Any]) -> Check:
     policies = facts.get("clusterpolicies") or []
     default = next((((p.get("spec") or {}).get("devicePlugin") or {}).get("config") or {} for p in policies), {})
-    in_config = []
+    in_config, names = [], []
     for raw in facts.get("nodes") or []:
         node = Node(raw)
         why = [f"label nvidia.com/device-plugin.config={node.config_label}"] if node.config_label else []
@@ -120,14 +121,16 @@ def _timeslicing(facts: dict[str, Any]) -> Check:
             why.append(f"sharing strategy {node.strategy}")
         if why:
             in_config.append(f"{node.name} ({', '.join(why)})")
+            names.append(node.name)
     if in_config:
-        return Check("timeslicing", False, f"{', '.join(in_config)} is in the time-slicing config",
-                     "roll it back first: ansible-playbook playbooks/rollback-timeslicing.yml -l NODE")
+        return Check("timeslicing", False, f"{', '.join(in_config)} {'is' if len(names) == 1 else 'are'} in the "
+                     "time-slicing config",
+                     f"roll it back first: ansible-playbook playbooks/rollback-timeslicing.yml -l {','.join(names)}")
     if default.get("default"):
         return Check("timeslicing", False, f"the ClusterPolicy's devicePlugin.config.default is "
                      f"{default['default']!r}: every node without a config label shares its GPUs",
                      "remove spec.devicePlugin.config.default from the ClusterPolicy")
-    return Check("timeslicing", True, "the node is not in the time-slicing config")
+    return Check("timeslicing", True, f"{', '.join(facts.get('targets') or [])} not in the time-slicing config")
 
 
 def _operator(facts: dict[str, Any]) -> Check:
