@@ -147,6 +147,10 @@ def test_kueue_needs_its_gate_the_class_mapping_and_templates_without_config() -
         "map gpu.nvidia.com; ResourceClaimTemplates shared in team-a carry config, which Kueue refuses. Fix: run Kueue "
         "with --feature-gates=DynamicResourceAllocation=true; map gpu.nvidia.com in Kueue's configuration "
         "(resources.deviceClassMappings); move the config out of the templates (into the DeviceClass)"]
+    extended = Settings(queue_namespace="team-a", extended_resource=True)
+    assert failed(facts(kueue=[kueue], kueue_configmaps=[config], claim_templates=[template]), extended) == [
+        "FAIL kueue: Kueue runs without DRAExtendedResources=true. Fix: run Kueue with "
+        "--feature-gates=DynamicResourceAllocation=true,DRAExtendedResources=true"]
 
 
 def test_the_refusal_lists_every_failing_check_and_says_nothing_was_changed() -> None:

@@ -18,6 +18,7 @@ GPU_PREFIX = "nvidia.com/gpu"
 GATE = "DRAExtendedResource"
 GATED = ("kube-apiserver", "kube-scheduler", "kube-controller-manager")
 KUEUE_GATE = "DynamicResourceAllocation"
+KUEUE_EXTENDED_GATE = "DRAExtendedResources"  # Kueue 0.17: DRA devices asked for as extended resources
 
 
 @dataclass(frozen=True)
@@ -237,9 +238,11 @@ def _kueue(facts: dict[str, Any], settings: Settings) -> Check:
     with_config = [t["metadata"]["name"] for t in facts.get("claim_templates") or []
                    if ((t.get("spec") or {}).get("spec") or {}).get("devices", {}).get("config")]
     problems, fixes = [], []
-    if gates.get(KUEUE_GATE) != "true":
-        problems.append(f"Kueue runs without {KUEUE_GATE}=true")
-        fixes.append(f"run Kueue with --feature-gates={KUEUE_GATE}=true")
+    wanted = [KUEUE_GATE, *([KUEUE_EXTENDED_GATE] if settings.extended_resource else [])]
+    off = [gate for gate in wanted if gates.get(gate) != "true"]
+    if off:
+        problems.append(f"Kueue runs without {', '.join(f'{gate}=true' for gate in off)}")
+        fixes.append(f"run Kueue with --feature-gates={','.join(f'{gate}=true' for gate in wanted)}")
     if settings.device_class not in mapped:
         problems.append(f"Kueue's resources.deviceClassMappings does not map {settings.device_class}")
         fixes.append(f"map {settings.device_class} in Kueue's configuration (resources.deviceClassMappings)")
@@ -249,8 +252,8 @@ def _kueue(facts: dict[str, Any], settings: Settings) -> Check:
         fixes.append("move the config out of the templates (into the DeviceClass)")
     if problems:
         return Check("kueue", False, "; ".join(problems), "; ".join(fixes))
-    return Check("kueue", True, f"Kueue maps {settings.device_class}, runs with {KUEUE_GATE}, and the templates "
-                 f"in {namespace} carry no config")
+    return Check("kueue", True, f"Kueue maps {settings.device_class}, runs with {', '.join(wanted)}, and the "
+                 f"templates in {namespace} carry no config")
 
 
 def checks(facts: dict[str, Any], settings: Settings) -> list[Check]:
