@@ -30,7 +30,8 @@ def main() -> int:
     info_file, pki = state_dir / "cluster.json", state_dir / "pki"
     if not info_file.exists():
         return fail(f"no embedded cluster in {state_dir}; start it with `make sim-up` (gpushare sim up)")
-    server = json.loads(info_file.read_text())["server"]
+    info = json.loads(info_file.read_text())
+    server = info["server"]
     context = ssl.create_default_context(cafile=str(pki / "ca.crt"))
     # The runbooks run as deploy/rbac's identity (README.md), not as an administrator: the
     # inventory reads the nodes with it too (the admin kubeconfig stays for kubectl).
@@ -48,7 +49,10 @@ def main() -> int:
                     "is it running? `gpushare sim status`")
     name = [c["name"] for c in table["columnDefinitions"]].index("Name")
     kubeconfig = state_dir / "kubeconfigs" / "runbook.yaml" if identity == "runbook" else state_dir / "kubeconfig"
-    variables = {"gpushare_kubeconfig": str(kubeconfig), "ansible_connection": "local"}
+    variables = {"gpushare_kubeconfig": str(kubeconfig), "ansible_connection": "local",
+                 # the scheduler's and controller-manager's /metrics (their feature gates, dra-readiness.yml)
+                 "dra_pilot_metrics_urls": {name: f"https://127.0.0.1:{info['ports'][name]}/metrics"
+                                            for name in ("kube-scheduler", "kube-controller-manager")}}
     prometheus = state_dir / "prometheus.json"  # written by `gpushare sim prometheus`
     if prometheus.exists():
         variables["baseline_prometheus_url"] = json.loads(prometheus.read_text())["url"]

@@ -53,6 +53,8 @@ IDENTITIES = {
     # The runbooks' identity: no group, only what deploy/rbac binds to the user gpushare-runbook.
     "runbook": (rbac.RUNBOOK_USER, None),
 }
+# The components `gpushare sim up --feature-gates` switches gates on (`--component-feature-gates` one of them).
+GATED_COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 # The API server's client certificate for etcd (etcd takes no other client).
 ETCD_CLIENT = "apiserver-etcd-client"
 # Every request of the runbook identity (reads and denials too: the evidence deploy/rbac is derived
@@ -236,8 +238,10 @@ class Launcher:
     """Brings the components up one by one; on any failure stops what it started."""
 
     def __init__(self, state: StateDir, fleet: Fleet, operator_namespace: str, apiserver_port: int | None,
-                 components: tuple[str, ...] = COMPONENTS, fleet_source: str = "default") -> None:
+                 components: tuple[str, ...] = COMPONENTS, fleet_source: str = "default",
+                 feature_gates: dict[str, str] | None = None) -> None:
         self.state = state
+        self.feature_gates = feature_gates or {}
         self.fleet = fleet
         self.components = components
         self.fleet_source = fleet_source
@@ -273,6 +277,10 @@ class Launcher:
         # no local user reaches the data behind RBAC and the audit log.
         pki.ensure_serving_cert(self.state.pki, ca, "etcd", "etcd", client=True)
         pki.ensure_client_cert(self.state.pki, ca, ETCD_CLIENT, "kube-apiserver-etcd-client", None)
+        # The scheduler's and controller-manager's /metrics, served under the cluster's CA (not a
+        # self-signed certificate), so a runbook reads them as it reads the API server.
+        for name in ("kube-controller-manager", "kube-scheduler"):
+            pki.ensure_serving_cert(self.state.pki, ca, f"{name}-serving", name)
         pki.ensure_service_account_key(self.state.pki)
         clients = {
             name: pki.ensure_client_cert(self.state.pki, ca, name, user, group)
@@ -338,6 +346,7 @@ class Launcher:
             f"--service-account-signing-key-file={pki_dir / 'service-account.key'}",
             f"--audit-policy-file={state.root / 'audit-policy.yaml'}", f"--audit-log-path={state.audit_log}",
             "--audit-log-maxsize=200", "--profiling=false", "--allow-privileged=true",
+            *self._gates("kube-apiserver"),
         ], lambda: _https_ok(f"{server}/readyz", client_context), timeout_s=90)
         kueue_crds = self._install_kueue_crds(bins) if "kueue" in self.components else None
         for name in ("kube-controller-manager", "kube-scheduler"):
@@ -352,7 +361,10 @@ class Launcher:
             self.run(name, [
                 str(bins / name), f"--kubeconfig={kubeconfig}", f"--authentication-kubeconfig={kubeconfig}",
                 f"--authorization-kubeconfig={kubeconfig}", "--bind-address=127.0.0.1",
-                f"--secure-port={port}", "--leader-elect=false", *extra,
+                f"--secure-port={port}", "--leader-elect=false",
+                f"--tls-cert-file={pki_dir / f'{name}-serving.crt'}",
+                f"--tls-private-key-file={pki_dir / f'{name}-serving.key'}",
+                *extra, *self._gates(name),
             ], lambda port=port: _https_ok(f"https://127.0.0.1:{port}/healthz", _insecure_context()))
         from gpushare import cluster_bootstrap  # noqa: PLC0415 - needs the API server; kept out of import time
 
@@ -392,10 +404,14 @@ class Launcher:
                        rbac.Names(self.operator_namespace, team_namespaces=kueue_embedded.TEAM_NAMESPACES))
             self.progress(f"deploy/rbac applied ({time.monotonic() - began:.1f}s)")
         info = {"server": server, "ports": ports, "bin_dir": str(bins), "operator_namespace": self.operator_namespace,
-                "components": list(self.components),
+                "components": list(self.components), "feature_gates": self.feature_gates,
                 "fleet": {"source": self.fleet_source, "digest": fleet_digest(self.fleet)}}
         state.info.write_text(json.dumps(info, indent=2))
         return info
+
+    def _gates(self, name: str) -> list[str]:
+        gates = self.feature_gates.get(name)
+        return [f"--feature-gates={gates}"] if gates else []
 
     def _install_kueue_crds(self, bins: Path) -> Future:
         """Kueue's CRDs take the API server seconds to establish: applied while the others start."""
@@ -415,6 +431,30 @@ class Launcher:
         health = self.ports["kueue-health"]
         self.run("kueue", kueue_embedded.argv(bins / "kueue", self.state.component_kubeconfig("kueue"), config),
                  lambda: _http_ok(f"http://127.0.0.1:{health}/readyz"))
+
+
+def feature_gates(cluster: str, per_component: list[str]) -> dict[str, str]:
+    """`--feature-gates` of each gated component: `cluster` (`Gate=true,...`) for all three, then each
+    `COMPONENT:Gate=bool,...` of `per_component` for that one (a gate named in both takes the latter)."""
+    def parsed(text: str, what: str) -> dict[str, str]:
+        gates = {}
+        for item in filter(None, text.split(",")):
+            gate, _, value = item.partition("=")
+            if not gate or value not in ("true", "false"):
+                raise ValueError(f"{what}: {item!r} is not GATE=true or GATE=false")
+            gates[gate] = value
+        return gates
+
+    common = parsed(cluster, "--feature-gates")
+    gates = {name: dict(common) for name in GATED_COMPONENTS}
+    for entry in per_component:
+        name, _, text = entry.partition(":")
+        if name not in GATED_COMPONENTS:
+            raise ValueError(f"--component-feature-gates: {entry!r} names no component of "
+                             f"{', '.join(GATED_COMPONENTS)} (COMPONENT:GATE=true,...)")
+        gates[name].update(parsed(text, f"--component-feature-gates {name}"))
+    return {name: ",".join(f"{gate}={value}" for gate, value in sorted(values.items()))
+            for name, values in gates.items() if values}
 
 
 def _http_ok(url: str) -> bool:

@@ -12,12 +12,14 @@ from pathlib import Path
 from gpushare.binaries import BinaryError, nvidia_judge
 from gpushare.controlplane import (
     COMPONENTS,
+    GATED_COMPONENTS,
     OPTIONAL_COMPONENTS,
     RESTARTABLE,
     Launcher,
     NotAStateDir,
     StateDir,
     down,
+    feature_gates,
     fleet_digest,
     recorded_info,
     restart,
@@ -55,6 +57,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     up.add_argument("--operator-namespace", default="gpu-operator",
                     help="namespace of the simulated GPU Operator (default: gpu-operator)")
     up.add_argument("--apiserver-port", type=int, help="fixed API server port (default: a free one)")
+    up.add_argument("--feature-gates", default="", metavar="GATE=BOOL,...",
+                    help="feature gates of the API server, the scheduler and the controller-manager alike "
+                         "(e.g. DRAExtendedResource=true)")
+    up.add_argument("--component-feature-gates", action="append", default=[], metavar="COMPONENT:GATE=BOOL,...",
+                    help=f"feature gates of one of {', '.join(GATED_COMPONENTS)} on top of --feature-gates "
+                         "(e.g. kube-scheduler:DRAExtendedResource=true, a half-enabled gate); repeatable")
     up.set_defaults(handler=cmd_up)
     with_state(sub.add_parser("down", help="stop what `up` started and remove the state")).set_defaults(
         handler=cmd_down
@@ -105,6 +113,10 @@ def _restart_command(args: argparse.Namespace) -> str:
         up += ["--fleet", str(args.fleet)]
     for name in args.without:
         up += ["--without", name]
+    if args.feature_gates:
+        up += ["--feature-gates", args.feature_gates]
+    for entry in args.component_feature_gates:
+        up += ["--component-feature-gates", entry]
     state = [] if args.state_dir == Path(os.environ.get("GPUSHARE_STATE_DIR", DEFAULT_STATE_DIR)) else [
         "--state-dir", str(args.state_dir)]
     return f"{shlex.join(['gpushare', 'sim', 'down', *state])} && {shlex.join(up + state)}"
@@ -123,11 +135,19 @@ def _conflicts(state: StateDir, args: argparse.Namespace) -> list[str]:
         wanted = tuple(name for name in COMPONENTS if name not in args.without)
         if wanted != started_components(state):
             conflicts.append(f"it runs {', '.join(started_components(state))}")
+    gates = feature_gates(args.feature_gates, args.component_feature_gates)
+    if gates != info.get("feature_gates", {}):
+        conflicts.append(f"it runs with the feature gates {info.get('feature_gates') or 'as released'}")
     return conflicts
 
 
 def cmd_up(args: argparse.Namespace) -> int:
     state = StateDir(args.state_dir.resolve())
+    try:
+        gates = feature_gates(args.feature_gates, args.component_feature_gates)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     try:
         if running(state):
             conflicts = _conflicts(state, args)
@@ -155,7 +175,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     state.root.mkdir(parents=True, exist_ok=True)
     try:
         Launcher(state, fleet, args.operator_namespace, args.apiserver_port, components,
-                 str(args.fleet or "default")).up()
+                 str(args.fleet or "default"), gates).up()
     except (ComponentError, BinaryError, TimeoutError) as err:
         print(f"error: {err}", file=sys.stderr)
         print(f"the cluster was not started; logs stay in {state.root / 'logs'}", file=sys.stderr)

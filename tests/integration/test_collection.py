@@ -24,7 +24,8 @@ from tests.support.cluster import REPO, Cluster
 
 BIN = Path(sys.executable).parent
 COLLECTION = ("gpushare", "gpu_sharing")
-ACTIONS = ("gpushare_read", "gpushare_apply", "gpushare_wait", "gpushare_restart", "gpushare_drain", "gpushare_backup")
+ACTIONS = ("gpushare_read", "gpushare_apply", "gpushare_wait", "gpushare_restart", "gpushare_drain", "gpushare_backup",
+           "gpushare_dra_probe")
 CALLBACK = "gpushare.gpu_sharing.gpushare"
 
 

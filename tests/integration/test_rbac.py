@@ -88,6 +88,18 @@ def test_real_requests_beyond_its_rights_are_refused(runbook_api: client.ApiClie
     assert statuses == dict.fromkeys(attempts, 403)
 
 
+def test_a_device_class_is_only_dry_run(runbook_api: client.ApiClient) -> None:
+    """dra-readiness.yml's DeviceClass create is a server-side dry run; the admission policy refuses a real one."""
+    body = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"generateName": "gpushare-"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]}}
+    custom = client.CustomObjectsApi(runbook_api)
+    assert custom.create_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses", body, dry_run="All")
+    with pytest.raises(ApiException) as refused:
+        custom.create_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses", body)
+    assert refused.value.status == 403
+    assert "may only dry-run a DeviceClass" in refused.value.body
+
+
 def _privileged_pod(node: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "gpushare-root-on-node"},
             "spec": {"nodeName": node, "hostPID": True, "containers": [{

@@ -135,10 +135,10 @@ class Cluster:
         wait_for(rolled_out, timeout_s, "the device-plugin DaemonSet rollout")
 
 
-def embedded_cluster(state_dir: Path) -> Cluster:
-    """Start (or reuse) the embedded cluster in `state_dir`."""
+def embedded_cluster(state_dir: Path, *options: str) -> Cluster:
+    """Start (or reuse) the embedded cluster in `state_dir` (`options`: more of `gpushare sim up`'s)."""
     env = {**os.environ, "GPUSHARE_STATE_DIR": str(state_dir)}
-    subprocess.run([sys.executable, "-m", "gpushare", "sim", "up"], check=True, env=env, timeout=900)
+    subprocess.run([sys.executable, "-m", "gpushare", "sim", "up", *options], check=True, env=env, timeout=900)
     info = json.loads((state_dir / "cluster.json").read_text())
     return Cluster(
         kubeconfig=state_dir / "kubeconfig",

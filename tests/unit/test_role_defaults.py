@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from gpushare.dra.settings import Settings as DraSettings
 from gpushare.mig.settings import MigSettings
 from gpushare.release_gates import plan as release_gates
 from gpushare.rollout.settings import RolloutSettings
@@ -71,8 +72,8 @@ def plain(value: Any) -> bool:
 
 
 def test_every_role_is_checked() -> None:
-    assert ROLES == ["baseline", "change_record", "gpu_operator", "mig", "queue_backfill", "release_gates", "rollout",
-                     "share_check", "timeslicing", "timeslicing_rollback"]
+    assert ROLES == ["baseline", "change_record", "dra_pilot", "gpu_operator", "mig", "queue_backfill", "release_gates",
+                     "rollout", "share_check", "timeslicing", "timeslicing_rollback"]
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -185,6 +186,7 @@ def _python_settings() -> dict[str, tuple[str, str, Any]]:
         "rollout": ("vars/main.yml", "_rollout_inputs", RolloutSettings.of),
         "release_gates": ("tasks/preflight.yml", "_release_gates_inputs",
                           lambda values: release_gates.plan(values, ".", ["gpu-node"])),
+        "dra_pilot": ("tasks/readiness.yml", "_dra_pilot_inputs", DraSettings.of),
     }
 
 
@@ -211,7 +213,8 @@ _GIVEN = {"configs": {}, "cwd": ".", "backup_text": "", "prometheus_url": "http:
 _PASSES = re.compile(r"^\{\{\s*([a-z][a-z0-9_]*)\s*(\|\s*(bool|int)\s*)?\}\}$")
 
 
-@pytest.mark.parametrize("role", ["timeslicing", "timeslicing_rollback", "mig", "share_check", "rollout", "release_gates"])
+@pytest.mark.parametrize("role", ["timeslicing", "timeslicing_rollback", "mig", "share_check", "rollout", "release_gates",
+                                  "dra_pilot"])
 def test_a_python_fallback_is_the_argument_specs_default(role: str) -> None:
     """Settings built without an input the role always passes are the settings of its default: a
     fallback in Python that differs from the argument spec fails here."""

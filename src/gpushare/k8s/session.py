@@ -106,6 +106,14 @@ class Session:
             return False
         return True
 
+    def text(self, path: str) -> str:
+        """The body of a GET of `path` as text (the API server's /metrics), once."""
+        response = self._open("GET", path, None, None, "application/json", TIMEOUT)
+        try:
+            return response.data.decode("utf-8", "replace")
+        except (urllib3.exceptions.HTTPError, OSError) as err:
+            raise Unreachable(self.server, _reason(err), sent=not _refused(err)) from None
+
     def _request_once(self, method: str, path: str, body: Any, query: dict[str, Any] | None,
                       content_type: str, parse: bool = True) -> Any:
         response = self._open(method, path, body, query, content_type, TIMEOUT)

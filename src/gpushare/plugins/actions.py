@@ -21,6 +21,8 @@ from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
 
 from gpushare import yamltext
+from gpushare.dra import probe
+from gpushare.dra.settings import Settings
 from gpushare.k8s.changes import Change, ChangeFailed, Outcome, apply_changes, diffs
 from gpushare.k8s.kinds import UnknownKind
 from gpushare.k8s.session import ApiError, KindNotServed, Session, Unreachable
@@ -372,3 +374,12 @@ class LockAction(KubeAction):
                                for v in ("gpushare_kubeconfig", "gpushare_kube_context"))
         renewing = renewer.start(kubeconfig, context, name, namespace, holder, os.getppid())
         return {**result, "holder": holder, "renewer": renewing}
+
+
+class DraProbeAction(KubeAction):
+    """`nodes: [names]`, `inputs: {...}` (roles/dra_pilot's) -> `facts`: what the DRA readiness judges
+    (gpushare.dra.probe.read), read once; nothing written (its DeviceClass is a server-side dry run)."""
+
+    def act(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
+        facts = probe.read(self.session(task_vars), Settings.of(args["inputs"]), args["nodes"])
+        return {"changed": False, "facts": facts}

@@ -1,0 +1,1 @@
+"""The DRA pilot (issue 42): its readiness runbook, which writes nothing."""
