@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
 from pathlib import Path
 
 from kubernetes import client
@@ -24,8 +25,39 @@ from gpushare.simulator.operands import current_revision, owned_by
 from gpushare.simulator.rest import Rest
 
 
-def register_nodes(kubeconfig: Path, fleet: Fleet) -> None:
-    """Create every fleet node that does not exist yet (as a kubelet registers itself)."""
+# The node status a kubelet sends with its registration (kubelet_node_status.go initialNode runs the
+# status setters first), with the values KWOK's node-initialize stage writes (kwok v0.8.0
+# pkg/utils/gotpl/funcs.go nodeConditions; --node-ip): a node registered Ready needs no status write
+# from KWOK, nor the node lifecycle controller's not-ready taints and Unknown condition meanwhile.
+NODE_CONDITIONS = (
+    ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+    ("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+    ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+    ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+    ("NetworkUnavailable", "False", "RouteCreated", "RouteController created a route"),
+)
+
+
+def registered_status(manifest: dict, node_ip: str, kwok_version: str) -> dict:
+    """`manifest`'s status as its kubelet registers it: Ready, addressed, described."""
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    version = f"kwok-{kwok_version}"
+    return {
+        **manifest["status"],
+        "conditions": [{"type": kind, "status": status, "reason": reason, "message": message,
+                        "lastHeartbeatTime": now, "lastTransitionTime": now}
+                       for kind, status, reason, message in NODE_CONDITIONS],
+        "addresses": [{"type": "InternalIP", "address": node_ip},
+                      {"type": "Hostname", "address": manifest["metadata"]["name"]}],
+        "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux", "kernelVersion": version,
+                     "containerRuntimeVersion": version, "kubeletVersion": version, "kubeProxyVersion": version,
+                     "bootID": "", "machineID": "", "osImage": "", "systemUUID": ""},
+        "phase": "Running",
+    }
+
+
+def register_nodes(kubeconfig: Path, fleet: Fleet, node_ip: str, kwok_version: str) -> None:
+    """Create every fleet node that does not exist yet, as a kubelet registers itself (with its status)."""
     core = client.CoreV1Api(api_client(kubeconfig))
     existing = {n.metadata.name for n in core.list_node().items}
 
@@ -37,7 +69,8 @@ def register_nodes(kubeconfig: Path, fleet: Fleet) -> None:
                 raise
 
     with ThreadPoolExecutor(max_workers=16) as pool:
-        list(pool.map(create, [n.manifest() for n in fleet.nodes if n.name not in existing]))
+        list(pool.map(create, [{**m, "status": registered_status(m, node_ip, kwok_version)}
+                               for m in (n.manifest() for n in fleet.nodes if n.name not in existing)]))
 
 
 # Components of the embedded cluster that only read: their own identity (no group), with only this.

@@ -10,6 +10,7 @@ import shutil
 import socket
 import ssl
 import stat
+import subprocess
 import sys
 import time
 import urllib.error
@@ -55,6 +56,20 @@ IDENTITIES = {
 }
 # The components `gpushare sim up --feature-gates` switches gates on (`--component-feature-gates` one of them).
 GATED_COMPONENTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+# kube-controller-manager's controllers: all on by default but those for what the embedded cluster
+# has none of (volumes, Services, autoscaling, cloud) and the TTL controller, which on a large
+# fleet re-annotates every node (node.alpha.kubernetes.io/ttl: 15 s past 100 nodes, 30 s past 500)
+# for kubelets, which KWOK's are not, to read.
+CONTROLLERS = ("*", "-ttl-controller", "-persistentvolume-attach-detach-controller", "-persistentvolume-binder-controller",
+               "-persistentvolume-expander-controller", "-persistentvolume-protection-controller",
+               "-persistentvolumeclaim-protection-controller", "-ephemeral-volume-controller",
+               "-volumeattributesclass-protection-controller", "-endpoints-controller", "-endpointslice-controller",
+               "-endpointslice-mirroring-controller", "-horizontal-pod-autoscaler-controller")
+KWOK_NODE_IP = "10.0.0.1"
+# KWOK renews each node Lease every quarter of its duration: 80 s (the kubelet's 40 s doubled) halves
+# the renewals, the steady write load of a large fleet (500 nodes: 25 a second); the node lifecycle
+# controller's grace period matches it, four renewals missed before a node is NotReady.
+NODE_LEASE_S = 80
 # The API server's client certificate for etcd (etcd takes no other client).
 ETCD_CLIENT = "apiserver-etcd-client"
 # Every request of the runbook identity (reads and denials too: the evidence deploy/rbac is derived
@@ -354,7 +369,8 @@ class Launcher:
             extra = (
                 [f"--service-account-private-key-file={pki_dir / 'service-account.key'}",
                  f"--root-ca-file={pki_dir / 'ca.crt'}", "--use-service-account-credentials=true",
-                 "--node-monitor-grace-period=60s", "--kube-api-qps=300", "--kube-api-burst=500"]
+                 f"--node-monitor-grace-period={NODE_LEASE_S}s", "--kube-api-qps=300", "--kube-api-burst=500",
+                 f"--controllers={','.join(CONTROLLERS)}"]
                 if name == "kube-controller-manager" else ["--kube-api-qps=300", "--kube-api-burst=500"]
             )
             port = ports[name]
@@ -368,11 +384,11 @@ class Launcher:
             ], lambda port=port: _https_ok(f"https://127.0.0.1:{port}/healthz", _insecure_context()))
         from gpushare import cluster_bootstrap  # noqa: PLC0415 - needs the API server; kept out of import time
 
-        cluster_bootstrap.register_nodes(state.kubeconfig, self.fleet)
+        cluster_bootstrap.register_nodes(state.kubeconfig, self.fleet, KWOK_NODE_IP, _kwok_version(bins / "kwok"))
         self.run("kwok", [
             str(bins / "kwok"), f"--kubeconfig={state.component_kubeconfig('kwok')}",
-            "--manage-all-nodes=true", f"--config={state.root / 'kwok-stages.yaml'}", "--node-lease-duration-seconds=40",
-            f"--server-address=127.0.0.1:{ports['kwok']}", "--node-ip=10.0.0.1", "--cidr=10.244.0.0/16",
+            "--manage-all-nodes=true", f"--config={state.root / 'kwok-stages.yaml'}", f"--node-lease-duration-seconds={NODE_LEASE_S}",
+            f"--server-address=127.0.0.1:{ports['kwok']}", f"--node-ip={KWOK_NODE_IP}", "--cidr=10.244.0.0/16",
         ], lambda: _http_ok(f"http://127.0.0.1:{ports['kwok']}/healthz"))
         # The nodes join first, then the GPU Operator is installed (and 7 operand pods per GPU node start).
         cluster_bootstrap.wait_nodes_ready(state.kubeconfig, self.fleet)
@@ -455,6 +471,12 @@ def feature_gates(cluster: str, per_component: list[str]) -> dict[str, str]:
         gates[name].update(parsed(text, f"--component-feature-gates {name}"))
     return {name: ",".join(f"{gate}={value}" for gate, value in sorted(values.items()))
             for name, values in gates.items() if values}
+
+
+def _kwok_version(kwok: Path) -> str:
+    """The version KWOK writes into its nodes' nodeInfo (`kwok version v0.8.0 ...` -> 0.8.0)."""
+    out = subprocess.run([str(kwok), "--version"], capture_output=True, text=True, check=True).stdout.split()
+    return out[2].removeprefix("v")
 
 
 def _http_ok(url: str) -> bool:

@@ -50,6 +50,9 @@ class FleetNode:
             "kubernetes.io/hostname": self.name,
             "kubernetes.io/os": "linux",
             "kubernetes.io/arch": "amd64",
+            # the kubelet still sets the deprecated beta labels (else the node lifecycle controller adds them)
+            "beta.kubernetes.io/os": "linux",
+            "beta.kubernetes.io/arch": "amd64",
             "type": "kwok",
             **nfd,
             **self.labels,

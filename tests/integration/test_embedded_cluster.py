@@ -72,6 +72,20 @@ def test_every_fleet_node_is_ready_with_its_gpus(clean_cluster: Cluster) -> None
         assert (node.metadata.labels or {}).get("nvidia.com/gpu.count", "0") == str(expected.gpus)
 
 
+def test_fleet_nodes_register_with_the_status_a_kubelet_sends(cluster: Cluster) -> None:
+    """A kubelet registers its node with its labels and status (Ready, addresses, node info): KWOK, which
+    writes an empty Hostname, has nothing to initialize, and no node waits not-ready meanwhile."""
+    if not cluster.embedded:
+        pytest.skip("the embedded cluster's own registration")
+    nodes = {n.metadata.name: n for n in cluster.core.list_node().items}
+    for expected in load_fleet().nodes:
+        status = nodes[expected.name].status
+        assert [(a.type, a.address) for a in status.addresses] == [("InternalIP", "10.0.0.1"), ("Hostname", expected.name)]
+        assert status.node_info.kubelet_version.startswith("kwok-") and status.node_info.operating_system == "linux"
+        labels = nodes[expected.name].metadata.labels
+        assert (labels["beta.kubernetes.io/os"], labels["beta.kubernetes.io/arch"]) == ("linux", "amd64")
+
+
 def test_scheduler_places_a_gpu_deployment_on_a_gpu_node(clean_cluster: Cluster, namespace: str) -> None:
     deployment = {
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "gpu-app"},

@@ -338,3 +338,23 @@ def test_a_second_clusterpolicy_is_ignored_and_changes_nothing(clean_cluster: Cl
         assert daemonset_hashes(cluster) == hashes
     finally:
         cluster.custom.delete_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, "gpu-cluster-policy")
+
+
+def test_operand_marked_not_ready_by_the_node_lifecycle_controller_is_ready_again(clean_cluster: Cluster) -> None:
+    """A node whose lease lapsed (a loaded control plane) has its pods marked not Ready by the node
+    lifecycle controller (MarkPodsNotReady: the Ready condition set False, an UpdateStatus). The
+    device plugin and GFD run on; while the node is Ready their kubelet reports them Ready again,
+    the same pods."""
+    cluster = clean_cluster
+    namespace = cluster.operator_namespace
+    marked = {}
+    for app in (operands.DEVICE_PLUGIN, operands.GFD):
+        pod = operand_pods(cluster, app)["gpu-node"]
+        assert pod_ready(pod), f"{app} on gpu-node is Ready to begin with"
+        for condition in pod.status.conditions:
+            if condition.type == "Ready":
+                condition.status = "False"
+        marked[app] = cluster.core.replace_namespaced_pod_status(pod.metadata.name, namespace, pod).metadata.uid
+    wait_for(lambda: all(pod_ready(operand_pods(cluster, app)["gpu-node"]) for app in marked), TIMEOUT_S,
+             "the device plugin and GFD on gpu-node to be Ready again")
+    assert {app: operand_pods(cluster, app)["gpu-node"].metadata.uid for app in marked} == marked, "the same pods"

@@ -74,6 +74,7 @@ class ManagedPod(Generic[T]):
     started_at: float = 0.0  # last start or in-place reload of the main process
     events: list[tuple[str, str]] = field(default_factory=list)  # (container, message) failures to report
     reported: tuple | None = None  # what the pod's status last said (set once written)
+    reported_version: int = 0  # the pod's resourceVersion after that write (0: written by no one, or gone)
 
     @property
     def mounted(self) -> bool:

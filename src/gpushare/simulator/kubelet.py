@@ -61,6 +61,23 @@ def _status(container: Obj, ready: bool, state: Obj, restarts: int, error: str |
     return status
 
 
+def pod_conditions(managed: ManagedPod[Any]) -> dict[str, str]:
+    """The conditions the kubelet owns on a device-plugin or GFD pod in this state: type -> status."""
+    ready = "True" if managed.ready else "False"
+    return {"PodReadyToStartContainers": "True" if managed.mounted else "False",
+            "Initialized": "True" if managed.selected is not None else "False",
+            "Ready": ready, "ContainersReady": ready}
+
+
+def conditions_differ(pod: Obj, managed: ManagedPod[Any]) -> bool:
+    """The pod's status in the API server says otherwise than the kubelet's view (another writer
+    changed a condition the kubelet owns: the node lifecycle controller sets Ready False on the pods
+    of a node whose lease lapsed, MarkPodsNotReady), which the kubelet's status manager re-sends
+    (pkg/kubelet/status/status_manager.go syncPod / needsReconcile)."""
+    current = {c.get("type"): c.get("status") for c in (pod.get("status") or {}).get("conditions") or []}
+    return any(current.get(kind) != status for kind, status in pod_conditions(managed).items())
+
+
 def managed_pod_status(pod: Obj, managed: ManagedPod[Any], main: str, now: str) -> Obj:
     """The status a kubelet reports for a device-plugin or GFD pod in this state."""
     spec = pod["spec"]
@@ -88,15 +105,8 @@ def managed_pod_status(pod: Obj, managed: ManagedPod[Any], main: str, now: str) 
         else:
             state = {"running": {"startedAt": started}}
         containers.append(_status(container, "running" in state, state, restarts, error, started))
-    ready = "True" if managed.ready else "False"
-    conditions = [
-        {"type": "PodReadyToStartContainers", "status": "True" if managed.mounted else "False"},
-        {"type": "Initialized", "status": "True" if initialized else "False"},
-        {"type": "Ready", "status": ready},
-        {"type": "ContainersReady", "status": ready},
-    ]
-    for condition in conditions:
-        condition["lastTransitionTime"] = now
+    conditions = [{"type": kind, "status": status, "lastTransitionTime": now}
+                  for kind, status in pod_conditions(managed).items()]
     status = {"phase": "Running" if initialized else "Pending", "conditions": conditions, "startTime": started,
               "initContainerStatuses": inits, "containerStatuses": containers}
     if pod.get("status", {}).get("hostIP") is None:

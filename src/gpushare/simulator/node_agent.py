@@ -24,10 +24,10 @@ from gpushare.mps import LIMITS_ANNOTATION, WAIT_ERROR, ShareLimits, limits_anno
 from gpushare.simulator import clusterpolicy as cp
 from gpushare.simulator import mig_manager, nfd, operands
 from gpushare.simulator.config_manager import ManagedPod
-from gpushare.simulator.kubelet import managed_pod_status, node_resources
+from gpushare.simulator.kubelet import conditions_differ, managed_pod_status, node_resources
 from gpushare.mig_layout import Layout
 from gpushare.simulator.mig import generated_config
-from gpushare.simulator.node_view import GPU, SHARED, gfd_labels, gfd_owns, plugin_resources
+from gpushare.simulator.node_view import GPU, SHARED, gfd_labels, gfd_owns, node_ready, plugin_resources
 from gpushare.simulator.nvidia_judge import DEVICE_PLUGIN, GFD, MPS_CONTROL_DAEMON, NvidiaJudge
 from gpushare.simulator.operator import node_labels
 from gpushare.simulator.plugin_version import gfd_uses_node_feature_api, init_waits_for_label
@@ -133,7 +133,6 @@ class NodeAgent:
             if plugin is not None and serving and plugin[0].main_error == f"error starting plugins: {WAIT_ERROR}":
                 plugin[0].retry(now, self._plugin_loader(plugin[1], layout, fault, serving))
                 self._write_pod_status(plugin[1], plugin[0], "nvidia-device-plugin")
-                plugin[0].reported = plugin[0].visible()
             gfd = self._config_managed(node, operands.GFD, "gpu-feature-discovery", now,
                                        lambda pod: _gfd_loader(sim.judge, pod))
             self._kubelet_resources(node, plugin, now)
@@ -273,9 +272,10 @@ class NodeAgent:
         label = (node["metadata"].get("labels") or {}).get(cp.CONFIG_LABEL)
         was_mounted = state.mounted or first
         state.sync(label, data, now, sim.options.configmap_refresh_seconds, loader(pod))
-        if state.visible() != state.reported:
+        if state.visible() != state.reported or (
+                node_ready(node) and int(pod["metadata"].get("resourceVersion") or 0) >= state.reported_version
+                and conditions_differ(pod, state)):
             self._write_pod_status(pod, state, main)
-            state.reported = state.visible()
         if was_mounted and not state.mounted:
             sim.event("Pod", pod["metadata"]["name"], sim.namespace, "Warning", "FailedMount",
                       f'MountVolume.SetUp failed for volume "{state.config_map}" : configmap "{state.config_map}" not found',
@@ -296,13 +296,18 @@ class NodeAgent:
             self.sim.queue.add_after(f"node/{name}", due - now + 0.05)
 
     def _write_pod_status(self, pod: Obj, state: ManagedPod[Any], main: str) -> None:
+        """Report the pod's status as its kubelet; remember what was reported and the version it
+        made, so that a cached pod older than the write is not taken for another writer's change."""
         meta = pod["metadata"]
         try:
-            self.sim.rest.patch(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/status",
-                                {"status": managed_pod_status(pod, state, main, _now_iso())}, "strategic")
+            written = self.sim.rest.patch(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/status",
+                                          {"status": managed_pod_status(pod, state, main, _now_iso())}, "strategic")
+            state.reported_version = int(written["metadata"]["resourceVersion"])
         except ApiError as err:
             if err.status != 404:
                 raise
+            state.reported_version = 0
+        state.reported = state.visible()
 
     def _annotate_limits(self, pod: Obj, limits: dict[str, ShareLimits]) -> None:
         """The MPS daemon pod records the per-share limits it set (LIMITS_ANNOTATION; none while it

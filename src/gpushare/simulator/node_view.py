@@ -23,6 +23,11 @@ _DEVICE_MAP_ERROR = ("error getting plugins: unable to create plugins: failed to
                      "error building device map: error building device map from config.resources: ")
 
 
+def node_ready(node: dict) -> bool:
+    """The node's Ready condition is True (its kubelet reports)."""
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in (node.get("status") or {}).get("conditions") or [])
+
+
 def gfd_owns(label: str) -> bool:
     return label in GFD_LABELS or (label.startswith("nvidia.com/mig-") and "." in label.split("/", 1)[1])
 

@@ -13,6 +13,7 @@ from gpushare import driver_upgrade as du
 from gpushare.k8s.session import ApiError
 from gpushare.simulator import clusterpolicy as cp
 from gpushare.simulator import operands, operator_objects, upgrade
+from gpushare.simulator.node_view import node_ready
 from gpushare.simulator.rest import Obj
 
 if TYPE_CHECKING:
@@ -197,7 +198,7 @@ class Operator:
             name=name,
             state=state,
             unschedulable=bool(node["spec"].get("unschedulable")),
-            ready=any(c.get("type") == "Ready" and c.get("status") == "True" for c in node.get("status", {}).get("conditions") or []),
+            ready=node_ready(node),
             driver_in_sync=(driver_pod["metadata"].get("labels") or {}).get("controller-revision-hash") == revision,
             driver_ready=containers_ready(driver_pod) and not self.sim.driver_manager.busy(name, driver_pod),
             driver_terminating="deletionTimestamp" in driver_pod["metadata"],
