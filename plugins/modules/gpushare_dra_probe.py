@@ -9,8 +9,8 @@ description:
     (C(gpushare.dra.probe.read)); the API server's version and resource.k8s.io/v1 discovery, the pilot nodes and their
     pods, the ClusterPolicy and any GPUCluster, the DRA driver's workloads and, for a queue-managed namespace, Kueue's
     and the namespace's ResourceClaimTemplates.
-  - With O(inputs.extended_resource) also the C(DRAExtendedResource) gate of kube-apiserver (its /metrics through the
-    API) and of kube-scheduler and kube-controller-manager (their /metrics at O(inputs.metrics_urls), with the
+  - With C(inputs.extended_resource) also the C(DRAExtendedResource) gate of kube-apiserver (its /metrics through the
+    API) and of kube-scheduler and kube-controller-manager (their /metrics at C(inputs.metrics_urls), with the
     kubeconfig's credentials), a server-side dry run of a DeviceClass with C(extendedResourceName) (persists nothing),
     and the ClusterRoles bound to system:kube-scheduler.
   - A failure to read a component's metrics or to dry-run the DeviceClass is a fact the checks judge, not a failure.
