@@ -299,9 +299,11 @@ def test_configmap_that_does_not_exist_keeps_new_pods_from_starting(clean_cluste
                      "a node whose new plugin pod cannot mount the ConfigMap to drop its allocatable to 0")
     pod = operand_pods(cluster, operands.DEVICE_PLUGIN)[stuck]
     assert cluster.node(stuck).status.capacity[GPU] == str(counts[stuck])
-    events = cluster.core.list_namespaced_event(cluster.operator_namespace,
-                                                field_selector=f"involvedObject.name={pod.metadata.name},reason=FailedMount").items
-    assert events and f'configmap "{CONFIGMAP}" not found' in events[0].message
+    # the allocatable drops once the old plugin pod is gone, maybe before the new one has failed to mount
+    events = wait_for(lambda: cluster.core.list_namespaced_event(
+        cluster.operator_namespace, field_selector=f"involvedObject.name={pod.metadata.name},reason=FailedMount").items,
+        TIMEOUT_S, f"the FailedMount event of {pod.metadata.name}")
+    assert f'configmap "{CONFIGMAP}" not found' in events[0].message
     assert kubectl_status(cluster, pod).startswith("Init:")
     cluster.kubectl("create", "configmap", CONFIGMAP, "-n", cluster.operator_namespace, "--from-literal=whole=version: v1")
     wait_all_show(cluster, counts, 1)
