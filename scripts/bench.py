@@ -33,7 +33,10 @@ REACTION_CONFIGMAP = yaml.safe_dump({**_SEED, "data": {"default": "version: v1",
 
 
 def sh(*argv: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, capture_output=True, text=True, check=check, env={**os.environ, **(env or {})})
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, env={**os.environ, **(env or {})})
+    if check and done.returncode:  # say why: the output is captured
+        raise RuntimeError(f"{' '.join(argv)} exited {done.returncode}:\n{done.stdout[-2000:]}{done.stderr[-4000:]}")
+    return done
 
 
 def timed(action: Callable[[], object]) -> float:

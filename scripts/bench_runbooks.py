@@ -307,7 +307,7 @@ def render(results: dict[str, Any]) -> str:
         f"- The same, each fleet alone on the machine, wall time: {_ratios(r['prepared_500'], r['prepared_default'], 's')}; "
         f"the runbook's CPU time: {_ratios(r['prepared_500'], r['prepared_default'], 'cpu_s')}. Alone, the 500-node "
         f"run also pays for the idle 500-node control plane on this machine's CPUs ({r['idle_cpu_500']:.2f} CPU "
-        "measured over 20 s: the API server renewing 500 node Leases every 10 s, etcd, KWOK, the simulator), "
+        "measured over 20 s: the API server renewing 500 node Leases every 20 s, etcd, KWOK, the simulator), "
         "which slows the runbook's own CPU time too; side by side both runs pay for it.",
     ]
     return "\n".join(rows)
