@@ -7,7 +7,8 @@ import argparse
 import functools
 import sys
 
-from gpushare import __version__, baseline_cli, gates_cli, rbac_cli, sim_cli
+from gpushare import __version__, baseline_cli, gates_cli, rbac_cli
+from gpushare_testbed import sim_cli
 from gpushare.kueue import status_cli as queue_cli
 
 

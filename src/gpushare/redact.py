@@ -20,7 +20,7 @@ import yaml
 from ansible.cli.playbook import PlaybookCLI
 
 from gpushare import yamltext
-from gpushare.binaries import REPO_ROOT
+from gpushare_testbed.binaries import REPO_ROOT
 
 REDACTED = "<redacted>"
 # Where the parser puts the values of -e/--extra-vars.

@@ -80,7 +80,7 @@ def test_the_tarball_ships_the_content_and_the_package_not_the_checkouts_tooling
     for shipped in ("MANIFEST.json", "meta/runtime.yml", "meta/execution-environment.yml", "bindep.txt",
                     "playbooks/enable_timeslicing.yml", "roles/timeslicing/tasks/main.yml",
                     "plugins/callback/gpushare.py", "plugins/vars/gpushare_limit.py", "pyproject.toml",
-                    "src/gpushare/plugins/actions.py", "src/gpushare/data/kwok-stages.yaml"):
+                    "src/gpushare/plugins/actions.py", "src/gpushare_testbed/data/kwok-stages.yaml"):
         assert shipped in files, f"{shipped} is not in the installed collection"
     assert not [f for f in files if f.split("/")[0] in (".venv", "tests", "features", "scripts", "build", "reports",
                                                          "backups", "fleets") and not f.startswith("tests/sanity/")]

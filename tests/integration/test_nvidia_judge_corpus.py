@@ -22,12 +22,12 @@ from typing import Any
 import pytest
 import yaml
 
-from gpushare.binaries import nvidia_judge
+from gpushare_testbed.binaries import nvidia_judge
 from gpushare.device_plugin_config import MAX_DEPTH, OPERATOR_ENV, ConfigError, PluginConfig, lint, parse
-from gpushare.simulator import clusterpolicy as cp
-from gpushare.simulator import operand_specs
-from gpushare.simulator.node_agent import flag_env
-from gpushare.simulator.nvidia_judge import DEVICE_PLUGIN, GFD, MPS_CONTROL_DAEMON, JudgeError, NvidiaJudge, Verdict
+from gpushare_testbed.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator import operand_specs
+from gpushare_testbed.simulator.node_agent import flag_env
+from gpushare_testbed.simulator.nvidia_judge import DEVICE_PLUGIN, GFD, MPS_CONTROL_DAEMON, JudgeError, NvidiaJudge, Verdict
 
 MISSING = object()  # a mutation that deletes the key
 SPEC = cp.default_instance()["spec"]

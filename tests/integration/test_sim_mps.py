@@ -18,9 +18,9 @@ import pytest
 from gpushare.gpu_catalog import product
 from gpushare.mps import LIMITS_ANNOTATION, WAIT_ERROR, share_limits
 from gpushare.polling import wait_for
-from gpushare.simulator import clusterpolicy as cp
-from gpushare.simulator import mig_manager as mm
-from gpushare.simulator import operands
+from gpushare_testbed.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator import mig_manager as mm
+from gpushare_testbed.simulator import operands
 from tests.integration.sim_support import (
     MIG_NODE, SHARED, TIMEOUT_S, advertised, apply_configmap, container_status, label_node, node_history, operand_pods,
     physical_counts, point_plugin_at, pod_ready, shows_replicas, simulated_gpus,

@@ -1,9 +1,9 @@
-"""`gpushare sim status`'s fleet table (gpushare.fleet_report): one row per node, by name, with the
+"""`gpushare sim status`'s fleet table (gpushare_testbed.fleet_report): one row per node, by name, with the
 GPU labels and allocatable resources as the API server wrote them and the kubelet's readiness."""
 
 from __future__ import annotations
 
-from gpushare.fleet_report import HEADERS, rows
+from gpushare_testbed.fleet_report import HEADERS, rows
 from gpushare.model.node import Node
 from tests.unit.cluster_objects import node
 

@@ -4,8 +4,8 @@ of a config-managed pod as kubectl reads it, and the plugin's Allocate check for
 from __future__ import annotations
 
 from gpushare.device_plugin_config import NO_SHARING, parse
-from gpushare.simulator.config_manager import ManagedPod
-from gpushare.simulator.kubelet import ENDPOINT_STOP_GRACE_S, admission_rejection, managed_pod_status, node_resources
+from gpushare_testbed.simulator.config_manager import ManagedPod
+from gpushare_testbed.simulator.kubelet import ENDPOINT_STOP_GRACE_S, admission_rejection, managed_pod_status, node_resources
 
 POD = {
     "metadata": {"creationTimestamp": "2026-01-01T00:00:00Z"},

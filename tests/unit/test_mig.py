@@ -10,7 +10,7 @@ import yaml
 from gpushare.gpu_catalog import COMPUTE_SLICES, MEMORY_SLICES, PRODUCTS, product
 from gpushare.mig_layout import DISABLED, instances, mode_change
 from gpushare.mig_parted_config import MigConfigError, parse_configs, select
-from gpushare.simulator.mig import apply, default_config
+from gpushare_testbed.simulator.mig import apply, default_config
 
 CONFIGS = parse_configs(default_config(PRODUCTS.values()))
 

@@ -10,7 +10,7 @@ import json
 from gpushare.gpu_catalog import product
 from gpushare.mig_layout import apply, devices, instances, mode_change, needs, selected, whole_gpus
 from gpushare.mig_parted_config import MigConfigSpec
-from gpushare.simulator import mig_manager as mm
+from gpushare_testbed.simulator import mig_manager as mm
 
 A100_ID = ("0x20B010DE",)
 ALL_OFF = MigConfigSpec(None, None, False, {})

@@ -8,7 +8,7 @@ import pytest
 
 from gpushare.device_plugin_config import NO_SHARING, ConfigError, PluginConfig, parse
 from gpushare.gpu_catalog import product
-from gpushare.simulator.node_view import GPU, SHARED, TIMESTAMP, gfd_labels, gfd_owns, plugin_resources
+from gpushare_testbed.simulator.node_view import GPU, SHARED, TIMESTAMP, gfd_labels, gfd_owns, plugin_resources
 
 H100 = product("NVIDIA-H100-80GB-HBM3")
 A100 = product("NVIDIA-A100-SXM4-40GB")

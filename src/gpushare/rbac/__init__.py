@@ -11,9 +11,9 @@ from typing import Any
 
 import yaml
 
-from gpushare.binaries import REPO_ROOT
+from gpushare_testbed.binaries import REPO_ROOT
 from gpushare.polling import WaitTimeout, wait_for
-from gpushare.processes import ComponentError
+from gpushare_testbed.processes import ComponentError
 from gpushare.runbook.inputs import DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY, is_system_namespace
 
 MANIFESTS = REPO_ROOT / "deploy" / "rbac"

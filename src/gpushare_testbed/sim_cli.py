@@ -9,8 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from gpushare.binaries import BinaryError, nvidia_judge
-from gpushare.controlplane import (
+from gpushare_testbed.binaries import BinaryError, nvidia_judge
+from gpushare_testbed.controlplane import (
     COMPONENTS,
     GATED_COMPONENTS,
     OPTIONAL_COMPONENTS,
@@ -26,9 +26,9 @@ from gpushare.controlplane import (
     running,
     started_components,
 )
-from gpushare.dcgm_sim import cli as dcgm_sim_cli
-from gpushare.fleet import FleetError, load_fleet
-from gpushare.processes import ComponentError, alive, log_tail, recorded_pid
+from gpushare_testbed.dcgm_sim import cli as dcgm_sim_cli
+from gpushare_testbed.fleet import FleetError, load_fleet
+from gpushare_testbed.processes import ComponentError, alive, log_tail, recorded_pid
 from gpushare.table import render_table
 
 DEFAULT_STATE_DIR = ".gpushare"
@@ -244,7 +244,7 @@ def cmd_status(args: argparse.Namespace) -> int:
               f"`gpushare sim down` then `gpushare sim up`" if dead else
               f"\nthe embedded cluster in {state.root} is not running; start it with `gpushare sim up`")
         return 1
-    from gpushare.fleet_report import fleet_rows  # noqa: PLC0415 - only this command needs it
+    from gpushare_testbed.fleet_report import fleet_rows  # noqa: PLC0415 - only this command needs it
 
     print()
     print(render_table(*fleet_rows(state.kubeconfig)))
@@ -252,7 +252,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_gpu_operator(args: argparse.Namespace) -> int:
-    from gpushare.simulator.simulator import Options, run_simulator  # noqa: PLC0415 - only this command needs it
+    from gpushare_testbed.simulator.simulator import Options, run_simulator  # noqa: PLC0415 - only this command needs it
 
     if args.configmap_refresh_seconds <= 0 or min(args.mig_reboot_seconds, args.config_manager_label_seconds,
                                                    args.endpoint_stop_grace_seconds) < 0:

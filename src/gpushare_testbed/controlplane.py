@@ -23,11 +23,12 @@ from pathlib import Path
 
 import yaml
 
-from gpushare import pki, processes, rbac
-from gpushare.binaries import binary_dir
-from gpushare.fleet import Fleet
-from gpushare.kueue import embedded as kueue_embedded
-from gpushare.processes import Component, ComponentError, alive, foreign, start, stop_all, wait_ready
+from gpushare import rbac
+from gpushare_testbed import pki, processes
+from gpushare_testbed.binaries import binary_dir
+from gpushare_testbed.fleet import Fleet
+from gpushare_testbed import kueue as kueue_embedded
+from gpushare_testbed.processes import Component, ComponentError, alive, foreign, start, stop_all, wait_ready
 
 # The embedded cluster's simulator: a kubelet volume refresh long enough that labelling a node right
 # after adding a key to the ConfigMap (without restarting its pods) shows, short enough for tests.
@@ -302,7 +303,7 @@ class Launcher:
             for name, (user, group) in IDENTITIES.items()
         }
         (self.state.root / "audit-policy.yaml").write_text(yaml.safe_dump(AUDIT_POLICY))
-        stages = resources.files("gpushare") / "data" / "kwok-stages.yaml"
+        stages = resources.files("gpushare_testbed") / "data" / "kwok-stages.yaml"
         (self.state.root / "kwok-stages.yaml").write_text(stages.read_text())
         return clients
 
@@ -382,7 +383,7 @@ class Launcher:
                 f"--tls-private-key-file={pki_dir / f'{name}-serving.key'}",
                 *extra, *self._gates(name),
             ], lambda port=port: _https_ok(f"https://127.0.0.1:{port}/healthz", _insecure_context()))
-        from gpushare import cluster_bootstrap  # noqa: PLC0415 - needs the API server; kept out of import time
+        from gpushare_testbed import cluster_bootstrap  # noqa: PLC0415 - needs the API server; kept out of import time
 
         cluster_bootstrap.register_nodes(state.kubeconfig, self.fleet, KWOK_NODE_IP, _kwok_version(bins / "kwok"))
         self.run("kwok", [

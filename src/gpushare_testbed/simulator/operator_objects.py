@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from gpushare.gpu_catalog import PRODUCTS
-from gpushare.simulator import clusterpolicy as cp
-from gpushare.simulator import operands
-from gpushare.simulator.mig import default_config
+from gpushare_testbed.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator import operands
+from gpushare_testbed.simulator.mig import default_config
 
 Manifest = dict[str, Any]
 # ServiceAccount of each DaemonSet, from its asset

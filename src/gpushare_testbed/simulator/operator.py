@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 from gpushare import driver_upgrade as du
 from gpushare.k8s.session import ApiError
-from gpushare.simulator import clusterpolicy as cp
-from gpushare.simulator import operands, operator_objects, upgrade
-from gpushare.simulator.node_view import node_ready
-from gpushare.simulator.rest import Obj
+from gpushare_testbed.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator import operands, operator_objects, upgrade
+from gpushare_testbed.simulator.node_view import node_ready
+from gpushare_testbed.simulator.rest import Obj
 
 if TYPE_CHECKING:
-    from gpushare.simulator.simulator import Simulator
+    from gpushare_testbed.simulator.simulator import Simulator
 
-log = logging.getLogger("gpushare.simulator.operator")
+log = logging.getLogger("gpushare_testbed.simulator.operator")
 NFD_GPU_LABELS = ("feature.node.kubernetes.io/pci-10de.present", "feature.node.kubernetes.io/pci-0302_10de.present",
                   "feature.node.kubernetes.io/pci-0300_10de.present")
 GPU_PRESENT = "nvidia.com/gpu.present"

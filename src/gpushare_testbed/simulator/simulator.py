@@ -19,19 +19,19 @@ from pathlib import Path
 from gpushare.k8s.session import ApiError, Unreachable
 from gpushare.kube import api_client
 from gpushare.polling import wait_for
-from gpushare.simulator import clusterpolicy as cp
-from gpushare.simulator import nfd, operands, operator_objects
-from gpushare.simulator.informer import Informer, name_key, namespaced_key
-from gpushare.simulator.driver_manager import DriverManager
-from gpushare.simulator.kubelet import ENDPOINT_STOP_GRACE_S, admission_rejection
-from gpushare.simulator.nfd_master import NfdMaster
-from gpushare.simulator.node_agent import NodeAgent
-from gpushare.simulator.nvidia_judge import NvidiaJudge
-from gpushare.simulator.operator import Operator
-from gpushare.simulator.rest import Obj, Rest
-from gpushare.simulator.workqueue import WorkQueue
+from gpushare_testbed.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator import nfd, operands, operator_objects
+from gpushare_testbed.simulator.informer import Informer, name_key, namespaced_key
+from gpushare_testbed.simulator.driver_manager import DriverManager
+from gpushare_testbed.simulator.kubelet import ENDPOINT_STOP_GRACE_S, admission_rejection
+from gpushare_testbed.simulator.nfd_master import NfdMaster
+from gpushare_testbed.simulator.node_agent import NodeAgent
+from gpushare_testbed.simulator.nvidia_judge import NvidiaJudge
+from gpushare_testbed.simulator.operator import Operator
+from gpushare_testbed.simulator.rest import Obj, Rest
+from gpushare_testbed.simulator.workqueue import WorkQueue
 
-log = logging.getLogger("gpushare.simulator")
+log = logging.getLogger("gpushare_testbed.simulator")
 POLICY, UPGRADE = "policy", "upgrade"
 WORKERS = 8
 OPERAND_APPS = frozenset(name for name, *_ in operands.OPERANDS)

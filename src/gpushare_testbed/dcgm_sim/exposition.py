@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpushare.dcgm_labels import HOST_LABELS
-from gpushare.dcgm_sim.profiles import Profile, Reading, reading, seed_of
+from gpushare_testbed.dcgm_sim.profiles import Profile, Reading, reading, seed_of
 
 # NVML's names for the products GFD labels with dashes (gpu_catalog names).
 NVML_NAMES = {

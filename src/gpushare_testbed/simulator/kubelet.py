@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpushare.device_plugin_config import PluginConfig
-from gpushare.simulator.config_manager import ManagedPod
-from gpushare.simulator.node_view import GPU, SHARED
+from gpushare_testbed.simulator.config_manager import ManagedPod
+from gpushare_testbed.simulator.node_view import GPU, SHARED
 
 Obj = dict[str, Any]
 EXTENDED = "nvidia.com/"

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 
 from gpushare.k8s.session import ApiError, Unreachable
-from gpushare.simulator.rest import Obj, Rest
+from gpushare_testbed.simulator.rest import Obj, Rest
 
 log = logging.getLogger(__name__)
 WATCH_TIMEOUT_S = 240

@@ -81,7 +81,7 @@ class Fleet:
 
 
 def default_fleet_path() -> Path:
-    return Path(str(resources.files("gpushare") / "data" / "fleet-default.yaml"))
+    return Path(str(resources.files("gpushare_testbed") / "data" / "fleet-default.yaml"))
 
 
 def load_fleet(path: Path | None = None) -> Fleet:

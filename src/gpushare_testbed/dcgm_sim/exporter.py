@@ -12,8 +12,8 @@ from pathlib import Path
 
 from kubernetes import client
 
-from gpushare.dcgm_sim.exposition import Exporter, SimGpu, exposition
-from gpushare.dcgm_sim.hardware import fleet_gpus, node_hardware
+from gpushare_testbed.dcgm_sim.exposition import Exporter, SimGpu, exposition
+from gpushare_testbed.dcgm_sim.hardware import fleet_gpus, node_hardware
 from gpushare.kube import api_client
 
 NODES_TTL_S = 5.0  # how long a node listing is reused (MIG changes show within it)

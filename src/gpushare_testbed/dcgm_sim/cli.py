@@ -36,8 +36,8 @@ def register(sub: argparse._SubParsersAction, default_state_dir: str) -> None:
 
 
 def cmd_dcgm_exporter(args: argparse.Namespace) -> int:
-    from gpushare.dcgm_sim.exporter import serve  # noqa: PLC0415 - needs the Kubernetes client
-    from gpushare.dcgm_sim.exposition import Exporter, collectors  # noqa: PLC0415
+    from gpushare_testbed.dcgm_sim.exporter import serve  # noqa: PLC0415 - needs the Kubernetes client
+    from gpushare_testbed.dcgm_sim.exposition import Exporter, collectors  # noqa: PLC0415
 
     try:
         fields = collectors(args.collectors) if args.collectors else None
@@ -48,10 +48,10 @@ def cmd_dcgm_exporter(args: argparse.Namespace) -> int:
 
 
 def cmd_prometheus(args: argparse.Namespace) -> int:
-    from gpushare.controlplane import StateDir  # noqa: PLC0415
-    from gpushare.dcgm_sim.backfill import BackfillError  # noqa: PLC0415
-    from gpushare.dcgm_sim.demo_prometheus import ensure_prometheus  # noqa: PLC0415
-    from gpushare.processes import ComponentError  # noqa: PLC0415
+    from gpushare_testbed.controlplane import StateDir  # noqa: PLC0415
+    from gpushare_testbed.dcgm_sim.backfill import BackfillError  # noqa: PLC0415
+    from gpushare_testbed.dcgm_sim.demo_prometheus import ensure_prometheus  # noqa: PLC0415
+    from gpushare_testbed.processes import ComponentError  # noqa: PLC0415
 
     try:
         history_s, step_s = parse_duration(args.history, "--history"), parse_duration(args.step, "--step")

@@ -16,8 +16,8 @@ import hashlib
 import json
 from typing import Any
 
-from gpushare.simulator import clusterpolicy as cp
-from gpushare.simulator.operand_specs import (
+from gpushare_testbed.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator.operand_specs import (
     DEVICE_PLUGIN, Builder, DRIVER, GFD, MIG_MANAGER, MPS_CONTROL_DAEMON, VALIDATOR, dcgm, dcgm_exporter, device_plugin, driver,
     gfd, mig_manager, mps_control_daemon, node_status_exporter, toolkit, validator,
 )

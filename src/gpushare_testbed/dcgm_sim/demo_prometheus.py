@@ -14,11 +14,11 @@ from pathlib import Path
 
 from kubernetes import client
 
-from gpushare.controlplane import StateDir, free_port
-from gpushare.dcgm_sim.backfill import backfill
-from gpushare.dcgm_sim.hardware import fleet_gpus, node_hardware
+from gpushare_testbed.controlplane import StateDir, free_port
+from gpushare_testbed.dcgm_sim.backfill import backfill
+from gpushare_testbed.dcgm_sim.hardware import fleet_gpus, node_hardware
 from gpushare.kube import api_client
-from gpushare.processes import Component, ComponentError, alive, start, wait_ready
+from gpushare_testbed.processes import Component, ComponentError, alive, start, wait_ready
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 NAME = "prometheus"

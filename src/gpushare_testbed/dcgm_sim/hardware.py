@@ -8,12 +8,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpushare.dcgm_sim.exposition import SimGpu
-from gpushare.dcgm_sim.profiles import FLEET_PROFILES, Profile
-from gpushare.fleet import HARDWARE_ANNOTATION
+from gpushare_testbed.dcgm_sim.exposition import SimGpu
+from gpushare_testbed.dcgm_sim.profiles import FLEET_PROFILES, Profile
+from gpushare_testbed.fleet import HARDWARE_ANNOTATION
 from gpushare.gpu_catalog import product as lookup_product
 from gpushare.mig_layout import devices
-from gpushare.simulator.mig_manager import applied_layout
+from gpushare_testbed.simulator.mig_manager import applied_layout
 
 @dataclass(frozen=True)
 class NodeHardware:

@@ -10,7 +10,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from gpushare.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator import clusterpolicy as cp
 
 Builder = Callable[[dict[str, Any]], tuple[dict[str, str], dict[str, Any]]]  # spec -> (labels, pod spec)
 

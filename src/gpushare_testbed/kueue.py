@@ -21,8 +21,8 @@ from pathlib import Path
 
 import yaml
 
-from gpushare import pki
-from gpushare.processes import ComponentError
+from gpushare_testbed import pki
+from gpushare_testbed.processes import ComponentError
 
 NAMESPACE = "kueue-system"
 LEASE_NAME = "c1f6bfd2.kueue.x-k8s.io"  # Kueue's default leader-election ID

@@ -14,15 +14,15 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from gpushare.driver_upgrade import STATE_LABEL as UPGRADE_STATE_LABEL
-from gpushare.fleet import HARDWARE_ANNOTATION, Fleet
+from gpushare_testbed.fleet import HARDWARE_ANNOTATION, Fleet
 from gpushare.gpu_catalog import product as lookup_product
 from gpushare.k8s.session import ApiError
 from gpushare.kube import api_client
 from gpushare.model.node import COUNT, GPU, REPLICAS, SHARED, Node
 from gpushare.polling import wait_for
-from gpushare.simulator import clusterpolicy as cp
-from gpushare.simulator.operands import current_revision, owned_by
-from gpushare.simulator.rest import Rest
+from gpushare_testbed.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator.operands import current_revision, owned_by
+from gpushare_testbed.simulator.rest import Rest
 
 
 # The node status a kubelet sends with its registration (kubelet_node_status.go initialNode runs the

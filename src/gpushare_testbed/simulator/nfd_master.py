@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpushare.simulator import nfd
+from gpushare_testbed.simulator import nfd
 
 if TYPE_CHECKING:
-    from gpushare.simulator.simulator import Simulator
+    from gpushare_testbed.simulator.simulator import Simulator
 
 
 class NfdMaster:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from gpushare.dcgm_sim.exposition import Exporter, SimGpu, openmetrics
+from gpushare_testbed.dcgm_sim.exposition import Exporter, SimGpu, openmetrics
 
 BLOCK_S = 7200  # promtool's block length, aligned to multiples of it
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"

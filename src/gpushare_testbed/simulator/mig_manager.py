@@ -35,7 +35,7 @@ from typing import Any
 from gpushare.gpu_catalog import GpuProduct
 from gpushare.mig_layout import Layout, devices, mode_change
 from gpushare.mig_parted_config import MigConfigError, parse_configs, select
-from gpushare.simulator.mig import apply
+from gpushare_testbed.simulator.mig import apply
 
 MIG_CONFIG = "nvidia.com/mig.config"
 MIG_STATE = "nvidia.com/mig.config.state"

@@ -16,22 +16,22 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from gpushare.device_plugin_config import ConfigError, PluginConfig
-from gpushare.fleet import HARDWARE_ANNOTATION
+from gpushare_testbed.fleet import HARDWARE_ANNOTATION
 from gpushare.gpu_catalog import GpuProduct
 from gpushare.gpu_catalog import product as lookup_product
 from gpushare.k8s.session import ApiError
 from gpushare.mps import LIMITS_ANNOTATION, WAIT_ERROR, ShareLimits, limits_annotation, replicas_problem, share_limits
-from gpushare.simulator import clusterpolicy as cp
-from gpushare.simulator import mig_manager, nfd, operands
-from gpushare.simulator.config_manager import ManagedPod
-from gpushare.simulator.kubelet import conditions_differ, managed_pod_status, node_resources
+from gpushare_testbed.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator import mig_manager, nfd, operands
+from gpushare_testbed.simulator.config_manager import ManagedPod
+from gpushare_testbed.simulator.kubelet import conditions_differ, managed_pod_status, node_resources
 from gpushare.mig_layout import Layout
-from gpushare.simulator.mig import generated_config
-from gpushare.simulator.node_view import GPU, SHARED, gfd_labels, gfd_owns, node_ready, plugin_resources
-from gpushare.simulator.nvidia_judge import DEVICE_PLUGIN, GFD, MPS_CONTROL_DAEMON, NvidiaJudge
-from gpushare.simulator.operator import node_labels
-from gpushare.simulator.plugin_version import gfd_uses_node_feature_api, init_waits_for_label
-from gpushare.simulator.rest import Obj
+from gpushare_testbed.simulator.mig import generated_config
+from gpushare_testbed.simulator.node_view import GPU, SHARED, gfd_labels, gfd_owns, node_ready, plugin_resources
+from gpushare_testbed.simulator.nvidia_judge import DEVICE_PLUGIN, GFD, MPS_CONTROL_DAEMON, NvidiaJudge
+from gpushare_testbed.simulator.operator import node_labels
+from gpushare_testbed.simulator.plugin_version import gfd_uses_node_feature_api, init_waits_for_label
+from gpushare_testbed.simulator.rest import Obj
 
 # A fault to test against: the device plugin on a node so annotated crashes with the annotation's
 # message whenever its config shares (as a driver that rejects time-slicing would), and never
@@ -42,9 +42,9 @@ PLUGIN_FAULT_ANNOTATION = "sim.gpushare.io/device-plugin-fault"
 STOP_GRACE_ANNOTATION = "sim.gpushare.io/endpoint-stop-grace-seconds"
 
 if TYPE_CHECKING:
-    from gpushare.simulator.simulator import Simulator
+    from gpushare_testbed.simulator.simulator import Simulator
 
-log = logging.getLogger("gpushare.simulator.node")
+log = logging.getLogger("gpushare_testbed.simulator.node")
 MIG_CLIENT_APPS = (operands.DEVICE_PLUGIN, operands.GFD, "nvidia-dcgm-exporter", "nvidia-dcgm")
 PluginLoad = tuple[PluginConfig, dict[str, int]]
 MpsLoad = tuple[PluginConfig, dict[str, ShareLimits]]  # the MPS servers it started: resource -> limits per share

@@ -26,15 +26,15 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gpushare.simulator import operands
-from gpushare.simulator.mig_manager import client_daemonset_pod
-from gpushare.simulator.operator import containers_ready
-from gpushare.simulator.rest import Obj
+from gpushare_testbed.simulator import operands
+from gpushare_testbed.simulator.mig_manager import client_daemonset_pod
+from gpushare_testbed.simulator.operator import containers_ready
+from gpushare_testbed.simulator.rest import Obj
 
 if TYPE_CHECKING:
-    from gpushare.simulator.simulator import Simulator
+    from gpushare_testbed.simulator.simulator import Simulator
 
-log = logging.getLogger("gpushare.simulator.driver_manager")
+log = logging.getLogger("gpushare_testbed.simulator.driver_manager")
 PAUSED = "paused-for-driver-upgrade"
 DEPLOY = "nvidia.com/gpu.deploy."
 # evictAllGPUOperatorComponents: always written; mig-manager and client only when the node has them.
