@@ -416,9 +416,12 @@ class Launcher:
             # the operator namespace exists once the operator is installed; without it, whoever runs
             # one applies deploy/rbac like on any cluster (scripts/external_cluster.py)
             began = time.monotonic()
-            rbac.apply(bins / "kubectl", state.kubeconfig, self.operator_namespace,
-                       () if "kueue" in self.components else (kueue_embedded.NAMESPACE,),
-                       rbac.Names(self.operator_namespace, team_namespaces=kueue_embedded.TEAM_NAMESPACES))
+            try:
+                rbac.apply(bins / "kubectl", state.kubeconfig, self.operator_namespace,
+                           () if "kueue" in self.components else (kueue_embedded.NAMESPACE,),
+                           rbac.Names(self.operator_namespace, team_namespaces=kueue_embedded.TEAM_NAMESPACES))
+            except rbac.RbacError as err:
+                raise ComponentError(str(err)) from err
             self.progress(f"deploy/rbac applied ({time.monotonic() - began:.1f}s)")
         info = {"server": server, "ports": ports, "bin_dir": str(bins), "operator_namespace": self.operator_namespace,
                 "components": list(self.components), "feature_gates": self.feature_gates,
