@@ -9,20 +9,21 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from gpushare.driver_upgrade import STATE_LABEL as UPGRADE_STATE_LABEL
 from gpushare_testbed.fleet import HARDWARE_ANNOTATION, Fleet
 from gpushare.gpu_catalog import product as lookup_product
 from gpushare.k8s.session import ApiError
 from gpushare.kube import api_client
-from gpushare.model.node import COUNT, GPU, REPLICAS, SHARED, Node
 from gpushare.polling import wait_for
 from gpushare_testbed.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator.node_view import GPU, SHARED, node_ready
 from gpushare_testbed.simulator.operands import current_revision, owned_by
 from gpushare_testbed.simulator.rest import Rest
+from gpushare_testbed.simulator.upgrade import STATE_LABEL as UPGRADE_STATE_LABEL
 
 
 # The node status a kubelet sends with its registration (kubelet_node_status.go initialNode runs the
@@ -95,19 +96,21 @@ def grant_readers(kubeconfig: Path, users: list[str]) -> None:
                 raise
 
 
-def gpu_node_problem(node: Node) -> str | None:
+def gpu_node_problem(node: dict[str, Any]) -> str | None:
     """What keeps a simulated GPU node from showing its whole cards, None when it does."""
-    hardware = json.loads(node.annotations[HARDWARE_ANNOTATION])
-    labels, allocatable = node.labels, node.resources("allocatable")
-    if labels.get(REPLICAS) != "1" or labels.get(COUNT) != str(hardware["count"]):
+    meta = node["metadata"]
+    hardware = json.loads(meta["annotations"][HARDWARE_ANNOTATION])
+    labels, allocatable = meta.get("labels") or {}, (node.get("status") or {}).get("allocatable") or {}
+    if labels.get("nvidia.com/gpu.replicas") != "1" or labels.get("nvidia.com/gpu.count") != str(hardware["count"]):
         return "GFD labels (whole cards)"
     if allocatable.get(GPU) != str(hardware["count"]) or allocatable.get(SHARED, "0") != "0":
         return "the device plugin's nvidia.com/gpu allocatable"
-    if lookup_product(hardware["product"]).mig_capable and (node.mig_config != "all-disabled" or node.mig_state != "success"):
+    mig = (labels.get("nvidia.com/mig.config"), labels.get("nvidia.com/mig.config.state"))
+    if lookup_product(hardware["product"]).mig_capable and mig != ("all-disabled", "success"):
         return "MIG disabled (mig.config all-disabled, state success)"
     if labels.get(UPGRADE_STATE_LABEL, "upgrade-done") != "upgrade-done":
         return "the driver upgrade to finish"
-    if node.unschedulable:
+    if (node.get("spec") or {}).get("unschedulable"):
         return "the node to be schedulable"
     return None
 
@@ -148,11 +151,11 @@ def settled_problems(rest: Rest, namespace: str) -> list[str]:
     problems = rollout_problems(rest, namespace)
     if problems:
         return problems
-    for node in (Node(raw) for raw in rest.get("/api/v1/nodes").get("items") or []):
-        if HARDWARE_ANNOTATION in node.annotations:
+    for node in rest.get("/api/v1/nodes").get("items") or []:
+        if HARDWARE_ANNOTATION in (node["metadata"].get("annotations") or {}):
             problem = gpu_node_problem(node)
             if problem:
-                problems.append(f"{node.name}: {problem}")
+                problems.append(f"{node['metadata']['name']}: {problem}")
     return problems
 
 
@@ -177,7 +180,7 @@ def wait_nodes_ready(kubeconfig: Path, fleet: Fleet, timeout_s: float = 300) -> 
     wanted = {n.name for n in fleet.nodes}
 
     def nodes_ready() -> bool:
-        ready = {node.name for node in (Node(raw) for raw in rest.get("/api/v1/nodes").get("items") or []) if node.ready}
+        ready = {node["metadata"]["name"] for node in rest.get("/api/v1/nodes").get("items") or [] if node_ready(node)}
         return wanted <= ready
 
     wait_for(nodes_ready, timeout_s, f"all {len(wanted)} nodes to be Ready", interval_s=0.25)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from gpushare.gpu_catalog import product as lookup_product
-from gpushare.runbook.inputs import DNS_SUBDOMAIN, read_document
 
 # The simulated hardware of a node, read by the GPU Operator simulator (the real plugin asks NVML).
 HARDWARE_ANNOTATION = "sim.gpushare.io/gpus"
@@ -17,6 +19,8 @@ HARDWARE_ANNOTATION = "sim.gpushare.io/gpus"
 NFD_NVIDIA_LABEL = "feature.node.kubernetes.io/pci-10de.present"
 NODE_KEYS = {"name", "count", "gpus", "product", "cpu", "memory", "pods", "labels"}
 MAX_NODES = 10_000  # more than one embedded control plane on a laptop serves; a typo in `count` otherwise
+# A node name the API server accepts: a DNS-1123 subdomain (apimachinery validation IsDNS1123Subdomain).
+NODE_NAME = re.compile(r"(?=.{1,253}\Z)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 
 
 class FleetError(ValueError):
@@ -86,9 +90,14 @@ def default_fleet_path() -> Path:
 
 def load_fleet(path: Path | None = None) -> Fleet:
     path = path or default_fleet_path()
-    document = read_document(path, "YAML", FleetError, unreadable="cannot read fleet file {path}: {reason}",
-                             malformed="fleet file {path} is not valid YAML: {error}",
-                             nested="fleet file {path} nests too deeply to be a fleet")
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise FleetError(f"cannot read fleet file {path}: {err.strerror}") from None
+    except (UnicodeDecodeError, yaml.YAMLError, ValueError) as err:
+        raise FleetError(f"fleet file {path} is not valid YAML: {err}") from None
+    except RecursionError:
+        raise FleetError(f"fleet file {path} nests too deeply to be a fleet") from None
     return parse_fleet(document, source=str(path))
 
 
@@ -141,7 +150,7 @@ def _expand(entry: Any, where: str, room: int) -> list[FleetNode]:
     expanded = []
     for index in range(1, count + 1):
         node_name = name.replace("{index}", str(index).zfill(width))
-        if not DNS_SUBDOMAIN.match(node_name):
+        if not NODE_NAME.match(node_name):
             raise FleetError(f"{where}: {node_name!r} is not a valid node name (a DNS-1123 subdomain: lowercase "
                              "letters, digits, '-' and '.', at most 253 characters)")
         expanded.append(FleetNode(node_name, gpus, product_name if gpus else None, labels=dict(labels), **extra))

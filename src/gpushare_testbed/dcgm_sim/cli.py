@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 
-from gpushare.gates.model import GateInputError
-from gpushare.gates.timespec import parse_duration
+# Prometheus's duration (prometheus/common model.ParseDuration), in whole seconds: y, w, d, h, m, s.
+_DURATION = re.compile(r"(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+_UNIT_S = (365 * 86400, 7 * 86400, 86400, 3600, 60, 1)
+
+
+def parse_duration(text: str, what: str) -> int:
+    """Seconds in a duration such as `15s`, `5m`, `7d` or `1h30m`; ValueError naming `what` otherwise."""
+    match = _DURATION.fullmatch(text.strip())
+    seconds = sum(int(n) * unit for n, unit in zip(match.groups(), _UNIT_S) if n) if match else 0
+    if seconds <= 0:
+        raise ValueError(f"{what}: {text!r} is not a positive duration; write it like 15s, 5m, 1h, 7d or 1h30m")
+    return seconds
 
 
 def register(sub: argparse._SubParsersAction, default_state_dir: str) -> None:
@@ -56,7 +67,7 @@ def cmd_prometheus(args: argparse.Namespace) -> int:
     try:
         history_s, step_s = parse_duration(args.history, "--history"), parse_duration(args.step, "--step")
         parse_duration(args.scrape_interval, "--scrape-interval")
-    except GateInputError as err:
+    except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     state = StateDir(args.state_dir.resolve())

@@ -18,9 +18,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpushare.dcgm_labels import HOST_LABELS
 from gpushare_testbed.dcgm_sim.profiles import Profile, Reading, reading, seed_of
 
+# The node label, by release (the module doc): up to 4.5.3-4.8.2, since 4.6.0-4.8.3.
+HOST_LABELS = ("Hostname", "hostname")
 # NVML's names for the products GFD labels with dashes (gpu_catalog names).
 NVML_NAMES = {
     "NVIDIA-H100-80GB-HBM3": "NVIDIA H100 80GB HBM3",

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from gpushare.device_plugin_config import ConfigError
+from gpushare_testbed.simulator.nvidia_judge import ConfigError
 
 T = TypeVar("T")
 EMPTY = ""  # the config-manager's empty config: /config/config.yaml -> /dev/null

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpushare.device_plugin_config import PluginConfig
+from gpushare_testbed.simulator.nvidia_judge import PluginConfig
 from gpushare_testbed.simulator.config_manager import ManagedPod
 from gpushare_testbed.simulator.node_view import GPU, SHARED
 

@@ -15,12 +15,11 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from gpushare.device_plugin_config import ConfigError, PluginConfig
 from gpushare_testbed.fleet import HARDWARE_ANNOTATION
 from gpushare.gpu_catalog import GpuProduct
 from gpushare.gpu_catalog import product as lookup_product
 from gpushare.k8s.session import ApiError
-from gpushare.mps import LIMITS_ANNOTATION, WAIT_ERROR, ShareLimits, limits_annotation, replicas_problem, share_limits
+from gpushare_testbed.simulator.mps_daemon import LIMITS_ANNOTATION, WAIT_ERROR, ShareLimits, limits_annotation, replicas_refusal, share_limits
 from gpushare_testbed.simulator import clusterpolicy as cp
 from gpushare_testbed.simulator import mig_manager, nfd, operands
 from gpushare_testbed.simulator.config_manager import ManagedPod
@@ -28,7 +27,7 @@ from gpushare_testbed.simulator.kubelet import conditions_differ, managed_pod_st
 from gpushare.mig_layout import Layout
 from gpushare_testbed.simulator.mig import generated_config
 from gpushare_testbed.simulator.node_view import GPU, SHARED, gfd_labels, gfd_owns, node_ready, plugin_resources
-from gpushare_testbed.simulator.nvidia_judge import DEVICE_PLUGIN, GFD, MPS_CONTROL_DAEMON, NvidiaJudge
+from gpushare_testbed.simulator.nvidia_judge import DEVICE_PLUGIN, GFD, MPS_CONTROL_DAEMON, ConfigError, NvidiaJudge, PluginConfig
 from gpushare_testbed.simulator.operator import node_labels
 from gpushare_testbed.simulator.plugin_version import gfd_uses_node_feature_api, init_waits_for_label
 from gpushare_testbed.simulator.rest import Obj
@@ -373,7 +372,7 @@ def _mps_loader(judge: NvidiaJudge, pod: Obj, product: GpuProduct, layout: Layou
         sharing = config.sharing
         if sharing.strategy != "mps" or all(gpu is not None for gpu in layout):
             return config, {}  # nothing shared with MPS, or only MIG devices (skipped with a warning)
-        problem = replicas_problem(sharing.replicas)
+        problem = replicas_refusal(sharing.replicas)
         if problem:
             raise ConfigError(problem)
         resource = SHARED if sharing.rename_by_default else GPU

@@ -6,7 +6,7 @@ timestamp.go: `nvidia.com/gpu.count` counts every GPU of the model, MIG-enabled 
 
 from __future__ import annotations
 
-from gpushare.device_plugin_config import ConfigError, PluginConfig
+from gpushare_testbed.simulator.nvidia_judge import ConfigError, PluginConfig
 from gpushare.gpu_catalog import GpuProduct
 from gpushare.mig_layout import Layout, instances
 

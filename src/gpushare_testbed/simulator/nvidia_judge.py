@@ -6,9 +6,9 @@ command-line and environment flags over it) and each component's checks of the r
 the Go module proxy at the pinned release with v0.20.0's changes on top (see its main.go). It runs
 as one long-lived process per simulator; each distinct (component, environment, text) is asked once.
 
-The runbooks' own validators (gpushare.device_plugin_config) take no part in this decision; the
-simulator only shares their result types. tests/integration/test_nvidia_judge_corpus.py holds the
-validators to this judge's verdicts."""
+The runbooks' own validators (gpushare.device_plugin_config) take no part in this decision, nor do
+their types: the simulator reads the judge's answer into its own (PluginConfig below).
+tests/integration/test_nvidia_judge_corpus.py holds the validators to this judge's verdicts."""
 
 from __future__ import annotations
 
@@ -21,11 +21,35 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpushare.device_plugin_config import ConfigError, PluginConfig, Sharing
-
 DEVICE_PLUGIN, GFD, MPS_CONTROL_DAEMON = "device-plugin", "gpu-feature-discovery", "mps-control-daemon"
 GPU, MIG_PREFIX = "nvidia.com/gpu", "nvidia.com/mig-"
 CACHE_SIZE = 4096  # distinct verdicts kept; a simulator sees a few dozen configs
+
+
+class ConfigError(ValueError):
+    """A component refuses its config; str() is the error it exits with."""
+
+
+@dataclass(frozen=True)
+class Sharing:
+    """How a component shares nvidia.com/gpu and MIG devices (GFD's labels: internal/lm/resource.go)."""
+
+    strategy: str  # none | time-slicing | mps
+    rename_by_default: bool = False
+    fail_requests_greater_than_one: bool = False
+    replicas: int = 1  # replicas of nvidia.com/gpu (1 = not shared)
+    mig: tuple[tuple[str, int], ...] = ()  # replicas of each nvidia.com/mig-<profile> it shares
+
+
+@dataclass(frozen=True)
+class PluginConfig:
+    """What a component runs with: its MIG strategy (its environment's, else the file's, else none) and sharing."""
+
+    mig_strategy: str
+    sharing: Sharing
+
+
+NO_SHARING = PluginConfig(mig_strategy="none", sharing=Sharing("none"))
 
 
 class JudgeError(RuntimeError):

@@ -9,10 +9,10 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from gpushare import driver_upgrade as du
 from gpushare.k8s.session import ApiError
 from gpushare_testbed.simulator import clusterpolicy as cp
 from gpushare_testbed.simulator import operands, operator_objects, upgrade
+from gpushare_testbed.simulator.pod_deletion import DELETE, SKIP, DeletionRules, deletion_refused, drain_verdict, is_gpu_pod, selected
 from gpushare_testbed.simulator.node_view import node_ready
 from gpushare_testbed.simulator.rest import Obj
 
@@ -169,7 +169,7 @@ class Operator:
             node = sim.nodes.get(pod["spec"].get("nodeName", ""))
             if node is not None:
                 states.append(self._node_upgrade(node, pod, revision, upgrade_policy))
-        rules = du.Policy.of(policy.get("spec") or {})
+        rules = DeletionRules.of(upgrade_policy)
         for step in upgrade.plan(states, upgrade_policy):
             self._execute(step, rules)
         waiting = {s.name for s in states if s.state in (upgrade.POD_DELETION, upgrade.DRAIN)}
@@ -186,13 +186,13 @@ class Operator:
         # fleet this pass runs on every node event.
         on_node = self.sim.pods_on(name) if state in (upgrade.POD_DELETION, upgrade.DRAIN, upgrade.VALIDATION) else []
         validators = [p for p in on_node if (p["metadata"].get("labels") or {}).get("app") == operands.VALIDATOR]
-        rules = du.Policy.of({"driver": {"upgradePolicy": policy}})
-        gpu = [p for p in on_node if du.gpu_pod(p)] if state == upgrade.POD_DELETION else []
+        rules = DeletionRules.of(policy)
+        gpu = [p for p in on_node if is_gpu_pod(p)] if state == upgrade.POD_DELETION else []
         drain = on_node if state == upgrade.DRAIN else []
         errors: dict[str, list[str]] = {}
         for pod in drain:
-            verdict = du.drain_filters(pod, rules.drain_force, rules.drain_empty_dir)
-            if verdict not in ("delete", "skip") and du.selects(rules.drain_selector, pod["metadata"].get("labels") or {}):
+            verdict = drain_verdict(pod, rules.drain_force, rules.drain_empty_dir)
+            if verdict not in (DELETE, SKIP) and selected(rules.drain_selector, pod["metadata"].get("labels") or {}):
                 errors.setdefault(verdict, []).append(f"{pod['metadata']['namespace']}/{pod['metadata']['name']}")
         return upgrade.NodeUpgrade(
             name=name,
@@ -203,7 +203,7 @@ class Operator:
             driver_ready=containers_ready(driver_pod) and not self.sim.driver_manager.busy(name, driver_pod),
             driver_terminating="deletionTimestamp" in driver_pod["metadata"],
             gpu_pods=len(gpu),
-            undeletable=sum(1 for p in gpu if du.deletion_refusal(p, rules)),
+            undeletable=sum(1 for p in gpu if deletion_refused(p, rules)),
             eviction_timed_out=self._timed_out(name, cp.section(policy, "podDeletion"), 300),
             drain_pods=len(self._drain_pods(drain, rules)),
             # kubectl's PodDeleteList.errors: `cannot delete <fatal>: <pods>` (unmanagedFatal says it already)
@@ -224,12 +224,12 @@ class Operator:
         return bool(timeout) and started is not None and time.monotonic() - started > timeout
 
     @staticmethod
-    def _drain_pods(pods: list[Obj], rules: du.Policy) -> list[Obj]:
+    def _drain_pods(pods: list[Obj], rules: DeletionRules) -> list[Obj]:
         """The pods the upgrade's drain evicts: those drain.podSelector selects that the filters let go."""
-        return [p for p in pods if du.selects(rules.drain_selector, p["metadata"].get("labels") or {})
-                and du.drain_filters(p, rules.drain_force, rules.drain_empty_dir) == "delete"]
+        return [p for p in pods if selected(rules.drain_selector, p["metadata"].get("labels") or {})
+                and drain_verdict(p, rules.drain_force, rules.drain_empty_dir) == DELETE]
 
-    def _execute(self, step: upgrade.Step, rules: du.Policy) -> None:
+    def _execute(self, step: upgrade.Step, rules: DeletionRules) -> None:
         sim = self.sim
         if step.state is not None:
             sim.patch_node(step.node, {"metadata": {"labels": {upgrade.STATE_LABEL: step.state or None}}})
@@ -248,7 +248,7 @@ class Operator:
                 if (pod["metadata"].get("labels") or {}).get("app") == operands.DRIVER:
                     self._delete(f"/api/v1/namespaces/{self.ns}/pods/{pod['metadata']['name']}")
         elif step.action == "evict":
-            self._evict(step.node, step.node, [p for p in sim.pods_on(step.node) if du.gpu_pod(p)],
+            self._evict(step.node, step.node, [p for p in sim.pods_on(step.node) if is_gpu_pod(p)],
                         "Deleted workload pods on the node for the driver upgrade")
         elif step.action == "drain":
             self._evict(step.node, f"{step.node}/drain", self._drain_pods(sim.pods_on(step.node), rules),

@@ -6,7 +6,7 @@ driver DaemonSet (OnDelete) goes upgrade-required -> cordon-required -> wait-for
 pod-deletion-required -> pod-restart-required -> validation-required -> uncordon-required ->
 upgrade-done, `maxParallelUpgrades` (and `maxUnavailable`) at a time. Each node moves one state per
 pass, as in ApplyState, which reads the states once at the start. Which pods the GPU-pod deletion
-and the drain can take is gpushare.driver_upgrade's (pod_manager.go, drain_manager.go, kubectl's
+and the drain can take is pod_deletion's (pod_manager.go, drain_manager.go, kubectl's
 drain filters): a node they cannot empty goes upgrade-failed, or to drain-required first when
 `drain.enable` (pod_manager.go updateNodeToDrainOrFailed)."""
 
@@ -16,16 +16,15 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from gpushare.driver_upgrade import FAILED, SKIP_LABEL, STATE_LABEL
-
-__all__ = ["FAILED", "SKIP_LABEL", "STATE_LABEL", "NodeUpgrade", "Step", "plan"]
-
+# k8s-operator-libs pkg/upgrade consts.go (nvidia.com/%s-driver-upgrade-state, -.skip) with the GPU Operator's driver name "gpu"
+STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
+SKIP_LABEL = "nvidia.com/gpu-driver-upgrade.skip"
 INITIAL_STATE_ANNOTATION = "nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulable"
 REQUESTED_ANNOTATION = "nvidia.com/gpu-driver-upgrade-requested"
 EVENT_REASON = "GPUDriverUpgrade"
 DONE, REQUIRED, CORDON, WAIT_JOBS = "upgrade-done", "upgrade-required", "cordon-required", "wait-for-jobs-required"
 POD_DELETION, DRAIN, POD_RESTART = "pod-deletion-required", "drain-required", "pod-restart-required"
-VALIDATION, UNCORDON = "validation-required", "uncordon-required"
+VALIDATION, UNCORDON, FAILED = "validation-required", "uncordon-required", "upgrade-failed"
 IN_PROGRESS = (CORDON, WAIT_JOBS, POD_DELETION, FAILED, DRAIN, POD_RESTART, UNCORDON, VALIDATION)
 
 
