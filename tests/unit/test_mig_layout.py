@@ -1,7 +1,6 @@
-"""A node's MIG layout and what `nvidia-mig-parted apply` does to it (gpushare.mig_layout), the one
-semantics of the MIG runbook's plan and the simulated MIG manager: entries in turn, a later one
-winning on a GPU both match; what one GPU's MIG devices need of it; the simulated hardware's
-annotation read back as the same layout."""
+"""A node's MIG layout and what `nvidia-mig-parted apply` does to it (gpushare.mig_layout), for the
+MIG runbook's plan: entries in turn, a later one winning on a GPU both match; what one GPU's MIG
+devices need of it; the simulated hardware's annotation read back as the same layout."""
 
 from __future__ import annotations
 

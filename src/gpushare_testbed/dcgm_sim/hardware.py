@@ -12,7 +12,7 @@ from gpushare_testbed.dcgm_sim.exposition import SimGpu
 from gpushare_testbed.dcgm_sim.profiles import FLEET_PROFILES, Profile
 from gpushare_testbed.fleet import HARDWARE_ANNOTATION
 from gpushare.gpu_catalog import product as lookup_product
-from gpushare.mig_layout import devices
+from gpushare_testbed.simulator.mig import devices
 from gpushare_testbed.simulator.mig_manager import applied_layout
 
 @dataclass(frozen=True)

@@ -1,44 +1,71 @@
-"""mig-parted's side of the MIG manager, with no I/O: apply a config (as gpushare.mig_parted_config
-reads it) to a node's GPUs, write the default config the operator ships
+"""mig-parted's side of the MIG manager, with no I/O: a node's MIG layout, `nvidia-mig-parted apply`
+of a config (as mig_parted reads it) to a node's GPUs, the default config the operator ships
 (assets/state-mig-manager/0400_configmap.yaml, generated here from the catalog) and the one the MIG
 manager generates from a node's GPUs (mig-parted v0.15 pkg/mig/builder). Semantics follow
-NVIDIA/mig-parted cmd/nvidia-mig-parted/apply.
-
-A node's MIG layout is gpushare.mig_layout's, the runbook's too."""
+NVIDIA/mig-parted cmd/nvidia-mig-parted/apply: each entry of the selected config, in turn, sets
+the GPUs it matches (MIG mode off, or on with its MIG devices); a GPU no entry matches keeps what
+it has; a GPU's MIG devices must be profiles of its product that fit its compute and memory slices."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Union
 
 import yaml
 
-from gpushare import mig_layout
-from gpushare.gpu_catalog import GpuProduct
-from gpushare.mig_layout import DISABLED, Layout, needs, selected
-from gpushare.mig_parted_config import MigConfigError, MigConfigSpec
+from gpushare.gpu_catalog import COMPUTE_SLICES, MEMORY_SLICES, GpuProduct
+from gpushare_testbed.simulator.mig_parted import Entry, MigConfigError
+
+DISABLED = "all-disabled"  # the config every MIG manager has: MIG mode off on every GPU
+# One item per GPU: None (MIG mode off) or its MIG devices, profile -> instances ({}: MIG mode on, no device).
+Layout = list[Union[dict[str, int], None]]
 
 
 def _check_fits(product: GpuProduct, wanted: dict[str, int]) -> None:
     unknown = [p for p in wanted if p not in product.mig_profiles]
     if unknown:
         raise MigConfigError(f"error setting MIGConfig: MIG profile {unknown[0]} is not supported on {product.name}")
-    if not needs(wanted, product.mig_profiles).fits:
+    profiles = [(product.mig_profiles[name], count) for name, count in wanted.items()]
+    if (sum(profile.compute_slices * count for profile, count in profiles) > COMPUTE_SLICES
+            or sum(profile.memory_slices * count for profile, count in profiles) > MEMORY_SLICES
+            or any(count > profile.max_per_gpu for profile, count in profiles)):
         layout_text = ", ".join(f"{p}x{n}" for p, n in wanted.items())
         raise MigConfigError(f"error setting MIGConfig: {layout_text} does not fit one {product.name}")
 
 
-def apply(product: GpuProduct, current: Layout, entries: Iterable[MigConfigSpec]) -> Layout:
-    """The layout after `nvidia-mig-parted apply` of `entries` (gpushare.mig_layout), or MigConfigError
-    as it fails on the first GPU it cannot set; a non MIG-capable GPU is skipped for `devices: all`."""
-    entries = list(entries)
-    for _, spec in selected(entries, product.pci_device_ids, len(current)):
+def apply(product: GpuProduct, current: Layout, entries: Iterable[Entry]) -> Layout:
+    """The layout after `nvidia-mig-parted apply` of `entries` (a later entry wins on a GPU), or
+    MigConfigError as it fails on the first GPU it cannot set; a non MIG-capable GPU is skipped for
+    `devices: all`."""
+    matched = [(index, entry) for entry in entries for index in range(len(current))
+               if entry.matches(product.pci_device_ids, index)]
+    for _, entry in matched:
         if not product.mig_capable:
-            if spec.mig_enabled and spec.devices is not None:
+            if entry.mig_enabled and entry.devices is not None:
                 raise MigConfigError("cannot set MIG config on non MIG-capable GPU")
-        elif spec.mig_enabled:
-            _check_fits(product, spec.mig_devices)
-    return mig_layout.apply(entries, product.pci_device_ids, current) if product.mig_capable else list(current)
+        elif entry.mig_enabled:
+            _check_fits(product, entry.mig_devices)
+    layout: Layout = list(current)
+    if product.mig_capable:
+        for index, entry in matched:
+            layout[index] = dict(entry.mig_devices) if entry.mig_enabled else None
+    return layout
+
+
+def devices(gpu: dict[str, int]) -> list[str]:
+    """One GPU's MIG devices, one name per instance."""
+    return [name for name, count in gpu.items() for _ in range(count)]
+
+
+def instances(layout: Layout) -> Counter[str]:
+    """MIG instances per profile on the node."""
+    return sum((Counter(gpu) for gpu in layout if gpu), Counter())
+
+
+def mode_change(current: Layout, target: Layout) -> bool:
+    """Whether going from `current` to `target` turns MIG mode on or off on a GPU."""
+    return any((before is None) != (after is None) for before, after in zip(current, target))
 
 
 def default_config(products: Iterable[GpuProduct]) -> str:

@@ -33,9 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpushare.gpu_catalog import GpuProduct
-from gpushare.mig_layout import Layout, devices, mode_change
-from gpushare.mig_parted_config import MigConfigError, parse_configs, select
-from gpushare_testbed.simulator.mig import apply
+from gpushare_testbed.simulator.mig import Layout, apply, devices, mode_change
+from gpushare_testbed.simulator.mig_parted import MigConfigError, parse_configs, select
 
 MIG_CONFIG = "nvidia.com/mig.config"
 MIG_STATE = "nvidia.com/mig.config.state"

@@ -24,8 +24,7 @@ from gpushare_testbed.simulator import clusterpolicy as cp
 from gpushare_testbed.simulator import mig_manager, nfd, operands
 from gpushare_testbed.simulator.config_manager import ManagedPod
 from gpushare_testbed.simulator.kubelet import conditions_differ, managed_pod_status, node_resources
-from gpushare.mig_layout import Layout
-from gpushare_testbed.simulator.mig import generated_config
+from gpushare_testbed.simulator.mig import Layout, generated_config
 from gpushare_testbed.simulator.node_view import GPU, SHARED, gfd_labels, gfd_owns, node_ready, plugin_resources
 from gpushare_testbed.simulator.nvidia_judge import DEVICE_PLUGIN, GFD, MPS_CONTROL_DAEMON, ConfigError, NvidiaJudge, PluginConfig
 from gpushare_testbed.simulator.operator import node_labels

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from gpushare_testbed.simulator.nvidia_judge import ConfigError, PluginConfig
 from gpushare.gpu_catalog import GpuProduct
-from gpushare.mig_layout import Layout, instances
+from gpushare_testbed.simulator.mig import Layout, instances
 
 GPU = "nvidia.com/gpu"
 SHARED = "nvidia.com/gpu.shared"
