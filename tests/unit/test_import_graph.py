@@ -7,6 +7,10 @@ inside functions included; those under `if TYPE_CHECKING:` are annotations, not 
   runbooks' rules: it models NVIDIA's components from their upstream behaviour, so a runbook that
   misreads NVIDIA cannot have the simulator agree with it;
 - a runbook's package imports no other runbook's (docs/runbook-conventions.md, "One core");
+- no import points upward through the layers of docs/runbook-conventions.md ("Layers"): the core,
+  then the runbook packages, then the adapters (the Ansible adapter gpushare.plugins, the command line);
+- the collection's plugins (plugins/) only register: they import the Ansible adapter
+  (gpushare.plugins) and each runbook's FILTERS, nothing else of the package;
 - the runbooks' package talks to the API server through one HTTP client (`k8s.session` over
   `kube`'s connection): no other module of it imports the kubernetes client;
 - no module imports itself back through others: no cycle in src/, none among scripts/."""
@@ -36,6 +40,9 @@ PLUMBING = frozenset({
 # One package per runbook (docs/runbook-conventions.md, "Where each concept lives").
 RUNBOOK_PACKAGES = ("timeslicing", "timeslicing_rollback", "mig", "share_check", "rollout", "release_gates", "kueue",
                     "change_record", "baseline", "dra")
+# The top layer: what Ansible and the command line call (docs/runbook-conventions.md, "Layers").
+ADAPTERS = ("gpushare.plugins", "gpushare.cli", "gpushare.__main__", "gpushare.baseline_cli", "gpushare.gates_cli",
+            "gpushare.rbac_cli")
 HTTP_CLIENT = frozenset({"gpushare.k8s.session", "gpushare.kube"})
 QUANTITY = "kubernetes.utils.quantity"  # parse_quantity: Kubernetes' arithmetic, no request
 
@@ -147,6 +154,25 @@ def test_a_runbook_imports_no_other_runbook() -> None:
     wrong = sorted(f"{name} imports {target}" for name, targets in SRC.items() if _runbook(name)
                    for target in targets if _runbook(target) not in (None, _runbook(name)))
     assert not wrong, "a runbook package imports the core (gpushare.runbook, gpushare.model, ...), not another runbook:\n" + "\n".join(wrong)
+
+
+def layer(name: str) -> int:
+    """0 the core, 1 a runbook package, 2 an adapter."""
+    return 2 if any(_in(adapter, name) for adapter in ADAPTERS) else 1 if _runbook(name) else 0
+
+
+def test_no_import_points_upward() -> None:
+    wrong = sorted(f"{name} (layer {layer(name)}) imports {target} (layer {layer(target)})" for name, targets in SRC.items()
+                   if _in(RUNBOOKS, name) for target in targets if _in(RUNBOOKS, target) and layer(target) > layer(name))
+    assert not wrong, "the core < the runbook packages < the adapters:\n" + "\n".join(wrong)
+
+
+def test_the_collections_plugins_only_register() -> None:
+    wrong = sorted(f"{path.relative_to(REPO)} imports {imported}" for path in (REPO / "plugins").rglob("*.py")
+                   for imported in imported_names("plugins." + path.stem, path)
+                   if _in(RUNBOOKS, imported) and not _in("gpushare.plugins", imported)
+                   and not (_runbook(imported) and imported.endswith(".filters.FILTERS")))
+    assert not wrong, "a collection plugin registers gpushare.plugins' code or a runbook's FILTERS:\n" + "\n".join(wrong)
 
 
 def test_the_runbooks_package_has_one_http_client() -> None:

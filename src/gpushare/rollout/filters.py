@@ -7,8 +7,7 @@ import datetime as dt
 from typing import Any
 
 from gpushare.clock import utc_now
-from gpushare.plugins.actions import invocation
-from gpushare.plugins.filters import plain
+from gpushare.ansible_values import invocation, plain
 from gpushare.rollout import plan as planning
 from gpushare.rollout import progress as pr
 from gpushare.rollout import report
