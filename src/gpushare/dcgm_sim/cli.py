@@ -7,8 +7,8 @@ import os
 import sys
 from pathlib import Path
 
-from gpushare.gates.model import GateInputError
-from gpushare.gates.timespec import parse_duration
+from gpushare.prometheus import InputError
+from gpushare.prometheus.timespec import parse_duration
 
 
 def register(sub: argparse._SubParsersAction, default_state_dir: str) -> None:
@@ -56,7 +56,7 @@ def cmd_prometheus(args: argparse.Namespace) -> int:
     try:
         history_s, step_s = parse_duration(args.history, "--history"), parse_duration(args.step, "--step")
         parse_duration(args.scrape_interval, "--scrape-interval")
-    except GateInputError as err:
+    except InputError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     state = StateDir(args.state_dir.resolve())
