@@ -16,7 +16,8 @@ from gpushare.clock import parse_time
 from gpushare.mig import parted
 from gpushare.mig.checks import stuck
 from gpushare.mig.fit import WHOLE, Fit, fit, smallest_fit
-from gpushare.mig.hardware import GpuModel, Profile, model
+from gpushare.gpu_catalog import MigProfile
+from gpushare.mig.hardware import GpuModel, model
 from gpushare.mig.settings import ENABLE, MARK, ROLLBACK, RUNBOOKS, Mark, MigSettings
 from gpushare.mig_layout import Layout
 from gpushare.mig_parted_config import MigConfigError, MigConfigSpec, parse_configs, yaml_key
@@ -88,10 +89,10 @@ def _pool(layout: Layout) -> Counter[str]:
     return mig_layout.instances(layout) + Counter({WHOLE: mig_layout.whole_gpus(layout)})
 
 
-def _profiles(gpu: GpuModel, memory_mib: int, layouts: list[Layout | None]) -> dict[str, Profile]:
+def _profiles(gpu: GpuModel, memory_mib: int, layouts: list[Layout | None]) -> dict[str, MigProfile]:
     names = {p for layout in layouts if layout for g in layout if g for p in g}
     found = {name: gpu.profile(name) for name in names}
-    return {WHOLE: Profile(WHOLE, 7, memory_mib, 1, True), **{k: v for k, v in found.items() if v is not None}}
+    return {WHOLE: MigProfile(WHOLE, 7, memory_mib, 1, True), **{k: v for k, v in found.items() if v is not None}}
 
 
 def _physical_gpus(node: Node, mark: Mark | None, configs: dict[str, list[MigConfigSpec]]) -> int | None:
