@@ -24,7 +24,7 @@ def gpushare_lock(read: dict[str, Any], runbook: str, name: str, namespace: str,
     now = utc_now()
     holder = lock.holder_identity(runbook, now, os.getppid())
     return {"refusal": lock.refusal(lease, name, namespace, now), "holder": holder,
-            "take": [lock.take(lease, name, namespace, holder, int(duration), now)]}
+            "take": [lock.take(lease, name, namespace, holder, int(duration), now).as_dict()]}
 
 
 def gpushare_output_path(given: str | None, subdir: str) -> str:

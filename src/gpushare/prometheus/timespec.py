@@ -1,4 +1,5 @@
-"""Durations (`5m`, `1h30m`, `7d`) and points in time for the gate options, Prometheus style."""
+"""Durations (`5m`, `1h30m`, `7d`) and points in time, Prometheus style, for the options and
+thresholds of the baseline and the gates."""
 
 from __future__ import annotations
 
@@ -6,24 +7,24 @@ import math
 import re
 from datetime import datetime, timezone
 
-from gpushare.gates.model import GateInputError
+from gpushare.prometheus import InputError
 
 _UNITS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
 _DURATION = re.compile(r"(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 
 
-def parse_duration(text: str, what: str) -> int:
+def parse_duration(text: str, what: str, error: type[InputError] = InputError) -> int:
     """Seconds in a Prometheus-style duration such as `1h`, `90m`, `7d` or `1h30m`."""
     match = _DURATION.fullmatch(text.strip()) if isinstance(text, str) else None
     if not match or not any(match.groups()):
-        raise GateInputError(f"{what}: {text!r} is not a duration; write it like 30s, 5m, 1h, 7d or 1h30m")
+        raise error(f"{what}: {text!r} is not a duration; write it like 30s, 5m, 1h, 7d or 1h30m")
     seconds = sum(int(n) * unit for n, unit in zip(match.groups(), _UNITS.values()) if n)
     if seconds <= 0:
-        raise GateInputError(f"{what}: {text!r} is zero; give a positive duration")
+        raise error(f"{what}: {text!r} is zero; give a positive duration")
     return seconds
 
 
-def parse_time(text: str, what: str) -> float:
+def parse_time(text: str, what: str, error: type[InputError] = InputError) -> float:
     """Unix seconds from an RFC 3339 time with a zone (`2024-01-08T00:00:00Z`) or unix seconds."""
     try:
         unix = float(text)
@@ -37,7 +38,7 @@ def parse_time(text: str, what: str) -> float:
     except ValueError:
         moment = None
     if moment is None or moment.tzinfo is None:
-        raise GateInputError(
+        raise error(
             f"{what}: {text!r} is not a time; give RFC 3339 with a zone (2024-01-08T00:00:00Z) or unix seconds"
         )
     return moment.timestamp()
