@@ -11,20 +11,33 @@ shared resource and gives every share of a card (k8s-device-plugin cmd/mps-contr
 MIG devices are skipped (manager.go: "MPS sharing is not supported for MIG devices"), so a node whose
 cards are MIG-enabled runs no MPS server and GFD does not label it `nvidia.com/mps.capable=true`; the
 device plugin, which waits for the daemon before it serves (plugin server.go Start), never starts.
+
+A per-node MPS config (node label `nvidia.com/device-plugin.config` naming a key that is not the
+config's default) reaches the daemon only if its pod starts on that key or its config-manager sidecar
+can signal it (gpushare.model.releases): from plugin v0.18.2 init starts it on the default, and the
+sidecar of the operator's daemon never finds it (PROCESS_TO_SIGNAL=/usr/bin/mps-control-daemon against
+argv[0] `mps-control-daemon`, gpu-operator assets/state-mps-control-daemon/0400_daemonset.yaml).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
+
+from gpushare.model import releases
 
 MAX_CLIENTS = 48  # device.go maxClients, Volta and newer (every product gpushare models)
 # Where the simulated daemon records what it told its MPS servers (a pod annotation a test can read).
 LIMITS_ANNOTATION = "sim.gpushare.io/mps-share-limits"
-# The device plugin's error while no healthy MPS daemon answers for its resource (server.go Start,
-# mps.go waitForDaemon, daemon.go AssertHealthy / EchoPipeToControl).
-WAIT_ERROR = ("error waiting for MPS daemon: error checking MPS daemon health: "
-              "failed to send command to MPS daemon: exit status 1")
+# The daemon's words when its config shares nothing with MPS (cmd/mps-control-daemon/main.go startDaemons).
+NOT_CONFIGURED = "No devices are configured for MPS sharing; Waiting indefinitely."
+# The device plugin's words while no healthy MPS daemon answers for its resource (server.go Start,
+# mps.go waitForDaemon; main.go retries every 30 s and runs on).
+WAITING = "error waiting for MPS daemon ... Failed to start one or more plugins. Retrying in 30s..."
+DAEMON_CONTAINER, SIDECAR = "mps-control-daemon-ctr", "config-manager"
+# The sidecar's PROCESS_TO_SIGNAL in the daemon's DaemonSet asset of every operator release v24.3-v26.7.
+ASSET_PROCESS_TO_SIGNAL = "/usr/bin/mps-control-daemon"
 MIG_UNSUPPORTED = "MPS sharing is not supported for MIG devices"
 # validateFlags in the device plugin's main.go: it exits with this under MIG_STRATEGY=mixed.
 MIXED_UNSUPPORTED = "using --mig-strategy=mixed is not supported with MPS"
@@ -73,3 +86,30 @@ def describe(product: str, memory_mib: int, replicas: int) -> str:
 def limits_annotation(limits: dict[str, ShareLimits]) -> str:
     """The annotation's value: resource -> its shares' limits."""
     return json.dumps({name: value.as_dict() for name, value in sorted(limits.items())}, sort_keys=True)
+
+
+def _container(template: dict[str, Any], name: str) -> dict[str, Any]:
+    return next((c for c in template.get("containers") or [] if c.get("name") == name), {})
+
+
+def per_node_failure(template: dict[str, Any]) -> tuple[str, str] | None:
+    """(device plugin release, why) a per-node MPS config never reaches the MPS control daemon whose
+    DaemonSet pod template this is; None when it does (up to v0.18.1 init waits for the node label;
+    or the sidecar's signal arrives) or the template has no daemon container to judge. A template rendered before the ClusterPolicy names a config has
+    no config-manager yet: the operator adds the asset's, with the daemon's image and
+    ASSET_PROCESS_TO_SIGNAL, when the enable points it at the ConfigMap."""
+    daemon, sidecar = _container(template, DAEMON_CONTAINER), _container(template, SIDECAR)
+    image = sidecar.get("image") or daemon.get("image", "")
+    if not daemon or releases.init_waits_for_label(image):
+        return None  # not the operator's daemon as its asset renders it: nothing to judge
+    env = {e.get("name"): e.get("value", "") for e in sidecar.get("env") or []} if sidecar else {}
+    target = env.get("PROCESS_TO_SIGNAL", ASSET_PROCESS_TO_SIGNAL)
+    argv0 = next(iter(daemon.get("command") or []), "")
+    failure = releases.signal_failure(image, target, argv0, bool(template.get("hostPID")))
+    if failure is None:
+        return None
+    if failure == releases.KERNEL_THREAD_PANIC:
+        return releases.tag(image), ("its scan of the node's processes panics on the first kernel thread "
+                                     "(NVIDIA/k8s-device-plugin#1726, fixed in v0.20.0 by #1822)")
+    return releases.tag(image), (f"it looks for PROCESS_TO_SIGNAL={target} but the daemon's argv[0] is {argv0}: "
+                                 f'"{failure}" (NVIDIA/k8s-device-plugin PR #1827, not released)')

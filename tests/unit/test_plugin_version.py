@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from gpushare.simulator.plugin_version import gfd_uses_node_feature_api, init_waits_for_label, release
+from gpushare.model.releases import (
+    KERNEL_THREAD_PANIC, NO_PROCESS_FOUND, init_waits_for_label, release, signal_failure,
+)
+from gpushare.simulator.plugin_version import gfd_uses_node_feature_api
 
 IMAGE = "nvcr.io/nvidia/k8s-device-plugin"
 
@@ -37,3 +40,19 @@ def test_config_manager_init_waits_for_the_label_only_before_v0_18_2(tag: str, w
 ])
 def test_gfd_uses_the_node_feature_api_by_default_from_v0_19(tag: str, env: dict[str, str], uses: bool) -> None:
     assert gfd_uses_node_feature_api(f"{IMAGE}:{tag}", env) is uses
+
+
+@pytest.mark.parametrize(("tag", "target", "argv0", "host_pid", "failure"), [
+    # the MPS control daemon as every operator release renders it (hostPID, PROCESS_TO_SIGNAL=/usr/bin/...)
+    ("v0.18.1", "/usr/bin/mps-control-daemon", "mps-control-daemon", True, KERNEL_THREAD_PANIC),
+    ("v0.19.3", "/usr/bin/mps-control-daemon", "mps-control-daemon", True, KERNEL_THREAD_PANIC),
+    ("v0.20.0", "/usr/bin/mps-control-daemon", "mps-control-daemon", True, NO_PROCESS_FOUND),
+    ("latest", "/usr/bin/mps-control-daemon", "mps-control-daemon", True, NO_PROCESS_FOUND),
+    ("v0.20.0", "mps-control-daemon", "mps-control-daemon", True, None),  # a PROCESS_TO_SIGNAL that matches argv[0]
+    # the device plugin and GFD share their pod's process namespace: no kernel thread there
+    ("v0.19.3", "nvidia-device-plugin", "nvidia-device-plugin", False, None),
+    ("v0.17.4", "gpu-feature-discovery", "gpu-feature-discovery", False, None),
+])
+def test_the_sidecar_signals_the_process_whose_argv0_matches_exactly(
+        tag: str, target: str, argv0: str, host_pid: bool, failure: str | None) -> None:
+    assert signal_failure(f"{IMAGE}:{tag}", target, argv0, host_pid) == failure

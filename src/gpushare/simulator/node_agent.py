@@ -20,7 +20,7 @@ from gpushare.fleet import HARDWARE_ANNOTATION
 from gpushare.gpu_catalog import GpuProduct
 from gpushare.gpu_catalog import product as lookup_product
 from gpushare.k8s.session import ApiError
-from gpushare.mps import LIMITS_ANNOTATION, WAIT_ERROR, ShareLimits, limits_annotation, replicas_problem, share_limits
+from gpushare.mps import LIMITS_ANNOTATION, ShareLimits, limits_annotation, replicas_problem, share_limits
 from gpushare.simulator import clusterpolicy as cp
 from gpushare.simulator import mig_manager, nfd, operands
 from gpushare.simulator.config_manager import ManagedPod
@@ -30,7 +30,8 @@ from gpushare.simulator.mig import generated_config
 from gpushare.simulator.node_view import GPU, SHARED, gfd_labels, gfd_owns, node_ready, plugin_resources
 from gpushare.simulator.nvidia_judge import DEVICE_PLUGIN, GFD, MPS_CONTROL_DAEMON, NvidiaJudge
 from gpushare.simulator.operator import node_labels
-from gpushare.simulator.plugin_version import gfd_uses_node_feature_api, init_waits_for_label
+from gpushare.model.releases import init_waits_for_label, signal_failure
+from gpushare.simulator.plugin_version import gfd_uses_node_feature_api
 from gpushare.simulator.rest import Obj
 
 # A fault to test against: the device plugin on a node so annotated crashes with the annotation's
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("gpushare.simulator.node")
 MIG_CLIENT_APPS = (operands.DEVICE_PLUGIN, operands.GFD, "nvidia-dcgm-exporter", "nvidia-dcgm")
 PluginLoad = tuple[PluginConfig, dict[str, int]]
+ENTRYPOINT_EXECS = {"nvidia-device-plugin": "nvidia-device-plugin"}  # main container -> what its entrypoint execs
 MpsLoad = tuple[PluginConfig, dict[str, ShareLimits]]  # the MPS servers it started: resource -> limits per share
 
 
@@ -127,10 +129,10 @@ class NodeAgent:
                                        lambda pod: _mps_loader(sim.judge, pod, product, layout))
             if mps is not None:
                 self._annotate_limits(mps[1], mps[0].loaded[1] if mps[0].running else {})
-            serving = bool(mps is not None and mps[0].ready and mps[0].loaded[1])
+            serving = bool(mps is not None and mps[0].running and mps[0].loaded[1])
             plugin = self._config_managed(node, operands.DEVICE_PLUGIN, "nvidia-device-plugin", now,
                                           lambda pod: self._plugin_loader(pod, layout, fault, serving))
-            if plugin is not None and serving and plugin[0].main_error == f"error starting plugins: {WAIT_ERROR}":
+            if plugin is not None and serving and _waits_for_daemon(plugin[0]):
                 plugin[0].retry(now, self._plugin_loader(plugin[1], layout, fault, serving))
                 self._write_pod_status(plugin[1], plugin[0], "nvidia-device-plugin")
             gfd = self._config_managed(node, operands.GFD, "gpu-feature-discovery", now,
@@ -236,7 +238,10 @@ class NodeAgent:
     # ---- device plugin and GFD with their config-manager ------------------------------------------
     def _plugin_loader(self, pod: Obj, layout: Layout, fault: str | None, mps_serving: bool) -> Any:
         """`fault`: the message the plugin crashes with on this node whenever its config shares;
-        `mps_serving`: the node's MPS control daemon runs an MPS server (the plugin waits for it)."""
+        `mps_serving`: the node's MPS control daemon runs an MPS server. Without one an MPS config
+        starts no plugin: the process runs on, registers nothing and tries again (cmd/nvidia-device-plugin
+        main.go: "Failed to start one or more plugins. Retrying in 30s...", after server.go Start's
+        "error waiting for MPS daemon")."""
         strategy = mig_strategy_of(pod, "nvidia-device-plugin")
         env = flag_env(pod, "nvidia-device-plugin")
 
@@ -246,7 +251,7 @@ class NodeAgent:
                 if fault and config.sharing.strategy != "none":
                     raise ConfigError(fault)
                 if config.sharing.strategy == "mps" and not mps_serving:
-                    raise ConfigError(WAIT_ERROR)
+                    return config, {}
                 return config, plugin_resources(config, strategy, layout)
             except ConfigError as err:
                 raise ConfigError(f"error starting plugins: {err}") from None
@@ -264,7 +269,8 @@ class NodeAgent:
         if state is None:
             config_map, default, image = config_source(pod)
             delay = None if init_waits_for_label(image) else sim.options.config_manager_label_seconds
-            state = self.managed[uid] = ManagedPod(uid, config_map, default, label_delay=delay)
+            state = self.managed[uid] = ManagedPod(uid, config_map, default, label_delay=delay,
+                                                   signal_error=_signal_error(pod, main))
         data = None
         if state.config_map is not None:
             config_map_obj = sim.configmaps.get(state.config_map)
@@ -354,6 +360,31 @@ class NodeAgent:
         current_allocatable = {k: v for k, v in (status.get("allocatable") or {}).items() if k.startswith("nvidia.com/")}
         if capacity != current_capacity or allocatable != current_allocatable:
             self.sim.patch_node_status(name, {"capacity": capacity, "allocatable": allocatable})
+
+
+def _waits_for_daemon(plugin: ManagedPod[Any]) -> bool:
+    """The device plugin runs an MPS config and serves nothing: it waits for its MPS daemon."""
+    return plugin.running and plugin.loaded[0].sharing.strategy == "mps" and not plugin.loaded[1]
+
+
+def main_argv0(pod: Obj, main: str) -> str:
+    """argv[0] of the main container's process: its command's first word as written (the runtime
+    execs it so), or, for a container that runs the operator's entrypoint script, the binary the
+    script execs (assets/state-device-plugin/0400_configmap.yaml: `exec nvidia-device-plugin`)."""
+    container = _container(pod, main)
+    if (container.get("args") or []) == ["/bin/entrypoint.sh"]:
+        return ENTRYPOINT_EXECS.get(main, "")
+    return next(iter(container.get("command") or []), "")
+
+
+def _signal_error(pod: Obj, main: str) -> str | None:
+    """What the pod's config-manager sidecar exits with when it signals the main process (None: it
+    arrives; no sidecar, nothing to signal)."""
+    sidecar = _container(pod, "config-manager")
+    if not sidecar:
+        return None
+    return signal_failure(sidecar.get("image", ""), _env(sidecar).get("PROCESS_TO_SIGNAL", ""), main_argv0(pod, main),
+                          bool(pod["spec"].get("hostPID")))
 
 
 def _gfd_loader(judge: NvidiaJudge, pod: Obj) -> Any:
