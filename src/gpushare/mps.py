@@ -26,18 +26,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpushare.model import releases
+from gpushare.model.operands import MPS, OperandPod
 
 MAX_CLIENTS = 48  # device.go maxClients, Volta and newer (every product gpushare models)
 # Where the simulated daemon records what it told its MPS servers (a pod annotation a test can read).
 LIMITS_ANNOTATION = "sim.gpushare.io/mps-share-limits"
 # The daemon's words when its config shares nothing with MPS (cmd/mps-control-daemon/main.go startDaemons).
 NOT_CONFIGURED = "No devices are configured for MPS sharing; Waiting indefinitely."
-# The device plugin's words while no healthy MPS daemon answers for its resource (server.go Start,
-# mps.go waitForDaemon; main.go retries every 30 s and runs on).
-WAITING = "error waiting for MPS daemon ... Failed to start one or more plugins. Retrying in 30s..."
 DAEMON_CONTAINER, SIDECAR = "mps-control-daemon-ctr", "config-manager"
 # The sidecar's PROCESS_TO_SIGNAL in the daemon's DaemonSet asset of every operator release v24.3-v26.7.
 ASSET_PROCESS_TO_SIGNAL = "/usr/bin/mps-control-daemon"
+# The two ways MPS works where a per-node config cannot reach the daemon.
+WHAT_WORKS = ("MPS on every GPU node at once (-e timeslicing_scope=cluster -e timeslicing_confirm_cluster_scope=true: "
+              "the MPS key becomes the default, which the daemon starts on), or an operator whose device plugin "
+              "signals its daemon (plugin v0.18.1 or earlier, as GPU Operator v25.10 ships, or a release with "
+              "NVIDIA/k8s-device-plugin PR #1827)")
 MIG_UNSUPPORTED = "MPS sharing is not supported for MIG devices"
 # validateFlags in the device plugin's main.go: it exits with this under MIG_STRATEGY=mixed.
 MIXED_UNSUPPORTED = "using --mig-strategy=mixed is not supported with MPS"
@@ -113,3 +116,27 @@ def per_node_failure(template: dict[str, Any]) -> tuple[str, str] | None:
                                      "(NVIDIA/k8s-device-plugin#1726, fixed in v0.20.0 by #1822)")
     return releases.tag(image), (f"it looks for PROCESS_TO_SIGNAL={target} but the daemon's argv[0] is {argv0}: "
                                  f'"{failure}" (NVIDIA/k8s-device-plugin PR #1827, not released)')
+
+
+def never_serves(node: str, host: str | None, resource: str, allocatable: int, pods: list[dict[str, Any]]) -> str | None:
+    """Why the MPS control daemon on `node` will never serve, or None: the node serves no `resource`,
+    and its daemon pod's config-manager sidecar has failed since the pod started, as it always will
+    there (per_node_failure). `pods`: the pods on the node (any namespace); `host`: its inventory
+    host, when known, for the rollback's -l."""
+    if allocatable > 0:
+        return None
+    daemon = next((OperandPod(p) for p in pods if OperandPod(p).daemonset == MPS and OperandPod(p).node == node
+                   and not OperandPod(p).terminating), None)
+    failure = per_node_failure(daemon.raw.get("spec") or {}) if daemon else None
+    if daemon is None or failure is None:
+        return None
+    statuses = (daemon.raw.get("status") or {}).get("containerStatuses") or []
+    restarts = next((int(c.get("restartCount") or 0) for c in statuses if c.get("name") == SIDECAR), 0)
+    if not restarts:
+        return None
+    version, why = failure
+    return (f"{node}: the MPS control daemon never serves: its config-manager sidecar has failed {restarts} time(s) "
+            f"since pod {daemon.name} started, because it cannot signal the daemon to load the node's MPS key (device "
+            f"plugin {version}: {why}); the daemon waits (\"{NOT_CONFIGURED}\") and the device plugin runs on, serving "
+            f"0 {resource}. Per-node MPS cannot work on this operator. Roll back: ansible-playbook "
+            f"playbooks/rollback-timeslicing.yml -l {host or '<this node>'}; then use {WHAT_WORKS}.")

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpushare import device_plugin_config as dpc
+from gpushare import mps
 from gpushare.model.node import GPU, Node
 from gpushare.model.pods import Pod
 from gpushare.runbook.plan import Plan
@@ -125,6 +126,10 @@ def _node_check(inputs: Inputs, state: ClusterState, read: dict[str, Any], host:
     mine = lambda pod: is_check_pod(pod, inputs.namespace, inputs.name, name)  # noqa: E731
     pods = [p for p in read.get("node_pods") or [] if Pod(p).node == name]
     allocatable = node.allocatable(resource)
+    dead = mps.never_serves(name, host, resource, allocatable, pods) if node.strategy == "mps" else None
+    if dead:
+        refuse.append(dead)
+        return None
     free = allocatable - held(pods, resource, mine)
     replicas = inputs.replicas if inputs.replicas is not None else free
     if not 1 <= replicas <= free:

@@ -127,10 +127,7 @@ def _per_node_mps_problems(template: dict[str, Any], settings: Settings, targets
             "whose config-manager-init starts the daemon on the ClusterPolicy's default config (v0.18.2 and later) "
             f"and whose sidecar cannot signal it to load key `{settings.key}`: {why}. The daemon would wait forever "
             f'("{mps.NOT_CONFIGURED}"), the device plugin run on retrying every 30 s, and '
-            f"{', '.join(sorted(set(targets)))} advertise 0 GPUs. What works: MPS on every GPU node at once "
-            "(-e timeslicing_scope=cluster -e timeslicing_confirm_cluster_scope=true: the MPS key becomes the "
-            "default, which the daemon starts on), or an operator whose device plugin signals its daemon (plugin "
-            "v0.18.1 or earlier, as GPU Operator v25.10 ships, or a release with NVIDIA/k8s-device-plugin PR #1827)."]
+            f"{', '.join(sorted(set(targets)))} advertise 0 GPUs. What works: {mps.WHAT_WORKS}."]
 
 
 def share_lines(state: ClusterState, settings: Settings, targets: list[str]) -> list[str]:
