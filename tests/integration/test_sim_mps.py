@@ -20,12 +20,14 @@ from typing import Any
 import pytest
 
 from gpushare.gpu_catalog import product
+from gpushare.k8s.session import Session
 from gpushare.model.releases import KERNEL_THREAD_PANIC, NO_PROCESS_FOUND
 from gpushare.mps import LIMITS_ANNOTATION, share_limits
-from gpushare.polling import wait_for
+from gpushare.polling import DeadEnd, wait_for
 from gpushare.simulator import clusterpolicy as cp
 from gpushare.simulator import mig_manager as mm
 from gpushare.simulator import operands
+from gpushare.timeslicing.checks import timeslicing_enabled
 from tests.integration.sim_support import (
     CHART_PLUGIN, MIG_NODE, SHARED, TIMEOUT_S, advertised, apply_configmap, container_status, label_node, node_history,
     operand_pods, physical_counts, point_plugin_at, pod_ready, run_device_plugin, shows_replicas, simulated_gpus,
@@ -138,6 +140,15 @@ def test_a_per_node_mps_config_never_reaches_the_daemon_from_v0_18_2(
     assert limits_of(daemon) is None, "it started no MPS server: the default config shares nothing"
     assert advertised(cluster, TRIAL)[1].get("nvidia.com/gpu.sharing-strategy") == "mps", "GFD runs the node's key"
     wait_for(lambda: plugin_waits(cluster, TRIAL), TIMEOUT_S, "the plugin to run, waiting, serving no share")
+    # the enable's verify ends its wait at once, naming why
+    want = {"targets": {TRIAL: {"gpus": physical_counts(cluster)[TRIAL], "pool": False}}, "replicas": 4, "rename": True,
+            "scope": "node", "strategy": "mps", "key": "mps-4", "keys": [], "bystanders": {},
+            "pool": {"label_key": "gpu-mode", "label_value": "shared", "taint": None},
+            "compare_allocatable": True, "compare_schedulable": True}
+    with pytest.raises(DeadEnd) as ended:
+        timeslicing_enabled(Session(cluster.kubeconfig), cluster.operator_namespace, want)
+    assert ended.value.problems[0].startswith(f"{TRIAL}: the MPS control daemon never serves")
+    assert f"device plugin {version}" in ended.value.problems[0]
 
 
 def test_with_the_mps_key_as_the_default_the_daemon_starts_on_it_and_serves(clean_cluster: Cluster, tmp_path: Path) -> None:
