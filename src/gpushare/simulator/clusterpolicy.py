@@ -130,66 +130,46 @@ _DEFAULT_SPEC: dict[str, Any] = {
 }
 
 
-# Each release's operand images where they differ from v26.7.0's: the newest patch of the release,
-# read from deployments/gpu-operator/values.yaml at its tag (v25.10.1, v26.3.3). A path names a
+# Each release's operand image versions where they differ from v26.7.0's: the newest patch of the
+# release, read from deployments/gpu-operator/values.yaml at its tag (v25.10.1, v26.3.3). A path names a
 # ClusterPolicy section (`driver.manager`: driver's manager); None drops an operand the release lacks.
-RELEASES: dict[str, tuple[str, dict[str, tuple[str, str, str] | None]]] = {
+RELEASES: dict[str, tuple[str, dict[str, str | None]]] = {
     "v26.7": (CHART_VERSION, {}),
     "v26.3": ("v26.3.3", {
-        "driver": ("nvcr.io/nvidia", "driver", "580.126.20"),
-        "driver.manager": ("nvcr.io/nvidia/cloud-native", "k8s-driver-manager", "v0.11.0"),
-        "vfioManager": ("nvcr.io/nvidia/cloud-native", "k8s-driver-manager", "v0.11.0"),
-        "toolkit": ("nvcr.io/nvidia/k8s", "container-toolkit", "v1.19.1"),
-        "devicePlugin": ("nvcr.io/nvidia", "k8s-device-plugin", "v0.19.3"),
-        "gfd": ("nvcr.io/nvidia", "k8s-device-plugin", "v0.19.3"),
-        "dcgm": ("nvcr.io/nvidia/cloud-native", "dcgm", "4.5.2-1-ubuntu22.04"),
-        "dcgmExporter": ("nvcr.io/nvidia/k8s", "dcgm-exporter", "4.5.3-4.8.2-distroless"),
-        "migManager": ("nvcr.io/nvidia/cloud-native", "k8s-mig-manager", "v0.14.2"),
-        "vgpuDeviceManager": ("nvcr.io/nvidia/cloud-native", "vgpu-device-manager", "v0.4.2"),
-        "ccManager": ("nvcr.io/nvidia/cloud-native", "k8s-cc-manager", "v0.4.0"),
-        "gds": ("nvcr.io/nvidia/cloud-native", "nvidia-fs", "2.27.3"),
-        "gdrcopy": ("nvcr.io/nvidia/cloud-native", "gdrdrv", "v2.5.2"),
-        "sandboxDevicePlugin": ("nvcr.io/nvidia", "kubevirt-gpu-device-plugin", "v1.5.0"),
-        "kataSandboxDevicePlugin": ("nvcr.io/nvidia/cloud-native", "nvidia-sandbox-device-plugin", "v0.0.3"),
-    }),
+        "driver": "580.126.20", "driver.manager": "v0.11.0", "vfioManager": "v0.11.0", "toolkit": "v1.19.1",
+        "devicePlugin": "v0.19.3", "gfd": "v0.19.3", "dcgm": "4.5.2-1-ubuntu22.04", "dcgmExporter": "4.5.3-4.8.2-distroless",
+        "migManager": "v0.14.2", "vgpuDeviceManager": "v0.4.2", "ccManager": "v0.4.0", "gds": "2.27.3", "gdrcopy": "v2.5.2",
+        "sandboxDevicePlugin": "v1.5.0", "kataSandboxDevicePlugin": "v0.0.3"}),
     "v25.10": ("v25.10.1", {
-        "driver": ("nvcr.io/nvidia", "driver", "580.105.08"),
-        "driver.manager": ("nvcr.io/nvidia/cloud-native", "k8s-driver-manager", "v0.9.1"),
-        "vfioManager": ("nvcr.io/nvidia", "cuda", "13.0.1-base-ubi9"),
-        "toolkit": ("nvcr.io/nvidia/k8s", "container-toolkit", "v1.18.1"),
-        "devicePlugin": ("nvcr.io/nvidia", "k8s-device-plugin", "v0.18.1"),
-        "gfd": ("nvcr.io/nvidia", "k8s-device-plugin", "v0.18.1"),
-        "dcgm": ("nvcr.io/nvidia/cloud-native", "dcgm", "4.4.2-1-ubuntu22.04"),
-        "dcgmExporter": ("nvcr.io/nvidia/k8s", "dcgm-exporter", "4.4.2-4.7.0-distroless"),
-        "migManager": ("nvcr.io/nvidia/cloud-native", "k8s-mig-manager", "v0.13.1"),
-        "vgpuDeviceManager": ("nvcr.io/nvidia/cloud-native", "vgpu-device-manager", "v0.4.1"),
-        "ccManager": ("nvcr.io/nvidia/cloud-native", "k8s-cc-manager", "v0.1.1"),
-        "gds": ("nvcr.io/nvidia/cloud-native", "nvidia-fs", "2.26.6"),
-        "gdrcopy": ("nvcr.io/nvidia/cloud-native", "gdrdrv", "v2.5.1"),
-        "sandboxDevicePlugin": ("nvcr.io/nvidia", "kubevirt-gpu-device-plugin", "v1.4.0"),
-        "kataSandboxDevicePlugin": None,
-    }),
+        "driver": "580.105.08", "driver.manager": "v0.9.1", "vfioManager": "13.0.1-base-ubi9", "toolkit": "v1.18.1",
+        "devicePlugin": "v0.18.1", "gfd": "v0.18.1", "dcgm": "4.4.2-1-ubuntu22.04", "dcgmExporter": "4.4.2-4.7.0-distroless",
+        "migManager": "v0.13.1", "vgpuDeviceManager": "v0.4.1", "ccManager": "v0.1.1", "gds": "2.26.6", "gdrcopy": "v2.5.1",
+        "sandboxDevicePlugin": "v1.4.0", "kataSandboxDevicePlugin": None}),
 }
+# An operand whose image itself differed: (release, section) -> (repository, image)
+RELEASE_IMAGES = {("v25.10", "vfioManager"): ("nvcr.io/nvidia", "cuda")}
 NEWEST_RELEASE = "v26.7"
 
 
 def default_instance(release: str = NEWEST_RELEASE) -> dict[str, Any]:
     """The `cluster-policy` instance as the chart of `release` (a key of RELEASES) creates it with its
     default values."""
-    chart, images = RELEASES[release]
+    chart, versions = RELEASES[release]
     spec = copy.deepcopy(_DEFAULT_SPEC)
     spec["daemonsets"]["labels"]["helm.sh/chart"] = f"gpu-operator-{chart}"
     for key in ("validator", "nodeStatusExporter"):
         spec[key]["version"] = chart
-    for path, value in images.items():
+    for path, version in versions.items():
         *parents, key = path.split(".")
         holder = spec
         for parent in parents:
             holder = holder[parent]
-        if value is None:
+        if version is None:
             del holder[key]
-        else:
-            holder[key].update(dict(zip(("repository", "image", "version"), value, strict=True)))
+            continue
+        holder[key]["version"] = version
+        if (release, path) in RELEASE_IMAGES:
+            holder[key]["repository"], holder[key]["image"] = RELEASE_IMAGES[(release, path)]
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "ClusterPolicy",
