@@ -403,3 +403,11 @@ def test_an_mps_node_whose_daemon_never_serves_is_refused_with_why_and_the_rollb
     assert len(result.refusals) == 1 and result.changes == {}
     assert result.refusals[0].startswith("gpu-node: the MPS control daemon never serves")
     assert "-l trial;" in result.refusals[0] and result.refusals[0].endswith("Nothing was changed.")
+
+
+def test_a_cluster_scope_mps_node_is_not_judged_by_the_per_node_signal() -> None:
+    mps_node = node(shared=0, config_label="")
+    mps_node["metadata"]["labels"].update({"nvidia.com/gpu.sharing-strategy": "mps", "nvidia.com/gpu.replicas": "4"})
+    mps_node["status"]["allocatable"] = {SHARED: "0", GPU: "0"}
+    result = make(cluster([mps_node], [mps_daemon_pod("v26.7", 2)]), {"trial": "gpu-node"})
+    assert not any("never serves" in r for r in result.refusals) and "has 0 of its 0" in result.refusals[0]

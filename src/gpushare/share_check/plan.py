@@ -126,7 +126,8 @@ def _node_check(inputs: Inputs, state: ClusterState, read: dict[str, Any], host:
     mine = lambda pod: is_check_pod(pod, inputs.namespace, inputs.name, name)  # noqa: E731
     pods = [p for p in read.get("node_pods") or [] if Pod(p).node == name]
     allocatable = node.allocatable(resource)
-    dead = mps.never_serves(name, host, resource, allocatable, pods) if node.strategy == "mps" else None
+    per_node_mps = node.strategy == "mps" and bool(node.config_label)  # cluster scope needs no signal
+    dead = mps.never_serves(name, host, resource, allocatable, pods) if per_node_mps else None
     if dead:
         refuse.append(dead)
         return None

@@ -47,7 +47,7 @@ def timeslicing_enabled(session: Session, namespace: str, expected: dict[str, An
                 checks.append((f"taint {pool.taint.key}:NoSchedule", "present" if node.pool_taint(pool) else "missing",
                                "present"))
         problems += [f"{name}: {what} is {got!r}, expected {wanted!r}" for what, got, wanted in checks if got != wanted]
-    if expected.get("strategy") == "mps" and problems:
+    if expected.get("strategy") == "mps" and expected["scope"] == "node" and problems:  # cluster scope needs no signal
         _never_served(session, namespace, nodes, expected)
     required = (DEVICE_PLUGIN, MPS) if expected.get("strategy") == "mps" else (DEVICE_PLUGIN,)
     problems += reader_problems(session, namespace, sorted(expected["targets"]), required)
