@@ -73,7 +73,7 @@ Feature: Enabling MPS on a trial node
     When the operator verifies sharing on the trial node
     Then the run is refused with "gpu-node: the MPS control daemon never serves"
     And the run is refused with "no process found"
-    And the run is refused with "Roll back: ansible-playbook playbooks/rollback-timeslicing.yml -l gpu-node"
+    And the run is refused with "Roll back: ansible-playbook playbooks/rollback-timeslicing.yml -l"
     And the MPS control daemon on "gpu-node" was still crash-looping, the same pod, when the run ended
     And nothing was written to the cluster
 
