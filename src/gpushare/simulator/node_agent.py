@@ -2,7 +2,7 @@
 device plugin and GFD pods with their config-manager (as their kubelet reports them), GFD's labels
 (on the node, or from v0.19 in its NFD NodeFeature object, which nfd_master copies to the node) and
 the kubelet's extended resources. Decisions come from operator.node_labels, mig_manager,
-config_manager, plugin_version, node_view, nfd, kubelet and nvidia_judge (NVIDIA's code: which
+config_manager, model.releases, plugin_version, node_view, nfd, kubelet and nvidia_judge (NVIDIA's code: which
 configs the device plugin, GFD and the MPS control daemon accept); this module reads the
 Simulator's caches and writes the results."""
 
@@ -20,6 +20,7 @@ from gpushare.fleet import HARDWARE_ANNOTATION
 from gpushare.gpu_catalog import GpuProduct
 from gpushare.gpu_catalog import product as lookup_product
 from gpushare.k8s.session import ApiError
+from gpushare.model.releases import init_waits_for_label, signal_failure
 from gpushare.mps import LIMITS_ANNOTATION, ShareLimits, limits_annotation, replicas_problem, share_limits
 from gpushare.simulator import clusterpolicy as cp
 from gpushare.simulator import mig_manager, nfd, operands
@@ -30,7 +31,6 @@ from gpushare.simulator.mig import generated_config
 from gpushare.simulator.node_view import GPU, SHARED, gfd_labels, gfd_owns, node_ready, plugin_resources
 from gpushare.simulator.nvidia_judge import DEVICE_PLUGIN, GFD, MPS_CONTROL_DAEMON, NvidiaJudge
 from gpushare.simulator.operator import node_labels
-from gpushare.model.releases import init_waits_for_label, signal_failure
 from gpushare.simulator.plugin_version import gfd_uses_node_feature_api
 from gpushare.simulator.rest import Obj
 
@@ -48,8 +48,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("gpushare.simulator.node")
 MIG_CLIENT_APPS = (operands.DEVICE_PLUGIN, operands.GFD, "nvidia-dcgm-exporter", "nvidia-dcgm")
 PluginLoad = tuple[PluginConfig, dict[str, int]]
-ENTRYPOINT_EXECS = {"nvidia-device-plugin": "nvidia-device-plugin"}  # main container -> what its entrypoint execs
 MpsLoad = tuple[PluginConfig, dict[str, ShareLimits]]  # the MPS servers it started: resource -> limits per share
+ENTRYPOINT_EXECS = {"nvidia-device-plugin": "nvidia-device-plugin"}  # main container -> what its entrypoint execs
 
 
 def _now_iso() -> str:
@@ -367,7 +367,7 @@ def _waits_for_daemon(plugin: ManagedPod[Any]) -> bool:
     return plugin.running and plugin.loaded[0].sharing.strategy == "mps" and not plugin.loaded[1]
 
 
-def main_argv0(pod: Obj, main: str) -> str:
+def _main_argv0(pod: Obj, main: str) -> str:
     """argv[0] of the main container's process: its command's first word as written (the runtime
     execs it so), or, for a container that runs the operator's entrypoint script, the binary the
     script execs (assets/state-device-plugin/0400_configmap.yaml: `exec nvidia-device-plugin`)."""
@@ -383,7 +383,7 @@ def _signal_error(pod: Obj, main: str) -> str | None:
     sidecar = _container(pod, "config-manager")
     if not sidecar:
         return None
-    return signal_failure(sidecar.get("image", ""), _env(sidecar).get("PROCESS_TO_SIGNAL", ""), main_argv0(pod, main),
+    return signal_failure(sidecar.get("image", ""), _env(sidecar).get("PROCESS_TO_SIGNAL", ""), _main_argv0(pod, main),
                           bool(pod["spec"].get("hostPID")))
 
 
