@@ -10,7 +10,7 @@ shared resource and gives every share of a card (k8s-device-plugin cmd/mps-contr
 
 MIG devices are skipped (manager.go: "MPS sharing is not supported for MIG devices"), so a node whose
 cards are MIG-enabled runs no MPS server and GFD does not label it `nvidia.com/mps.capable=true`; the
-device plugin, which waits for the daemon before it serves (plugin server.go Start), never starts.
+device plugin, which waits for the daemon before it serves (plugin server.go Start), serves nothing.
 
 A per-node MPS config (node label `nvidia.com/device-plugin.config` naming a key that is not the
 config's default) reaches the daemon only if its pod starts on that key or its config-manager sidecar
@@ -98,9 +98,10 @@ def _container(template: dict[str, Any], name: str) -> dict[str, Any]:
 def per_node_failure(template: dict[str, Any]) -> tuple[str, str] | None:
     """(device plugin release, why) a per-node MPS config never reaches the MPS control daemon whose
     DaemonSet pod template this is; None when it does (up to v0.18.1 init waits for the node label;
-    or the sidecar's signal arrives) or the template has no daemon container to judge. A template rendered before the ClusterPolicy names a config has
-    no config-manager yet: the operator adds the asset's, with the daemon's image and
-    ASSET_PROCESS_TO_SIGNAL, when the enable points it at the ConfigMap."""
+    or the sidecar's signal arrives) or the template has no daemon container to judge. A template
+    rendered before the ClusterPolicy names a config has no config-manager yet: the operator adds
+    the asset's, with the daemon's image and ASSET_PROCESS_TO_SIGNAL, when the enable points it at
+    the ConfigMap."""
     daemon, sidecar = _container(template, DAEMON_CONTAINER), _container(template, SIDECAR)
     image = sidecar.get("image") or daemon.get("image", "")
     if not daemon or releases.init_waits_for_label(image):
@@ -125,8 +126,8 @@ def never_serves(node: str, host: str | None, resource: str, allocatable: int, p
     host, when known, for the rollback's -l."""
     if allocatable > 0:
         return None
-    daemon = next((OperandPod(p) for p in pods if OperandPod(p).daemonset == MPS and OperandPod(p).node == node
-                   and not OperandPod(p).terminating), None)
+    daemon = next((pod for pod in map(OperandPod, pods)
+                   if pod.daemonset == MPS and pod.node == node and not pod.terminating), None)
     failure = per_node_failure(daemon.raw.get("spec") or {}) if daemon else None
     if daemon is None or failure is None:
         return None
