@@ -203,11 +203,14 @@ class NodeAgent:
     def _mig_configs(self, node: str, pod: Obj, env: dict[str, str], product: GpuProduct,
                      annotations: dict[str, str]) -> str | None:
         """The config file of this MIG manager (cmd/nvidia-mig-manager/main.go setupMigConfig): the
-        custom ConfigMap (CONFIG_FILE); else the one it generated from the GPUs at its start, kept in
-        ConfigMap <node>-mig-config (owned by its pod); else, when discovery finds no MIG profile, the
-        operator's default (DEFAULT_CONFIG_FILE). Both ConfigMaps are its `mig-parted-config` volume."""
+        custom ConfigMap (CONFIG_FILE); else the one it generated from the GPUs at its start (from
+        v0.14.0), kept in ConfigMap <node>-mig-config (owned by its pod); else, when discovery finds no
+        MIG profile or it is older, the operator's default (DEFAULT_CONFIG_FILE). Both ConfigMaps are
+        its `mig-parted-config` volume."""
         sim = self.sim
-        if not env.get("CONFIG_FILE") and annotations.get(mig_manager.DISCOVERY_ANNOTATION) != "none":
+        image = _container(pod, "nvidia-mig-manager").get("image", "")
+        if not env.get("CONFIG_FILE") and mig_manager.generates_node_config(image) and \
+                annotations.get(mig_manager.DISCOVERY_ANNOTATION) != "none":
             text = generated_config(product)
             if self.generated.get(node) != pod["metadata"]["uid"]:
                 self._write_generated(node, pod, text)
