@@ -74,7 +74,7 @@ Feature: Enabling MPS on a trial node
     Then the run is refused with "gpu-node: the MPS control daemon never serves"
     And the run is refused with "no process found"
     And the run is refused with "Roll back: ansible-playbook playbooks/rollback-timeslicing.yml -l"
-    And the MPS control daemon on "gpu-node" was still crash-looping, the same pod, when the run ended
+    And the MPS control daemon on "gpu-node" was crash-looping when the run read it, and still was when the run ended, the node serving 0 "nvidia.com/gpu.shared"
     And nothing was written to the cluster
 
   Scenario: failRequestsGreaterThanOne false is refused before any write

@@ -4,6 +4,7 @@ GPU Operator's operands, and "exactly as before" judged independently of the run
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -392,23 +393,41 @@ def _crash_looping(pod: dict[str, Any]) -> bool:
 @then(parsers.parse('the MPS control daemon on "{node}" never serves: its config-manager sidecar crash-loops and the '
                     'node advertises 0 "{resource}"'), target_fixture="mps_fault")
 def mps_never_serves(kube: Cluster, node: str, resource: str) -> MpsFault:
+    session = Session(kube.kubeconfig)
+
     def seen() -> MpsFault | None:
+        """Once settled: GFD's new pod Ready on the node's key (its restart serves the default for a
+        moment, unlabels mps.capable and so replaces the daemon's pod), the daemon pod made after it."""
         pods = _mps_daemon_pods(kube, node)
-        if len(pods) != 1 or not _crash_looping(pods[0]) or _allocatable(kube, node, resource) != 0:
+        gfd = [OperandPod(p) for p in session.pods_on([node], kube.operator_namespace)
+               if OperandPod(p).daemonset == GFD and not OperandPod(p).terminating]
+        if len(pods) != 1 or len(gfd) != 1 or not gfd[0].ready or not _crash_looping(pods[0]):
             return None
-        meta = pods[0]["metadata"]
-        return MpsFault(meta["name"], meta["uid"], int(_sidecar(pods[0]).get("restartCount") or 0))
+        daemon = OperandPod(pods[0])
+        if (kube.node(node).metadata.labels or {}).get("nvidia.com/mps.capable") != "true" or \
+                _allocatable(kube, node, resource) != 0 or not (daemon.created and gfd[0].created and
+                                                                daemon.created >= gfd[0].created):
+            return None
+        return MpsFault(daemon.name, daemon.uid, int(_sidecar(pods[0]).get("restartCount") or 0))
 
     return wait_for(seen, 60, f"{node}'s MPS control daemon to crash-loop its sidecar and the node to serve no {resource}")
 
 
-@then(parsers.parse('the MPS control daemon on "{node}" was still crash-looping, the same pod, when the run ended'))
-def mps_fault_overlapped(kube: Cluster, node: str, mps_fault: MpsFault) -> None:
-    """Read at once: the fault the run met was in effect from before it started to its end."""
+@then(parsers.parse('the MPS control daemon on "{node}" was crash-looping when the run read it, and still was when '
+                    'the run ended, the node serving 0 "{resource}"'))
+def mps_fault_overlapped(kube: Cluster, node: str, resource: str, mps_fault: MpsFault, runbook_run: Any) -> None:
+    """The fault was in effect from before the run (mps_fault), when it read the daemon (the pod its
+    refusal names, failing since the fault was seen) and at its end (read at once). The pod may differ
+    from the one first seen: GFD's restart in the operator's roll relabels mps.capable for a moment,
+    and the DaemonSet replaces the daemon's pod, which fails the same way."""
+    said = " ".join(" ".join(runbook_run.run.failure_messages()).split())
+    named = re.search(rf"{re.escape(node)}: the MPS control daemon never serves: its config-manager sidecar has failed "
+                      r"(\d+) time\(s\) since pod (\S+) started", said)
+    assert named, f"the run named no failing MPS daemon pod on {node}: {said[-2000:]}"
+    assert int(named[1]) >= (mps_fault.restarts if named[2] == mps_fault.pod else 1), named[0]
     pods = _mps_daemon_pods(kube, node)
-    assert [p["metadata"]["uid"] for p in pods] == [mps_fault.uid], f"{node}: MPS daemon pods now {pods}, was {mps_fault.pod}"
-    assert _crash_looping(pods[0]), f"{mps_fault.pod}: its sidecar is {_sidecar(pods[0]).get('state')}"
-    assert int(_sidecar(pods[0]).get("restartCount") or 0) >= mps_fault.restarts
+    assert len(pods) == 1 and _crash_looping(pods[0]), f"{node}: MPS daemon pods now {[p['metadata']['name'] for p in pods]}"
+    assert _allocatable(kube, node, resource) == 0, f"{node} serves {resource} again"
 
 
 @then(parsers.parse('node "{node}" runs no MPS control daemon'))
