@@ -62,11 +62,12 @@ Feature: Enabling time-slicing on a trial node
     And the GFD labels of every GPU node match what it advertises
     And every GPU node not targeted is exactly as before
 
-  Scenario Outline: Under device plugin <version>, no run ends while the node serves the plugin's default config
+  Scenario Outline: Under GPU Operator <release> (device plugin <plugin>), time-slicing is enabled, raised and rolled back, and no run ends while the node serves the plugin's default config
     From v0.18.2 a device plugin and GFD started on a labelled node serve the default config until
-    their config-manager is told the label: a wait must not take that moment for done.
+    their config-manager is told the label: a wait must not take that moment for done. From v0.19
+    GFD publishes its labels through NFD.
 
-    Given the GPU Operator runs device plugin <version>
+    Given the GPU Operator runs release <release>
     And the state of every GPU node is recorded
     And the trial node is "gpu-node"
     When the operator enables time-slicing with 2 replicas
@@ -81,15 +82,17 @@ Feature: Enabling time-slicing on a trial node
     And the ClusterPolicy is as before
     And every GPU node is exactly as before
 
-    # Another cluster runs the release it runs: only the embedded one switches to v0.17.4.
+    # The external target's serial run keeps to the release it was installed with (the step works on
+    # any cluster); the embedded cluster, in the parallel main suite, runs the older ones.
     @embedded
-    Examples: An older release
-      | version |
-      | v0.17.4 |
+    Examples: Older releases
+      | release | plugin  |
+      | v25.10  | v0.18.1 |
+      | v26.3   | v0.19.3 |
 
-    Examples: The release the cluster runs
-      | version |
-      | v0.20.0 |
+    Examples: The newest release
+      | release | plugin  |
+      | v26.7   | v0.20.0 |
 
   Scenario: Once the cluster is prepared, a second trial node is a change of that node only
     Given time-slicing is enabled on "gpu-node" with 2 replicas

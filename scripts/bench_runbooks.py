@@ -173,7 +173,8 @@ def one_node_runs(states: dict[str, Path], prepare: bool, cycles: int = CYCLES) 
 
 
 def mps_runs(state: Path, cycles: int = CYCLES) -> dict[str, dict[str, Any]]:
-    """`cycles` times on a prepared cluster with gpu-node whole: the MPS enable of gpu-node (4 shares,
+    """`cycles` times on a prepared GPU Operator v25.10 cluster with gpu-node whole (from v26.3 per-node MPS
+    is refused): the MPS enable of gpu-node (4 shares,
     the MPS control daemon started), its re-run, the rollback with 4 shared pods (the daemon gone)."""
     session = Session(state / "kubeconfig")
     samples: dict[str, list[dict[str, Any]]] = {step: [] for step in MPS_STEPS}
@@ -232,7 +233,10 @@ def bench_runbooks(state: Path) -> dict[str, Any]:
     sim(state, "down")
     sim(state, "up")
     small = one_node_runs({"default": state}, prepare=True)["default"]
-    small.update(mps_runs(state))  # the time-slicing cycles end rolled back: gpu-node is whole again
+    sim(state, "down")
+    sim(state, "up", "--operator-version", "v25.10")  # per-node MPS needs a plugin whose daemon starts on the node's key
+    playbook(state, "playbooks/prepare-timeslicing.yml")
+    small.update(mps_runs(state))
     sim(state, "down")
     sim(state, "up", "--fleet", str(REPO / "fleets" / "scale-500.yaml"))
     floor_500 = floor_s(state)

@@ -29,6 +29,7 @@ from gpushare_testbed.binaries import binary_dir
 from gpushare_testbed.fleet import Fleet
 from gpushare_testbed import kueue as kueue_embedded
 from gpushare_testbed.processes import Component, ComponentError, alive, foreign, start, stop_all, wait_ready
+from gpushare_testbed.simulator.clusterpolicy import NEWEST_RELEASE
 
 # The embedded cluster's simulator: a kubelet volume refresh long enough that labelling a node right
 # after adding a key to the ConfigMap (without restarting its pods) shows, short enough for tests.
@@ -255,8 +256,9 @@ class Launcher:
 
     def __init__(self, state: StateDir, fleet: Fleet, operator_namespace: str, apiserver_port: int | None,
                  components: tuple[str, ...] = COMPONENTS, fleet_source: str = "default",
-                 feature_gates: dict[str, str] | None = None) -> None:
+                 feature_gates: dict[str, str] | None = None, operator_release: str = NEWEST_RELEASE) -> None:
         self.state = state
+        self.operator_release = operator_release
         self.feature_gates = feature_gates or {}
         self.fleet = fleet
         self.components = components
@@ -401,7 +403,7 @@ class Launcher:
                 f"--ready-file={state.root / 'gpu-operator-sim.ready'}",
                 f"--configmap-refresh-seconds={EMBEDDED_CONFIGMAP_REFRESH_S}",
                 f"--mig-reboot-seconds={EMBEDDED_MIG_REBOOT_S}",
-                f"--nvidia-judge={bins / 'nvidia-judge'}",
+                f"--nvidia-judge={bins / 'nvidia-judge'}", f"--operator-version={self.operator_release}",
             ], lambda: (state.root / "gpu-operator-sim.ready").exists())
         cluster_bootstrap.grant_readers(state.kubeconfig, [IDENTITIES["dcgm-exporter"][0]])
         self.run("dcgm-exporter", [
@@ -425,6 +427,7 @@ class Launcher:
             self.progress(f"deploy/rbac applied ({time.monotonic() - began:.1f}s)")
         info = {"server": server, "ports": ports, "bin_dir": str(bins), "operator_namespace": self.operator_namespace,
                 "components": list(self.components), "feature_gates": self.feature_gates,
+                "operator_version": self.operator_release,
                 "fleet": {"source": self.fleet_source, "digest": fleet_digest(self.fleet)}}
         state.info.write_text(json.dumps(info, indent=2))
         return info

@@ -29,6 +29,7 @@ from gpushare_testbed.controlplane import (
 from gpushare_testbed.dcgm_sim import cli as dcgm_sim_cli
 from gpushare_testbed.fleet import FleetError, load_fleet
 from gpushare_testbed.processes import ComponentError, alive, log_tail, recorded_pid
+from gpushare_testbed.simulator.clusterpolicy import NEWEST_RELEASE, RELEASES
 from gpushare.table import render_table
 
 DEFAULT_STATE_DIR = ".gpushare"
@@ -63,6 +64,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     up.add_argument("--component-feature-gates", action="append", default=[], metavar="COMPONENT:GATE=BOOL,...",
                     help=f"feature gates of one of {', '.join(GATED_COMPONENTS)} on top of --feature-gates "
                          "(e.g. kube-scheduler:DRAExtendedResource=true, a half-enabled gate); repeatable")
+    _operator_version(up)
     up.set_defaults(handler=cmd_up)
     with_state(sub.add_parser("down", help="stop what `up` started and remove the state")).set_defaults(
         handler=cmd_down
@@ -103,8 +105,16 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--nvidia-judge", type=Path,
         help="the nvidia-judge binary that decides which device-plugin configs the simulated operands accept "
              "(default: the one scripts/build-binaries.sh builds)")
+    _operator_version(operator)
     operator.set_defaults(handler=cmd_gpu_operator)
     dcgm_sim_cli.register(sub, DEFAULT_STATE_DIR)
+
+
+def _operator_version(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--operator-version", choices=tuple(RELEASES), default=NEWEST_RELEASE,
+        help=f"the GPU Operator release whose chart installs the ClusterPolicy, with that release's operand images "
+             f"(default {NEWEST_RELEASE}); every version-dependent behaviour follows the running operands' image tags")
 
 
 def _restart_command(args: argparse.Namespace) -> str:
@@ -117,6 +127,8 @@ def _restart_command(args: argparse.Namespace) -> str:
         up += ["--feature-gates", args.feature_gates]
     for entry in args.component_feature_gates:
         up += ["--component-feature-gates", entry]
+    if args.operator_version != NEWEST_RELEASE:
+        up += ["--operator-version", args.operator_version]
     state = [] if args.state_dir == Path(os.environ.get("GPUSHARE_STATE_DIR", DEFAULT_STATE_DIR)) else [
         "--state-dir", str(args.state_dir)]
     return f"{shlex.join(['gpushare', 'sim', 'down', *state])} && {shlex.join(up + state)}"
@@ -138,6 +150,9 @@ def _conflicts(state: StateDir, args: argparse.Namespace) -> list[str]:
     gates = feature_gates(args.feature_gates, args.component_feature_gates)
     if gates != info.get("feature_gates", {}):
         conflicts.append(f"it runs with the feature gates {info.get('feature_gates') or 'as released'}")
+    started_release = info.get("operator_version", NEWEST_RELEASE)
+    if args.operator_version != started_release:
+        conflicts.append(f"its GPU Operator was installed as {started_release}, not {args.operator_version}")
     return conflicts
 
 
@@ -175,7 +190,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     state.root.mkdir(parents=True, exist_ok=True)
     try:
         Launcher(state, fleet, args.operator_namespace, args.apiserver_port, components,
-                 str(args.fleet or "default"), gates).up()
+                 str(args.fleet or "default"), gates, args.operator_version).up()
     except (ComponentError, BinaryError, TimeoutError) as err:
         print(f"error: {err}", file=sys.stderr)
         print(f"the cluster was not started; logs stay in {state.root / 'logs'}", file=sys.stderr)
@@ -260,7 +275,7 @@ def cmd_gpu_operator(args: argparse.Namespace) -> int:
               "and --endpoint-stop-grace-seconds >= 0", file=sys.stderr)
         return 2
     options = Options(args.configmap_refresh_seconds, args.mig_reboot_seconds, args.config_manager_label_seconds,
-                      args.endpoint_stop_grace_seconds)
+                      args.endpoint_stop_grace_seconds, operator_release=args.operator_version)
     try:
         judge = args.nvidia_judge or nvidia_judge()
     except BinaryError as err:

@@ -15,10 +15,11 @@ import pytest
 import yaml
 
 from gpushare.polling import wait_for
+from gpushare_testbed.simulator import clusterpolicy as cp
 from gpushare_testbed.simulator import mig_manager as mm
 from gpushare_testbed.simulator import operands
 from tests.integration.sim_support import (
-    GPU, MIG_NODE, POLICY, TIMEOUT_S, advertised, apply_configmap, container_status, label_node, node_history,
+    GPU, MIG_NODE, POLICY, TIMEOUT_S, advertised, apply_configmap, label_node, node_history,
     operand_pods, patch_policy_and_wait, pod_uids, simulated_gpus, stays,
 )
 from tests.support.cluster import Cluster
@@ -163,6 +164,25 @@ def test_the_configs_come_from_the_gpus_and_the_default_only_when_discovery_find
     wait_for(lambda: shows(cluster, GPU, 4), TIMEOUT_S, "the 4 whole cards back: nothing changed")
 
 
+def test_a_mig_manager_before_v0_14_generates_no_node_config_and_reads_the_operators_default(
+        clean_cluster: Cluster) -> None:
+    """GPU Operator v25.10's MIG manager (v0.13.1): no <node>-mig-config; the operator's
+    default-mig-parted-config decides, where all-2g.20gb exists: tried, and failed on the 40 GB card."""
+    cluster = clean_cluster
+    generated = f"{MIG_NODE}-mig-config"
+    version = cp.default_instance("v25.10")["spec"]["migManager"]["version"]
+    patch_policy_and_wait(cluster, {"migManager": {"version": version}})
+    wait_for(lambda: not cluster.core.list_namespaced_config_map(cluster.operator_namespace,
+                                                                 field_selector=f"metadata.name={generated}").items,
+             TIMEOUT_S, f"{generated} to go with the pod that wrote it")
+    assert operand_pods(cluster, operands.MIG_MANAGER)[MIG_NODE].spec.containers[0].image.endswith(f":{version}")
+    wait_for(lambda: (cluster.node(MIG_NODE).metadata.labels or {}).get(mm.MIG_STATE) == "success", TIMEOUT_S,
+             "the new MIG manager to apply the node's current config")
+    assert sequence(relabel(cluster, "all-2g.20gb")) == ["pending", "failed"]
+    assert not cluster.core.list_namespaced_config_map(cluster.operator_namespace,
+                                                       field_selector=f"metadata.name={generated}").items
+
+
 def test_a_mig_manager_that_never_finishes_stays_pending(clean_cluster: Cluster) -> None:
     cluster = clean_cluster
     cluster.kubectl("annotate", "node", MIG_NODE, f"{mm.STALL_ANNOTATION}=true")
@@ -188,9 +208,16 @@ def test_mixed_geometry_under_single_is_mig_invalid(clean_cluster: Cluster, tmp_
              TIMEOUT_S, "GFD to label the invalid MIG configuration")
     labels = advertised(cluster, MIG_NODE)[1]
     assert (labels["nvidia.com/gpu.count"], labels["nvidia.com/gpu.replicas"]) == ("0", "0")
-    plugin = operand_pods(cluster, operands.DEVICE_PLUGIN)[MIG_NODE]
-    state = container_status(plugin, "nvidia-device-plugin").state
-    assert state.waiting and "more than one MIG device type present on node" in state.waiting.message
+
+    def plugin_state() -> Any:
+        """The plugin container's waiting state, once its (perhaps just re-created) pod reports it."""
+        plugin = operand_pods(cluster, operands.DEVICE_PLUGIN).get(MIG_NODE)
+        statuses = (plugin.status.container_statuses or []) if plugin is not None else []
+        state = next((s.state for s in statuses if s.name == "nvidia-device-plugin"), None)
+        return state if state is not None and state.waiting else None
+
+    state = wait_for(plugin_state, TIMEOUT_S, "the device plugin on the node to report its container waiting")
+    assert "more than one MIG device type present on node" in state.waiting.message
     assert advertised(cluster, MIG_NODE)[0][GPU] == "0"
 
 

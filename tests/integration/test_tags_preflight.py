@@ -19,7 +19,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # gpu-node shares its card. (baseline.yml writes nothing to the cluster at all: its role is read-only.)
 ON_A_FRESH_CLUSTER = [
     ("enable-timeslicing.yml", "gpu-node", ""),
-    ("enable-mps.yml", "gpu-node", ""),
+    # per node, the chart's release (v26.7) is refused: its MPS daemon never loads a node's key
+    ("enable-mps.yml", "gpu-node", "-e timeslicing_scope=cluster -e timeslicing_confirm_cluster_scope=true"),
     ("prepare-timeslicing.yml", None, ""),
     ("enable-mig.yml", "gpu-node-mig", "-e mig_config=all-1g.5gb"),
     ("rollout-timeslicing.yml", None, f"-e @{EXAMPLES / 'rollout' / 'rehearsal.yml'}"),

@@ -4,20 +4,22 @@ GPU Operator's operands, and "exactly as before" judged independently of the run
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from pytest_bdd import given, parsers, then
+from pytest_bdd import given, parsers, then, when
 
 from gpushare.k8s.session import Session
 from gpushare.model.node import Node, Pool
 from gpushare.model.operands import DEVICE_PLUGIN, DRIVER, GFD, MPS, OperandPod
 from gpushare.polling import wait_for
 from gpushare_testbed.simulator import clusterpolicy as cp
-from tests.support.cluster import REPO, Cluster, wait_operator_settled
+from tests.support.cluster import REPO, RESET_TIMEOUT_S, Cluster
+from tests.support.restore import unsettled
 
 # Labels that change without any change to sharing: GFD stamps every start of its pod.
 VOLATILE_LABELS = ("nvidia.com/gfd.timestamp",)
@@ -109,20 +111,48 @@ def record_state(kube: Cluster) -> Before:
                   listed.metadata.resource_version, {n.metadata.name: n.metadata.resource_version for n in listed.items})
 
 
-@given(parsers.parse("the GPU Operator runs device plugin {version}"))
-def device_plugin_version(kube: Cluster, version: str) -> None:
-    """The ClusterPolicy names this k8s-device-plugin release for the plugin and GFD (as the chart's
-    devicePlugin.version and gfd.version do); the simulator behaves as that release does. Any other
-    cluster runs the release it runs: an example for another one is skipped there."""
-    spec = clusterpolicy_spec(kube)
-    running = {str(cp.section(spec, key).get("version") or "") for key in ("devicePlugin", "gfd")}
-    if running == {version}:
+@given(parsers.parse("the GPU Operator runs release {release}"))
+def operator_release(kube: Cluster, release: str) -> None:
+    """The ClusterPolicy pins the device plugin and GFD of that GPU Operator release (the chart's
+    devicePlugin.version and gfd.version: the operands whose release the runbooks' rules and the
+    simulator's behaviours read), as an operator pins an operand; on any cluster, by the test identity.
+    The scenario's restore puts the ClusterPolicy back."""
+    pin_release(kube, release, settle=True)
+
+
+@when(parsers.parse("the GPU Operator is upgraded to release {release}"))
+def operator_upgraded(kube: Cluster, release: str) -> None:
+    """As above, waiting only until the operands run that release (what it does to sharing is the
+    scenario's to find)."""
+    pin_release(kube, release, settle=False)
+
+
+def pin_release(kube: Cluster, release: str, settle: bool) -> None:
+    spec = cp.default_instance(release)["spec"]
+    versions = {key: str(spec[key]["version"]) for key in ("devicePlugin", "gfd")}
+    if all(str(cp.section(clusterpolicy_spec(kube), key).get("version") or "") == v for key, v in versions.items()):
         return
-    if not kube.embedded:
-        pytest.skip(f"the cluster runs device plugin {', '.join(sorted(running))}; this example is for {version}")
-    policy = kube.custom.patch_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY, {
-        "spec": {"devicePlugin": {"version": version}, "gfd": {"version": version}}})
-    wait_operator_settled(kube, policy, f"the device plugin and GFD to run {version} on every GPU node")
+    kube.custom.patch_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY, {
+        "spec": {key: {"version": version} for key, version in versions.items()}})
+    wanted = versions["devicePlugin"]
+    session = Session(kube.kubeconfig)
+
+    def runs() -> list[str]:
+        """What still runs another release: the operands' templates, their pods, the roll."""
+        problems = []
+        for name in (DEVICE_PLUGIN, GFD, MPS):
+            daemonset = session.get("DaemonSet", name, kube.operator_namespace) or {}
+            images = [c.get("image", "") for c in ((daemonset.get("spec") or {}).get("template") or {}).get("spec", {}).get(
+                "containers") or []]
+            if not images or any(not image.endswith(f":{wanted}") for image in images):
+                problems.append(f"DaemonSet {name} renders {images}")
+        pods = [OperandPod(p) for p in session.list("Pod", kube.operator_namespace)]
+        problems += [f"pod {p.name} runs {c.get('image')}" for p in pods if p.daemonset in (DEVICE_PLUGIN, GFD)
+                     for c in p.raw["spec"].get("containers") or [] if not c.get("image", "").endswith(f":{wanted}")]
+        return problems + (unsettled(kube) if settle else [])
+
+    wait_for(lambda: not runs(), RESET_TIMEOUT_S, f"the device plugin and GFD of GPU Operator {release} ({wanted}) to run "
+             "on every GPU node", interval_s=0.5)
 
 
 # ---- nodes ------------------------------------------------------------------------------------------
@@ -340,6 +370,64 @@ def _ready(pod: dict[str, Any]) -> bool:
 def mps_daemon_ready(kube: Cluster, node: str) -> None:
     pods = _mps_daemon_pods(kube, node)
     assert len(pods) == 1 and _ready(pods[0]), f"{node}: MPS control daemon pods {[p['metadata']['name'] for p in pods]}"
+
+
+@dataclass(frozen=True)
+class MpsFault:
+    """The MPS control daemon pod seen never serving, and its sidecar's restarts then."""
+
+    pod: str
+    uid: str
+    restarts: int
+
+
+def _sidecar(pod: dict[str, Any]) -> dict[str, Any]:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or []
+    return next((c for c in statuses if c.get("name") == "config-manager"), {})
+
+
+def _crash_looping(pod: dict[str, Any]) -> bool:
+    return ((_sidecar(pod).get("state") or {}).get("waiting") or {}).get("reason") == "CrashLoopBackOff"
+
+
+@then(parsers.parse('the MPS control daemon on "{node}" never serves: its config-manager sidecar crash-loops and the '
+                    'node advertises 0 "{resource}"'), target_fixture="mps_fault")
+def mps_never_serves(kube: Cluster, node: str, resource: str) -> MpsFault:
+    session = Session(kube.kubeconfig)
+
+    def seen() -> MpsFault | None:
+        """Once settled: GFD's new pod Ready on the node's key (its restart serves the default for a
+        moment, unlabels mps.capable and so replaces the daemon's pod), the daemon pod made after it."""
+        pods = _mps_daemon_pods(kube, node)
+        gfd = [OperandPod(p) for p in session.pods_on([node], kube.operator_namespace)
+               if OperandPod(p).daemonset == GFD and not OperandPod(p).terminating]
+        if len(pods) != 1 or len(gfd) != 1 or not gfd[0].ready or not _crash_looping(pods[0]):
+            return None
+        daemon = OperandPod(pods[0])
+        if (kube.node(node).metadata.labels or {}).get("nvidia.com/mps.capable") != "true" or \
+                _allocatable(kube, node, resource) != 0 or not (daemon.created and gfd[0].created and
+                                                                daemon.created >= gfd[0].created):
+            return None
+        return MpsFault(daemon.name, daemon.uid, int(_sidecar(pods[0]).get("restartCount") or 0))
+
+    return wait_for(seen, 60, f"{node}'s MPS control daemon to crash-loop its sidecar and the node to serve no {resource}")
+
+
+@then(parsers.parse('the MPS control daemon on "{node}" was crash-looping when the run read it, and still was when '
+                    'the run ended, the node serving 0 "{resource}"'))
+def mps_fault_overlapped(kube: Cluster, node: str, resource: str, mps_fault: MpsFault, runbook_run: Any) -> None:
+    """The fault was in effect from before the run (mps_fault), when it read the daemon (the pod its
+    refusal names, failing since the fault was seen) and at its end (read at once). The pod may differ
+    from the one first seen: GFD's restart in the operator's roll relabels mps.capable for a moment,
+    and the DaemonSet replaces the daemon's pod, which fails the same way."""
+    said = " ".join(" ".join(runbook_run.run.failure_messages()).split())
+    named = re.search(rf"{re.escape(node)}: the MPS control daemon never serves: its config-manager sidecar has failed "
+                      r"(\d+) time\(s\) since pod (\S+) started", said)
+    assert named, f"the run named no failing MPS daemon pod on {node}: {said[-2000:]}"
+    assert int(named[1]) >= (mps_fault.restarts if named[2] == mps_fault.pod else 1), named[0]
+    pods = _mps_daemon_pods(kube, node)
+    assert len(pods) == 1 and _crash_looping(pods[0]), f"{node}: MPS daemon pods now {[p['metadata']['name'] for p in pods]}"
+    assert _allocatable(kube, node, resource) == 0, f"{node} serves {resource} again"
 
 
 @then(parsers.parse('node "{node}" runs no MPS control daemon'))

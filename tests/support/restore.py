@@ -91,7 +91,7 @@ def _gpu_nodes(cluster: Cluster) -> dict[str, client.V1Node]:
 SETTLE_S = 60
 
 
-def _unsettled(cluster: Cluster) -> list[str]:
+def unsettled(cluster: Cluster) -> list[str]:
     """Operands still rolling out, and GPU nodes whose device plugin advertises nothing right now."""
     idle = [name for name, node in _gpu_nodes(cluster).items()
             if not any(k.startswith("nvidia.com/") and v != "0" for k, v in (node.status.allocatable or {}).items())]
@@ -100,7 +100,7 @@ def _unsettled(cluster: Cluster) -> list[str]:
 
 def take(cluster: Cluster) -> Snapshot:
     try:
-        wait_for(lambda: not _unsettled(cluster), SETTLE_S, "the operator's operands to settle", interval_s=1.0)
+        wait_for(lambda: not unsettled(cluster), SETTLE_S, "the operator's operands to settle", interval_s=1.0)
     except TimeoutError:
         pass  # a node that stays so (a broken GPU) is recorded as it is, and restored to that
     policy = _policy(cluster)

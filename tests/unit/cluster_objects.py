@@ -14,6 +14,8 @@ import pytest
 
 from gpushare.k8s.patch import PatchConflict, json_patch, merge_patch
 from gpushare.runbook.records import RECORDS_NAMESPACE, FieldChange, Intent, Record, new_record
+from gpushare_testbed.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator import operand_specs
 from gpushare.timeslicing.settings import Settings
 
 NAMESPACE = "gpu-operator"
@@ -308,3 +310,16 @@ def applied(obj: dict[str, Any], changes: list[dict[str, Any]]) -> dict[str, Any
             obj = merge_patch(obj, {"spec": {"taints": [t for t in obj["spec"].get("taints", [])
                                                         if t != change.body] or None}})
     return obj
+
+
+def mps_daemon_pod(release: str, sidecar_restarts: int, node: str = "gpu-node") -> dict[str, Any]:
+    """The MPS control daemon's pod as `release`'s operator renders it (the simulator's rendering of
+    the gpu-operator asset, pointed at a device-plugin config), its sidecar restarted so many times."""
+    spec = cp.default_instance(release)["spec"]
+    spec["devicePlugin"]["config"] = {"name": "time-slicing-config", "default": "default"}
+    return {"kind": "Pod", "metadata": {"name": "mps-abc", "namespace": "gpu-operator",
+                                        "ownerReferences": [{"kind": "DaemonSet", "name": "nvidia-device-plugin-mps-control-daemon"}]},
+            "spec": {**operand_specs.mps_control_daemon(spec)[1], "nodeName": node},
+            "status": {"phase": "Running", "containerStatuses": [
+                {"name": "mps-control-daemon-ctr", "restartCount": 0},
+                {"name": "config-manager", "restartCount": sidecar_restarts}]}}

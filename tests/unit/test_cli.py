@@ -99,6 +99,16 @@ def test_up_with_the_same_fleet_is_idempotent(running_cluster: StateDir, capsys:
     assert "embedded cluster already running" in capsys.readouterr().out
 
 
+def test_up_with_another_operator_release_on_a_running_cluster_refuses_and_says_how_to_restart(
+        running_cluster: StateDir, capsys: pytest.CaptureFixture[str]) -> None:
+    """A state recorded before --operator-version existed runs the newest release."""
+    assert main(["sim", "up", "--operator-version", "v25.10", "--state-dir", str(running_cluster.root)]) == 1
+    err = capsys.readouterr().err
+    assert "its GPU Operator was installed as v26.7, not v25.10" in err
+    assert "gpushare sim up --operator-version v25.10" in err
+    assert main(["sim", "up", "--operator-version", "v26.7", "--state-dir", str(running_cluster.root)]) == 0
+
+
 def test_up_without_kueue_on_a_cluster_running_it_refuses(running_cluster: StateDir,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sim", "up", "--without", "kueue", "--state-dir", str(running_cluster.root)]) == 1

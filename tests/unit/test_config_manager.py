@@ -145,3 +145,37 @@ def test_a_missing_default_key_still_crash_loops_init_from_v0_18_2() -> None:
     p.sync("whole", {"whole": "w"}, 0, REFRESH, load)
     p.sync("other", {"whole": "w"}, 1, REFRESH, load)  # a label change is no reason for init to try again
     assert (p.selected, p.init_error, p.init_restarts) == (None, "specified config  does not exist", 1)
+
+
+# ---- a sidecar whose signal cannot reach the main process (the MPS control daemon's) ------------------
+NO_PROCESS = "error finding pid: no process found"
+
+
+def test_from_v0_18_2_a_sidecar_that_cannot_signal_leaves_the_process_on_the_default_and_crash_loops() -> None:
+    p = ManagedPod[str]("uid-1", "cfg", "whole", label_delay=0.5, signal_error=NO_PROCESS)
+    p.sync("mps", {"whole": "w", "mps": "m"}, 0, REFRESH, load)
+    p.sync("mps", {"whole": "w", "mps": "m"}, 0.5, REFRESH, load)
+    assert (p.selected, p.loaded_key, p.loaded, p.running) == ("mps", "whole", "w", True)
+    assert (p.sidecar_error, p.sidecar_restarts, p.ready) == (NO_PROCESS, 1, False)
+    assert p.events == [("config-manager", NO_PROCESS)]
+
+
+def test_up_to_v0_18_1_init_applies_the_label_so_the_sidecar_never_needs_to_signal() -> None:
+    p = ManagedPod[str]("uid-1", "cfg", "whole", signal_error=NO_PROCESS)
+    p.sync("mps", {"whole": "w", "mps": "m"}, 0, REFRESH, load)
+    assert (p.loaded, p.ready, p.sidecar_restarts) == ("m", True, 0)
+
+
+def test_up_to_v0_18_1_a_label_change_on_a_running_pod_fails_one_signal_and_the_restarted_sidecar_runs_on() -> None:
+    p = ManagedPod[str]("uid-1", "cfg", "whole", signal_error=NO_PROCESS)
+    p.sync(None, {"whole": "w", "mps": "m"}, 0, REFRESH, load)
+    p.sync("mps", {"whole": "w", "mps": "m"}, 1, REFRESH, load)
+    assert (p.selected, p.loaded, p.sidecar_error, p.sidecar_restarts, p.ready) == ("mps", "w", None, 1, True)
+
+
+def test_a_label_back_to_what_the_process_runs_settles_the_crash_looping_sidecar() -> None:
+    p = ManagedPod[str]("uid-1", "cfg", "whole", label_delay=0, signal_error=NO_PROCESS)
+    p.sync("mps", {"whole": "w", "mps": "m"}, 0, REFRESH, load)
+    assert p.sidecar_error == NO_PROCESS
+    p.sync(None, {"whole": "w", "mps": "m"}, 1, REFRESH, load)
+    assert (p.selected, p.loaded, p.sidecar_error, p.ready) == ("whole", "w", None, True)

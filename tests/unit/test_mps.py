@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gpushare.gpu_catalog import product
-from gpushare.mps import MAX_CLIENTS, describe, replicas_problem, share_limits
+from gpushare.mps import MAX_CLIENTS, describe, never_serves, replicas_problem, share_limits
+from tests.unit.cluster_objects import mps_daemon_pod as daemon_pod
 
 
 def test_four_shares_of_an_h100_get_a_quarter_of_its_memory_and_25_percent_of_sms() -> None:
@@ -36,3 +37,27 @@ def test_no_replicas_is_an_error() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         share_limits(1000, 0)
 
+
+# ---- a daemon that never serves (gpushare.mps.never_serves) -------------------------------------------
+@pytest.mark.parametrize(("release", "why"), [
+    ("v26.7", '"error finding pid: no process found" (NVIDIA/k8s-device-plugin PR #1827, not released)'),
+    ("v26.3", "panics on the first kernel thread (NVIDIA/k8s-device-plugin#1726"),
+])
+def test_a_daemon_whose_sidecar_failed_on_a_release_that_cannot_signal_never_serves(release: str, why: str) -> None:
+    said = never_serves("gpu-node", "trial", "nvidia.com/gpu.shared", 0, [daemon_pod(release, 3)])
+    assert said is not None and said.startswith("gpu-node: the MPS control daemon never serves")
+    assert why in said and "has failed 3 time(s) since pod mps-abc started" in said
+    assert "Roll back: ansible-playbook playbooks/rollback-timeslicing.yml -l trial; then use MPS on every GPU node" in said
+
+
+@pytest.mark.parametrize(("release", "restarts", "allocatable"), [
+    ("v26.7", 0, 0),  # the sidecar has not signalled yet: the daemon may still be starting
+    ("v26.7", 2, 4),  # the node serves its shares
+    ("v25.10", 2, 0),  # init started the daemon on the node's key: a failed signal is not why it does not serve
+])
+def test_no_verdict_while_the_daemon_may_still_serve(release: str, restarts: int, allocatable: int) -> None:
+    assert never_serves("gpu-node", None, "nvidia.com/gpu.shared", allocatable, [daemon_pod(release, restarts)]) is None
+
+
+def test_only_the_daemon_of_the_node_counts() -> None:
+    assert never_serves("gpu-node", None, "nvidia.com/gpu.shared", 0, [daemon_pod("v26.7", 3, node="other")]) is None

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import yaml
 
 from gpushare.timeslicing.plan import EnablePlan, plan
 from gpushare.runbook.state import ClusterState
+from gpushare_testbed.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator import operand_specs
 from tests.unit.cluster_objects import NOW, clusterpolicy, daemonset, enabled_read, fleet, node, read, settings
 
 MPS_DAEMON = "nvidia-device-plugin-mps-control-daemon"
@@ -119,3 +122,41 @@ def test_the_mixed_mig_strategy_is_refused_in_the_plugins_words() -> None:
     assert "playbooks/enable-timeslicing.yml" in refusal
     policy["spec"]["mig"] = {"strategy": "single"}
     assert enable(cluster(policy=policy), ["gpu-node"]).refusals == []
+
+
+# ---- per-node MPS per GPU Operator release (gpushare.mps.per_node_failure) ------------------------------
+def release_cluster(release: str, configured: bool = True) -> dict[str, Any]:
+    """The cluster with the MPS control daemon's DaemonSet as `release`'s operator renders it (the
+    simulator's rendering of the gpu-operator asset), pointed at a device-plugin config or not yet."""
+    spec = cp.default_instance(release)["spec"]
+    if configured:
+        spec["devicePlugin"]["config"] = {"name": "time-slicing-config", "default": "default"}
+    state = cluster()
+    daemon = next(d for d in state["daemonsets"] if d["metadata"]["name"] == MPS_DAEMON)
+    daemon["spec"]["template"]["spec"] = {**operand_specs.mps_control_daemon(spec)[1],
+                                          "nodeSelector": daemon["spec"]["template"]["spec"]["nodeSelector"]}
+    return state
+
+
+@pytest.mark.parametrize(("release", "version", "why"), [
+    ("v26.7", "v0.20.0", 'PROCESS_TO_SIGNAL=/usr/bin/mps-control-daemon but the daemon\'s argv[0] is mps-control-daemon: '
+                         '"error finding pid: no process found" (NVIDIA/k8s-device-plugin PR #1827, not released)'),
+    ("v26.3", "v0.19.3", "panics on the first kernel thread (NVIDIA/k8s-device-plugin#1726, fixed in v0.20.0 by #1822)"),
+])
+@pytest.mark.parametrize("configured", [True, False], ids=["pointed-at-a-config", "before-the-first-enable"])
+def test_per_node_mps_is_refused_where_the_daemon_can_never_load_the_key(
+        release: str, version: str, why: str, configured: bool) -> None:
+    refusal = only_refusal(enable(release_cluster(release, configured), ["gpu-node"]))
+    assert f"its MPS control daemon runs device plugin {version}" in refusal
+    assert why in refusal
+    assert "-e timeslicing_scope=cluster -e timeslicing_confirm_cluster_scope=true" in refusal
+    assert "plugin v0.18.1 or earlier" in refusal and "PR #1827" in refusal
+
+
+def test_per_node_mps_runs_where_init_waits_for_the_label() -> None:
+    assert enable(release_cluster("v25.10"), ["gpu-node"]).refusals == []
+
+
+def test_cluster_scope_mps_is_not_refused_on_any_release() -> None:
+    result = enable(release_cluster("v26.7"), ["gpu-node"], scope="cluster", confirm_cluster_scope=True)
+    assert result.refusals == [] and result.lines[0].endswith("scope cluster)")

@@ -192,3 +192,26 @@ def test_operator_honours_set_deploy_labels_and_adds_mig_labels_on_mig_capable_n
     assert node_labels(labeled, policy()["spec"]) == {
         "nvidia.com/gpu.deploy.mig-manager": "true", "nvidia.com/mig.config": "all-disabled"}
     assert node_labels({**labeled, "nvidia.com/mig.capable": "false"}, policy()["spec"]) == {}
+
+
+@pytest.mark.parametrize(("release", "plugin", "mig_manager", "exporter", "driver_manager"), [
+    ("v25.10", "v0.18.1", "v0.13.1", "4.4.2-4.7.0-distroless", "v0.9.1"),
+    ("v26.3", "v0.19.3", "v0.14.2", "4.5.3-4.8.2-distroless", "v0.11.0"),
+    ("v26.7", "v0.20.0", "v0.15.0", "4.6.0-4.8.3-distroless", "v0.12.0"),
+])
+def test_each_release_renders_its_chart_operand_images(release: str, plugin: str, mig_manager: str, exporter: str,
+                                                       driver_manager: str) -> None:
+    """`sim up --operator-version`: the ClusterPolicy as that release's chart installs it (values.yaml at
+    v25.10.1, v26.3.3, v26.7.0), and every operand the operator renders from it runs those images."""
+    instance = cp.default_instance(release)
+    rendered = operands.render(instance, NS)
+    images = {name: [c["image"] for c in [*pod_spec(rendered, name).get("initContainers", []),
+                                          *pod_spec(rendered, name)["containers"]] if "validation" not in c["name"]]
+              for name in rendered}
+    for name in (operands.DEVICE_PLUGIN, operands.GFD, operands.MPS_CONTROL_DAEMON):
+        assert {image.rsplit(":", 1)[1] for image in images[name]} == {plugin}, images[name]
+    assert images[operands.MIG_MANAGER] == [f"nvcr.io/nvidia/cloud-native/k8s-mig-manager:{mig_manager}"]
+    assert images["nvidia-dcgm-exporter"] == [f"nvcr.io/nvidia/k8s/dcgm-exporter:{exporter}"]
+    assert images[operands.DRIVER][0] == f"nvcr.io/nvidia/cloud-native/k8s-driver-manager:{driver_manager}"
+    chart = instance["spec"]["daemonsets"]["labels"]["helm.sh/chart"]
+    assert chart.startswith(f"gpu-operator-{release}.") and instance["spec"]["validator"]["version"] == chart[13:]

@@ -14,6 +14,7 @@ from gpushare.share_check import plan as planning
 from gpushare.share_check import report
 from gpushare.share_check.settings import Inputs
 from tests.support.filters import load_filters
+from tests.unit.cluster_objects import mps_daemon_pod
 
 SHARED = "nvidia.com/gpu.shared"
 GPU = "nvidia.com/gpu"
@@ -392,3 +393,21 @@ def test_plan_filter_from_a_read() -> None:
     shared = F["share_check_judge"](copy.deepcopy(planned["result"]), {"resources": {"pods": replicas(4)}}, "sharing",
                                     "gpu-operator")
     assert shared["nodes"][0]["running"] == 4
+
+
+def test_an_mps_node_whose_daemon_never_serves_is_refused_with_why_and_the_rollback() -> None:
+    mps_node = node(shared=0)
+    mps_node["metadata"]["labels"].update({"nvidia.com/gpu.sharing-strategy": "mps", "nvidia.com/gpu.replicas": "4"})
+    mps_node["status"]["allocatable"] = {SHARED: "0", GPU: "0"}
+    result = make(cluster([mps_node], [mps_daemon_pod("v26.7", 2)]), {"trial": "gpu-node"})
+    assert len(result.refusals) == 1 and result.changes == {}
+    assert result.refusals[0].startswith("gpu-node: the MPS control daemon never serves")
+    assert "-l trial;" in result.refusals[0] and result.refusals[0].endswith("Nothing was changed.")
+
+
+def test_a_cluster_scope_mps_node_is_not_judged_by_the_per_node_signal() -> None:
+    mps_node = node(shared=0, config_label="")
+    mps_node["metadata"]["labels"].update({"nvidia.com/gpu.sharing-strategy": "mps", "nvidia.com/gpu.replicas": "4"})
+    mps_node["status"]["allocatable"] = {SHARED: "0", GPU: "0"}
+    result = make(cluster([mps_node], [mps_daemon_pod("v26.7", 2)]), {"trial": "gpu-node"})
+    assert not any("never serves" in r for r in result.refusals) and "has 0 of its 0" in result.refusals[0]

@@ -10,6 +10,7 @@ from typing import Any
 
 from gpushare.k8s.changes import Change
 from gpushare import device_plugin_config as dpc
+from gpushare import mps
 from gpushare.model.node import GPU, Node
 from gpushare.model.pods import Pod
 from gpushare.runbook.plan import Plan
@@ -126,6 +127,11 @@ def _node_check(inputs: Inputs, state: ClusterState, read: dict[str, Any], host:
     mine = lambda pod: is_check_pod(pod, inputs.namespace, inputs.name, name)  # noqa: E731
     pods = [p for p in read.get("node_pods") or [] if Pod(p).node == name]
     allocatable = node.allocatable(resource)
+    per_node_mps = node.strategy == "mps" and bool(node.config_label)  # cluster scope needs no signal
+    dead = mps.never_serves(name, host, resource, allocatable, pods) if per_node_mps else None
+    if dead:
+        refuse.append(dead)
+        return None
     free = allocatable - held(pods, resource, mine)
     replicas = inputs.replicas if inputs.replicas is not None else free
     if not 1 <= replicas <= free:

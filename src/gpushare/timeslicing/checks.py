@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpushare import mps
 from gpushare.k8s.session import Session
-from gpushare.model.node import CONFIG_LABEL, GPU, SHARED, Pool
+from gpushare.model.node import CONFIG_LABEL, GPU, SHARED, Node, Pool
 from gpushare.model.operands import DEVICE_PLUGIN, MPS
+from gpushare.polling import DeadEnd
 from gpushare.runbook.checks import bystanders_unchanged, driver_upgrade_dead_ends, gpu_nodes, reader_problems
 
 
@@ -45,9 +47,22 @@ def timeslicing_enabled(session: Session, namespace: str, expected: dict[str, An
                 checks.append((f"taint {pool.taint.key}:NoSchedule", "present" if node.pool_taint(pool) else "missing",
                                "present"))
         problems += [f"{name}: {what} is {got!r}, expected {wanted!r}" for what, got, wanted in checks if got != wanted]
+    if expected.get("strategy") == "mps" and expected["scope"] == "node" and problems:  # cluster scope needs no signal
+        _never_served(session, namespace, nodes, expected)
     required = (DEVICE_PLUGIN, MPS) if expected.get("strategy") == "mps" else (DEVICE_PLUGIN,)
     problems += reader_problems(session, namespace, sorted(expected["targets"]), required)
     return problems or bystanders_unchanged(session, expected, pool, nodes)
+
+
+def _never_served(session: Session, namespace: str, nodes: dict[str, Node], expected: dict[str, Any]) -> None:
+    """An MPS target whose daemon will never serve ends the wait at once (gpushare.mps.never_serves)."""
+    pods = session.pods_on(sorted(expected["targets"]), namespace)
+    resource = SHARED if expected["rename"] else GPU
+    dead = [problem for name, node in sorted(nodes.items()) if name in expected["targets"]
+            for problem in [mps.never_serves(name, None, resource,
+                                             node.allocatable(resource), pods)] if problem]
+    if dead:
+        raise DeadEnd(dead)
 
 
 CHECKS = {"timeslicing_enabled": timeslicing_enabled}

@@ -83,6 +83,8 @@ def _mps_problems(state: ClusterState, settings: Settings, targets: list[str]) -
     other = "time-slicing" if settings.strategy == "mps" else "mps"
     rollback = "playbooks/rollback-timeslicing.yml"
     daemon = state.operands.get(MPS)
+    if settings.strategy == "mps" and settings.scope == "node" and daemon is not None:
+        problems += _per_node_mps_problems(daemon.template, settings, targets)
     for name in targets:
         node = state.nodes.get(name)
         if node is None or not node.gpu_present or node.gpus is None:
@@ -114,6 +116,19 @@ def _mps_problems(state: ClusterState, settings: Settings, targets: list[str]) -
             if problem:
                 problems.append(problem)
     return problems
+
+
+def _per_node_mps_problems(template: dict[str, Any], settings: Settings, targets: list[str]) -> list[str]:
+    """A per-node MPS config the operator's MPS control daemon can never load (gpushare.mps)."""
+    failure = mps.per_node_failure(template)
+    if failure is None:
+        return []
+    version, why = failure
+    return [f"per-node MPS cannot work on this GPU Operator: its MPS control daemon runs device plugin {version}, "
+            "whose config-manager-init starts the daemon on the ClusterPolicy's default config (v0.18.2 and later) "
+            f"and whose sidecar cannot signal it to load key `{settings.key}`: {why}. The daemon would wait forever "
+            f'("{mps.NOT_CONFIGURED}"), the device plugin run on retrying every 30 s, and '
+            f"{', '.join(sorted(set(targets)))} advertise 0 GPUs. What works: {mps.WHAT_WORKS}."]
 
 
 def share_lines(state: ClusterState, settings: Settings, targets: list[str]) -> list[str]:

@@ -1,7 +1,8 @@
 """The ClusterPolicy: its CRD (the fields the simulator reads, the rest preserved) and the instance
 the gpu-operator chart creates (deployments/gpu-operator/values.yaml rendered through
-templates/clusterpolicy.yaml, v26.7.0), with accessors that apply the operator's defaults
-(api/nvidia/v1/clusterpolicy_types.go: `IsEnabled` of each component)."""
+templates/clusterpolicy.yaml, v26.7.0; for an older release, with that release's operand images:
+RELEASES), with accessors that apply the operator's defaults (api/nvidia/v1/clusterpolicy_types.go:
+`IsEnabled` of each component)."""
 
 from __future__ import annotations
 
@@ -129,13 +130,51 @@ _DEFAULT_SPEC: dict[str, Any] = {
 }
 
 
-def default_instance() -> dict[str, Any]:
-    """The `cluster-policy` instance as the chart creates it with its default values."""
+# Each release's operand image versions where they differ from v26.7.0's: the newest patch of the
+# release, read from deployments/gpu-operator/values.yaml at its tag (v25.10.1, v26.3.3). A path names a
+# ClusterPolicy section (`driver.manager`: driver's manager); None drops an operand the release lacks.
+RELEASES: dict[str, tuple[str, dict[str, str | None]]] = {
+    "v26.7": (CHART_VERSION, {}),
+    "v26.3": ("v26.3.3", {
+        "driver": "580.126.20", "driver.manager": "v0.11.0", "vfioManager": "v0.11.0", "toolkit": "v1.19.1",
+        "devicePlugin": "v0.19.3", "gfd": "v0.19.3", "dcgm": "4.5.2-1-ubuntu22.04", "dcgmExporter": "4.5.3-4.8.2-distroless",
+        "migManager": "v0.14.2", "vgpuDeviceManager": "v0.4.2", "ccManager": "v0.4.0", "gds": "2.27.3", "gdrcopy": "v2.5.2",
+        "sandboxDevicePlugin": "v1.5.0", "kataSandboxDevicePlugin": "v0.0.3"}),
+    "v25.10": ("v25.10.1", {
+        "driver": "580.105.08", "driver.manager": "v0.9.1", "vfioManager": "13.0.1-base-ubi9", "toolkit": "v1.18.1",
+        "devicePlugin": "v0.18.1", "gfd": "v0.18.1", "dcgm": "4.4.2-1-ubuntu22.04", "dcgmExporter": "4.4.2-4.7.0-distroless",
+        "migManager": "v0.13.1", "vgpuDeviceManager": "v0.4.1", "ccManager": "v0.1.1", "gds": "2.26.6", "gdrcopy": "v2.5.1",
+        "sandboxDevicePlugin": "v1.4.0", "kataSandboxDevicePlugin": None}),
+}
+# An operand whose image itself differed: (release, section) -> (repository, image)
+RELEASE_IMAGES = {("v25.10", "vfioManager"): ("nvcr.io/nvidia", "cuda")}
+NEWEST_RELEASE = "v26.7"
+
+
+def default_instance(release: str = NEWEST_RELEASE) -> dict[str, Any]:
+    """The `cluster-policy` instance as the chart of `release` (a key of RELEASES) creates it with its
+    default values."""
+    chart, versions = RELEASES[release]
+    spec = copy.deepcopy(_DEFAULT_SPEC)
+    spec["daemonsets"]["labels"]["helm.sh/chart"] = f"gpu-operator-{chart}"
+    for key in ("validator", "nodeStatusExporter"):
+        spec[key]["version"] = chart
+    for path, version in versions.items():
+        *parents, key = path.split(".")
+        holder = spec
+        for parent in parents:
+            holder = holder[parent]
+        if version is None:
+            del holder[key]
+            continue
+        holder[key]["version"] = version
+        if (release, path) in RELEASE_IMAGES:
+            holder[key]["repository"], holder[key]["image"] = RELEASE_IMAGES[(release, path)]
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "ClusterPolicy",
         "metadata": {"name": CLUSTER_POLICY, "labels": {"app.kubernetes.io/component": "gpu-operator"}},
-        "spec": copy.deepcopy(_DEFAULT_SPEC),
+        "spec": spec,
     }
 
 

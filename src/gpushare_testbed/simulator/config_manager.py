@@ -13,7 +13,12 @@ as its kubelet and its containers see it, with no I/O:
   container; on a key it cannot find it exits (crash-loops) and the loaded config stays in effect.
   So from v0.18.2 a pod started on a labelled node serves the default first, then the labelled key;
   a label naming a missing key leaves init Completed, the main container on the default and the
-  sidecar in CrashLoopBackOff.
+  sidecar in CrashLoopBackOff;
+- a signal that cannot reach the main process (`signal_error`, plugin_version.signal_failure:
+  the MPS control daemon's) ends the sidecar after it re-pointed the config file: the main process
+  keeps what it loaded. From v0.18.2 every restart of the sidecar selects without the label first,
+  then with it, and signals again: it crash-loops until the label names what the process runs; up to
+  v0.18.1 its restart waits for the label, finds the file already pointed, and runs on.
 
 Follows NVIDIA/k8s-device-plugin cmd/config-manager/main.go (SyncableConfig.Get, updateConfigName
 with FALLBACK_STRATEGIES=empty, as the operator sets it)."""
@@ -60,10 +65,12 @@ class ManagedPod(Generic[T]):
     # informer delivers the label (v0.18.2 and later)
     label_delay: float | None = None
     label_at: float | None = None  # when the sidecar is first told the node label (None: at once)
+    signal_error: str | None = None  # what the sidecar exits with when it signals (None: the signal arrives)
     mount: dict[str, str] | None = None  # the mounted ConfigMap data; None while it cannot be mounted
     mounted_at: float | None = None
     label: str | None = None  # the node label value the config-manager last acted on
     selected: str | None = None  # the key /config/config.yaml points to; None until init succeeded
+    loaded_key: str | None = None  # the key the main process loaded at its last start or reload
     init_error: str | None = None
     init_restarts: int = 0
     sidecar_error: str | None = None
@@ -128,10 +135,10 @@ class ManagedPod(Generic[T]):
         return self.visible() != before
 
     def retry(self, now: float, load: Callable[[str], T]) -> None:
-        """The main process starts again with the selected config after it failed (the device
-        plugin's own retry loop, which waits for its MPS daemon this way)."""
-        if self.main_error and self.selected is not None:
-            self._start(self.selected, now, load)
+        """The main process starts its work again with the config it runs (the device plugin's own
+        retry loop, every 30 s while it waits for its MPS daemon)."""
+        if self.loaded_key is not None:
+            self._start(self.loaded_key, now, load)
 
     def visible(self) -> tuple:
         """What the pod's status shows."""
@@ -168,11 +175,19 @@ class ManagedPod(Generic[T]):
         key, self.sidecar_error = self._select(label, "config-manager")
         if key is None:
             self.sidecar_restarts += 1
-        elif key != self.selected:
-            self._start(key, now, load)  # SIGHUP: the main process reloads in place
+        elif self.signal_error is None:
+            if key != self.selected:
+                self._start(key, now, load)  # SIGHUP: the main process reloads in place
+        elif key != self.loaded_key:
+            self.selected = key  # the config file names the key; the signal never reaches the process
+            self.sidecar_restarts += 1
+            self.events.append(("config-manager", self.signal_error))
+            self.sidecar_error = self.signal_error if self.label_delay is not None else None
+        else:
+            self.selected = key  # a restart finds the file as the process runs it and settles
 
     def _start(self, key: str, now: float, load: Callable[[str], T]) -> None:
-        self.selected, self.started_at = key, now
+        self.selected, self.loaded_key, self.started_at = key, key, now
         text = EMPTY if key == EMPTY else (self.mount or {}).get(key)
         try:
             if text is None:

@@ -35,6 +35,7 @@ from typing import Any
 from gpushare.gpu_catalog import GpuProduct
 from gpushare_testbed.simulator.mig import Layout, apply, devices, mode_change
 from gpushare_testbed.simulator.mig_parted import MigConfigError, parse_configs, select
+from gpushare_testbed.simulator.plugin_version import Version, at_least
 
 MIG_CONFIG = "nvidia.com/mig.config"
 MIG_STATE = "nvidia.com/mig.config.state"
@@ -45,6 +46,13 @@ STALL_ANNOTATION = "sim.gpushare.io/mig-stall"
 DISCOVERY_ANNOTATION = "sim.gpushare.io/mig-discovery"  # "none": no MIG profile discovered
 CLIENT_TIMEOUT_ANNOTATION = "sim.gpushare.io/mig-client-timeout-seconds"
 CLIENT_TIMEOUT_S = 300.0  # reconfigure.go waitForPodsToBeDeleted
+# mig-parted v0.14.0 (GPU Operator v26.3): the MIG manager generates <node>-mig-config from its GPUs at
+# its start (cmd/nvidia-mig-manager/main.go createNodeConfigMap); v0.13 reads only its config file.
+GENERATES_NODE_CONFIG: Version = (0, 14, 0)
+
+
+def generates_node_config(mig_manager_image: str) -> bool:
+    return at_least(mig_manager_image, GENERATES_NODE_CONFIG)
 CLIENT_LABELS = tuple(f"nvidia.com/gpu.deploy.{c}" for c in ("device-plugin", "gpu-feature-discovery", "dcgm-exporter", "dcgm", "nvsm"))
 OPTIONAL_CLIENT = "nvidia.com/gpu.deploy.client"  # paused and restored only when set
 

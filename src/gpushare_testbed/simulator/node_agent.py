@@ -2,7 +2,7 @@
 device plugin and GFD pods with their config-manager (as their kubelet reports them), GFD's labels
 (on the node, or from v0.19 in its NFD NodeFeature object, which nfd_master copies to the node) and
 the kubelet's extended resources. Decisions come from operator.node_labels, mig_manager,
-config_manager, plugin_version, node_view, nfd, kubelet and nvidia_judge (NVIDIA's code: which
+config_manager, model.releases, plugin_version, node_view, nfd, kubelet and nvidia_judge (NVIDIA's code: which
 configs the device plugin, GFD and the MPS control daemon accept); this module reads the
 Simulator's caches and writes the results."""
 
@@ -19,7 +19,7 @@ from gpushare_testbed.fleet import HARDWARE_ANNOTATION
 from gpushare.gpu_catalog import GpuProduct
 from gpushare.gpu_catalog import product as lookup_product
 from gpushare.k8s.session import ApiError
-from gpushare_testbed.simulator.mps_daemon import LIMITS_ANNOTATION, WAIT_ERROR, ShareLimits, limits_annotation, replicas_refusal, share_limits
+from gpushare_testbed.simulator.mps_daemon import LIMITS_ANNOTATION, ShareLimits, limits_annotation, replicas_refusal, share_limits
 from gpushare_testbed.simulator import clusterpolicy as cp
 from gpushare_testbed.simulator import mig_manager, nfd, operands
 from gpushare_testbed.simulator.config_manager import ManagedPod
@@ -28,7 +28,7 @@ from gpushare_testbed.simulator.mig import Layout, generated_config
 from gpushare_testbed.simulator.node_view import GPU, SHARED, gfd_labels, gfd_owns, node_ready, plugin_resources
 from gpushare_testbed.simulator.nvidia_judge import DEVICE_PLUGIN, GFD, MPS_CONTROL_DAEMON, ConfigError, NvidiaJudge, PluginConfig
 from gpushare_testbed.simulator.operator import node_labels
-from gpushare_testbed.simulator.plugin_version import gfd_uses_node_feature_api, init_waits_for_label
+from gpushare_testbed.simulator.plugin_version import gfd_uses_node_feature_api, init_waits_for_label, signal_failure
 from gpushare_testbed.simulator.rest import Obj
 
 # A fault to test against: the device plugin on a node so annotated crashes with the annotation's
@@ -46,6 +46,7 @@ log = logging.getLogger("gpushare_testbed.simulator.node")
 MIG_CLIENT_APPS = (operands.DEVICE_PLUGIN, operands.GFD, "nvidia-dcgm-exporter", "nvidia-dcgm")
 PluginLoad = tuple[PluginConfig, dict[str, int]]
 MpsLoad = tuple[PluginConfig, dict[str, ShareLimits]]  # the MPS servers it started: resource -> limits per share
+ENTRYPOINT_EXECS = {"nvidia-device-plugin": "nvidia-device-plugin"}  # main container -> what its entrypoint execs
 
 
 def _now_iso() -> str:
@@ -125,10 +126,10 @@ class NodeAgent:
                                        lambda pod: _mps_loader(sim.judge, pod, product, layout))
             if mps is not None:
                 self._annotate_limits(mps[1], mps[0].loaded[1] if mps[0].running else {})
-            serving = bool(mps is not None and mps[0].ready and mps[0].loaded[1])
+            serving = bool(mps is not None and mps[0].running and mps[0].loaded[1])
             plugin = self._config_managed(node, operands.DEVICE_PLUGIN, "nvidia-device-plugin", now,
                                           lambda pod: self._plugin_loader(pod, layout, fault, serving))
-            if plugin is not None and serving and plugin[0].main_error == f"error starting plugins: {WAIT_ERROR}":
+            if plugin is not None and serving and _waits_for_daemon(plugin[0]):
                 plugin[0].retry(now, self._plugin_loader(plugin[1], layout, fault, serving))
                 self._write_pod_status(plugin[1], plugin[0], "nvidia-device-plugin")
             gfd = self._config_managed(node, operands.GFD, "gpu-feature-discovery", now,
@@ -199,11 +200,14 @@ class NodeAgent:
     def _mig_configs(self, node: str, pod: Obj, env: dict[str, str], product: GpuProduct,
                      annotations: dict[str, str]) -> str | None:
         """The config file of this MIG manager (cmd/nvidia-mig-manager/main.go setupMigConfig): the
-        custom ConfigMap (CONFIG_FILE); else the one it generated from the GPUs at its start, kept in
-        ConfigMap <node>-mig-config (owned by its pod); else, when discovery finds no MIG profile, the
-        operator's default (DEFAULT_CONFIG_FILE). Both ConfigMaps are its `mig-parted-config` volume."""
+        custom ConfigMap (CONFIG_FILE); else the one it generated from the GPUs at its start (from
+        v0.14.0), kept in ConfigMap <node>-mig-config (owned by its pod); else, when discovery finds no
+        MIG profile or it is older, the operator's default (DEFAULT_CONFIG_FILE). Both ConfigMaps are
+        its `mig-parted-config` volume."""
         sim = self.sim
-        if not env.get("CONFIG_FILE") and annotations.get(mig_manager.DISCOVERY_ANNOTATION) != "none":
+        image = _container(pod, "nvidia-mig-manager").get("image", "")
+        if not env.get("CONFIG_FILE") and mig_manager.generates_node_config(image) and \
+                annotations.get(mig_manager.DISCOVERY_ANNOTATION) != "none":
             text = generated_config(product)
             if self.generated.get(node) != pod["metadata"]["uid"]:
                 self._write_generated(node, pod, text)
@@ -234,7 +238,10 @@ class NodeAgent:
     # ---- device plugin and GFD with their config-manager ------------------------------------------
     def _plugin_loader(self, pod: Obj, layout: Layout, fault: str | None, mps_serving: bool) -> Any:
         """`fault`: the message the plugin crashes with on this node whenever its config shares;
-        `mps_serving`: the node's MPS control daemon runs an MPS server (the plugin waits for it)."""
+        `mps_serving`: the node's MPS control daemon runs an MPS server. Without one an MPS config
+        starts no plugin: the process runs on, registers nothing and tries again (cmd/nvidia-device-plugin
+        main.go: "Failed to start one or more plugins. Retrying in 30s...", after server.go Start's
+        "error waiting for MPS daemon")."""
         strategy = mig_strategy_of(pod, "nvidia-device-plugin")
         env = flag_env(pod, "nvidia-device-plugin")
 
@@ -244,7 +251,7 @@ class NodeAgent:
                 if fault and config.sharing.strategy != "none":
                     raise ConfigError(fault)
                 if config.sharing.strategy == "mps" and not mps_serving:
-                    raise ConfigError(WAIT_ERROR)
+                    return config, {}
                 return config, plugin_resources(config, strategy, layout)
             except ConfigError as err:
                 raise ConfigError(f"error starting plugins: {err}") from None
@@ -262,7 +269,8 @@ class NodeAgent:
         if state is None:
             config_map, default, image = config_source(pod)
             delay = None if init_waits_for_label(image) else sim.options.config_manager_label_seconds
-            state = self.managed[uid] = ManagedPod(uid, config_map, default, label_delay=delay)
+            state = self.managed[uid] = ManagedPod(uid, config_map, default, label_delay=delay,
+                                                   signal_error=_signal_error(pod, main))
         data = None
         if state.config_map is not None:
             config_map_obj = sim.configmaps.get(state.config_map)
@@ -352,6 +360,31 @@ class NodeAgent:
         current_allocatable = {k: v for k, v in (status.get("allocatable") or {}).items() if k.startswith("nvidia.com/")}
         if capacity != current_capacity or allocatable != current_allocatable:
             self.sim.patch_node_status(name, {"capacity": capacity, "allocatable": allocatable})
+
+
+def _waits_for_daemon(plugin: ManagedPod[Any]) -> bool:
+    """The device plugin runs an MPS config and serves nothing: it waits for its MPS daemon."""
+    return plugin.running and plugin.loaded[0].sharing.strategy == "mps" and not plugin.loaded[1]
+
+
+def _main_argv0(pod: Obj, main: str) -> str:
+    """argv[0] of the main container's process: its command's first word as written (the runtime
+    execs it so), or, for a container that runs the operator's entrypoint script, the binary the
+    script execs (assets/state-device-plugin/0400_configmap.yaml: `exec nvidia-device-plugin`)."""
+    container = _container(pod, main)
+    if (container.get("args") or []) == ["/bin/entrypoint.sh"]:
+        return ENTRYPOINT_EXECS.get(main, "")
+    return next(iter(container.get("command") or []), "")
+
+
+def _signal_error(pod: Obj, main: str) -> str | None:
+    """What the pod's config-manager sidecar exits with when it signals the main process (None: it
+    arrives; no sidecar, nothing to signal)."""
+    sidecar = _container(pod, "config-manager")
+    if not sidecar:
+        return None
+    return signal_failure(sidecar.get("image", ""), _env(sidecar).get("PROCESS_TO_SIGNAL", ""), _main_argv0(pod, main),
+                          bool(pod["spec"].get("hostPID")))
 
 
 def _gfd_loader(judge: NvidiaJudge, pod: Obj) -> Any:

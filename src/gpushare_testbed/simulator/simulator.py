@@ -45,6 +45,7 @@ class Options:
     config_manager_label_seconds: float = 0.5
     endpoint_stop_grace_seconds: float = ENDPOINT_STOP_GRACE_S  # the kubelet's endpointStopGracePeriod
     driver_manager_timeout_seconds: float = 300.0  # k8s-driver-manager defaultGracePeriod
+    operator_release: str = cp.NEWEST_RELEASE  # the chart release that installs the ClusterPolicy (cp.RELEASES)
 
 
 def _now() -> str:
@@ -225,7 +226,7 @@ class Simulator:
 
         wait_for(established, 30, "the ClusterPolicy and NodeFeature CRDs to be established")
         for path, body in (("/api/v1/namespaces", {"metadata": {"name": self.namespace}}),
-                           (f"/apis/{cp.GROUP}/{cp.VERSION}/{cp.PLURAL}", cp.default_instance())):
+                           (f"/apis/{cp.GROUP}/{cp.VERSION}/{cp.PLURAL}", cp.default_instance(self.options.operator_release))):
             try:
                 self.rest.create(path, body)
             except ApiError as err:
