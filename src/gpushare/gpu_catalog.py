@@ -6,6 +6,7 @@ runbook judges a `device-filter` with them, and reads their memory and profiles 
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 
 COMPUTE_SLICES = 7  # per GPU, on every MIG-capable product modelled here
@@ -81,3 +82,24 @@ def product(name: str) -> GpuProduct:
     except KeyError:
         known = ", ".join(sorted(SIMULATED))
         raise ValueError(f"unknown GPU product {name!r}; use one of: {known}") from None
+
+
+# NVML's names for the products GFD labels with dashes.
+NVML_NAMES = {
+    "NVIDIA-H100-80GB-HBM3": "NVIDIA H100 80GB HBM3",
+    "NVIDIA-A100-SXM4-40GB": "NVIDIA A100-SXM4-40GB",
+    "NVIDIA-A100-SXM4-80GB": "NVIDIA A100-SXM4-80GB",
+    "NVIDIA-L4": "NVIDIA L4",
+    "Tesla-T4": "Tesla T4",
+}
+_UUID_NAMESPACE = uuid.UUID("6f0c4f52-3c1b-4f3e-9a57-1d1b0c5e9a10")
+
+
+def nvml_name(product_label: str) -> str:
+    """NVML's product name (what DCGM's modelName and the DRA driver's productName say)."""
+    return NVML_NAMES.get(product_label, product_label.replace("-", " "))
+
+
+def gpu_uuid(node: str, index: int) -> str:
+    """The UUID of a simulated node's GPU: one value for DCGM, the DRA driver and nvidia-smi."""
+    return f"GPU-{uuid.uuid5(_UUID_NAMESPACE, f'{node}/{index}')}"
