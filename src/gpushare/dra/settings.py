@@ -55,7 +55,7 @@ class PilotSettings:
     readiness: Settings
     plugin_label: str = "nvidia.com/dra-kubelet-plugin"
     class_name: str = "gpu-pilot.gpushare.io"
-    check_namespace: str = "gpushare-system"
+    check_namespace: str = "gpushare-share-check"
     check_image: str = "registry.k8s.io/pause:3.10"
     namespace: str = "gpu-operator"  # the GPU Operator's
     records_namespace: str = "gpushare-system"
@@ -71,7 +71,7 @@ class PilotSettings:
             readiness=Settings.of(inputs),
             plugin_label=str(inputs.get("plugin_label") or "nvidia.com/dra-kubelet-plugin"),
             class_name=str(inputs.get("class_name") or "gpu-pilot.gpushare.io"),
-            check_namespace=str(inputs.get("check_namespace") or "gpushare-system"),
+            check_namespace=str(inputs.get("check_namespace") or "gpushare-share-check"),
             check_image=str(inputs.get("check_image") or "registry.k8s.io/pause:3.10"),
             namespace=str(inputs.get("namespace") or "gpu-operator"),
             records_namespace=str(inputs.get("records_namespace") or "gpushare-system"),

@@ -12,13 +12,15 @@ from gpushare.dra.settings import PilotSettings
 
 CLAIM = "gpushare-dra-pilot-{node}"
 PODS = 4
+RESTRICTED = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}  # Pod Security "restricted"
 
 
 def _pod(name: str, node: str, settings: PilotSettings, spec: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": settings.check_namespace,
                          "labels": {"app.kubernetes.io/managed-by": "gpushare", CHECK_LABEL: node}},
-            "spec": {"terminationGracePeriodSeconds": 0, "restartPolicy": "Never", **spec}}
+            "spec": {"terminationGracePeriodSeconds": 0, "restartPolicy": "Never", "securityContext": {
+                "runAsNonRoot": True, "runAsUser": 65535, "seccompProfile": {"type": "RuntimeDefault"}}, **spec}}
 
 
 def plan(node: str, gpus: int, settings: PilotSettings) -> dict[str, Any]:
@@ -31,7 +33,8 @@ def plan(node: str, gpus: int, settings: PilotSettings) -> dict[str, Any]:
                                "labels": {"app.kubernetes.io/managed-by": "gpushare", CHECK_LABEL: node}},
                   "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
                       "deviceClassName": settings.class_name, "allocationMode": "ExactCount", "count": 1}}]}}}
-    container = {"name": "main", "image": settings.check_image, "resources": {"claims": [{"name": "gpu"}]}}
+    container = {"name": "main", "image": settings.check_image, "securityContext": RESTRICTED,
+                 "resources": {"claims": [{"name": "gpu"}]}}
     sharing = [_pod(name, node, settings, {
         "nodeSelector": {"kubernetes.io/hostname": node},
         "tolerations": [{**TAINT, "operator": "Equal"}],
@@ -40,7 +43,7 @@ def plan(node: str, gpus: int, settings: PilotSettings) -> dict[str, Any]:
     elsewhere = _pod(bystander, node, settings, {
         "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
             {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "NotIn", "values": [node]}]}]}}},
-        "containers": [{"name": "main", "image": settings.check_image,
+        "containers": [{"name": "main", "image": settings.check_image, "securityContext": RESTRICTED,
                         "resources": {"limits": {"nvidia.com/gpu": "1"}}}]})
     create = [{"action": "create", "kind": obj["kind"], "name": obj["metadata"]["name"],
                "namespace": settings.check_namespace, "body": obj, "exists": "keep", "why": why}
