@@ -6,7 +6,8 @@ Feature: The DRA pilot: one node shares its GPUs through ResourceClaims, proven 
   the driver's GpuConfig (time-slicing or MPS) created, and the node uncordoned with a taint that
   keeps ordinary GPU pods off. The run ends with the verify: four pods share one claim on the node,
   and a pod asking for nvidia.com/gpu still runs elsewhere on the device plugin. The plan is printed
-  before the first write and a refusal writes nothing.
+  before the first write and a refusal writes nothing. The rollback takes the node back to the
+  device plugin, refusing while someone else's claim holds the pool.
 
   Scenario: The pilot is one node: two are refused before any write
     Given a cluster with the GPU Operator
@@ -33,6 +34,21 @@ Feature: The DRA pilot: one node shares its GPUs through ResourceClaims, proven 
     Then the run succeeds
     When the operator runs "enable-dra-pilot.yml -l gpu-node -e dra_sharing=timeslicing"
     Then the run reports no change
+    When the operator runs "rollback-dra-pilot.yml -l gpu-node"
+    Then the run succeeds
+    And node "gpu-node" is served by the device plugin again, without the pilot's marks
+    When the operator runs "rollback-dra-pilot.yml -l gpu-node"
+    Then the run reports no change
+
+  Scenario: The rollback is refused while a claim the runbooks did not create holds the pool
+    Given a cluster with the GPU Operator
+    When the operator runs "enable-dra-pilot.yml -l gpu-node -e dra_sharing=mps"
+    Then the run succeeds
+    Given a team's pod "trainer" runs on "gpu-node" with its own claim "team-gpu"
+    When the operator runs "rollback-dra-pilot.yml -l gpu-node"
+    Then the run is refused with "1 claim(s) the runbooks did not create are allocated from its pool"
+    And the run is refused with "/team-gpu (pods trainer)"
+    And nothing was written to the cluster
 
   @embedded
   Scenario: A GpuConfig whose driver gate is off fails at prepare, and the verify says why

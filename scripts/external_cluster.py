@@ -49,7 +49,8 @@ def up() -> None:
             [sys.executable, "-m", "gpushare", "sim", "gpu-operator", f"--kubeconfig={STATE / 'kubeconfig'}",
              f"--operator-namespace={NAMESPACE}", f"--ready-file={ready}",
              f"--configmap-refresh-seconds={controlplane.EMBEDDED_CONFIGMAP_REFRESH_S}",
-             f"--mig-reboot-seconds={controlplane.EMBEDDED_MIG_REBOOT_S}"],
+             f"--mig-reboot-seconds={controlplane.EMBEDDED_MIG_REBOOT_S}",
+             f"--dra-wipe-seconds={controlplane.EMBEDDED_DRA_WIPE_S}"],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     OPERATOR_PID.write_text(str(operator.pid))
     wait_for(ready.exists, 120, "the GPU Operator simulator to sync")

@@ -274,12 +274,12 @@ def test_an_enable_and_its_rollback_as_the_runbook_identity_are_never_denied(
     assert not report.outside_runbook, [f"{r.runbook}: {r.describe()}" for r in report.outside_runbook]
 
 
-def test_a_dra_pilot_enable_and_verify_as_the_runbook_identity_are_never_denied(
+def test_a_dra_pilot_enable_verify_and_rollback_as_the_runbook_identity_are_never_denied(
         runbook_api: client.ApiClient, clean_cluster: Cluster, tmp_path: Path) -> None:
     if not clean_cluster.embedded:
         pytest.skip("reads the embedded cluster's audit log")
     requests = []
-    for playbook in ("enable-dra-pilot.yml", "verify-dra-pilot.yml"):
+    for playbook in ("enable-dra-pilot.yml", "verify-dra-pilot.yml", "rollback-dra-pilot.yml"):
         mark = clean_cluster.audit_mark()
         run = run_playbook(clean_cluster, playbook, tmp_path / playbook, limit="gpu-node")
         assert run.ok, run.describe()

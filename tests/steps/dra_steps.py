@@ -190,3 +190,32 @@ def check_pods_gone(kube: Cluster) -> None:
         kube.core.delete_namespaced_pod(pod.metadata.name, CHECK_NAMESPACE, grace_period_seconds=0)
     wait_for(lambda: not kube.core.list_namespaced_pod(CHECK_NAMESPACE, label_selector=DRA_CHECK_LABEL).items, 60,
              "the pilot's check pods to be gone")
+
+
+@given(parsers.parse('a team\'s pod "{pod}" runs on "{node}" with its own claim "{claim}"'))
+def team_claim(kube: Cluster, workload_namespace: str, pod: str, node: str, claim: str) -> None:
+    """A claim of the driver's own DeviceClass, allocated by the scheduler from the pilot node's pool."""
+    kube.custom.create_namespaced_custom_object("resource.k8s.io", "v1", workload_namespace, "resourceclaims", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": claim},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}})
+    kube.core.create_namespaced_pod(workload_namespace, {"metadata": {"name": pod}, "spec": {
+        "nodeSelector": {"kubernetes.io/hostname": node},
+        "tolerations": [{"key": PILOT_TAINT[0], "operator": "Exists", "effect": PILOT_TAINT[2]}],
+        "resourceClaims": [{"name": "gpu", "resourceClaimName": claim}],
+        "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10", "resources": {"claims": [{"name": "gpu"}]}}]}})
+    wait_for(lambda: kube.core.read_namespaced_pod(pod, workload_namespace).status.phase == "Running", 60,
+             f"pod {pod} to run on {node} with claim {claim}")
+
+
+@then(parsers.parse('node "{node}" is served by the device plugin again, without the pilot\'s marks'))
+def node_back(kube: Cluster, node: str) -> None:
+    found = kube.node(node)
+    labels, annotations = found.metadata.labels, found.metadata.annotations or {}
+    assert found.status.allocatable.get("nvidia.com/gpu") == labels["nvidia.com/gpu.count"], found.status.allocatable
+    assert labels.get("nvidia.com/gpu.deploy.device-plugin") == "true" and "nvidia.com/dra-kubelet-plugin" not in labels
+    assert "gpushare.io/dra-pilot" not in annotations and not found.spec.unschedulable
+    assert PILOT_TAINT not in [(t.key, t.value, t.effect) for t in found.spec.taints or []], found.spec.taints
+    slices = kube.custom.list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices",
+                                                    field_selector=f"spec.nodeName={node}")["items"]
+    assert not slices, [s["metadata"]["name"] for s in slices]
+    assert not _pilot_pods(kube, node)

@@ -12,6 +12,7 @@ import pytest
 from gpushare.dra import plan as pilot
 from gpushare.dra.checks import claim_problems
 from gpushare.dra.pool import Pool
+from gpushare.dra.rollback import plan as rollback_plan
 from gpushare.dra.settings import PilotSettings, Settings
 from gpushare.dra.verify import plan as verify_plan
 from gpushare.gpu_catalog import gpu_uuid
@@ -222,3 +223,46 @@ def test_the_simulated_kubelet_prepares_only_an_allocated_reserved_claim_of_its_
     assert dra.claim_problem({**claim, "status": {}}, "c", pod, {}) == "ResourceClaim c is not allocated"
     other = _claim([("gpu.nvidia.com", "gpu-node", "gpu-0")], ["someone"], config)
     assert dra.claim_problem(other, "c", pod, {"TimeSlicingSettings": True}) == "pod p is not reserved for ResourceClaim c"
+
+
+def _check_obj(kind: str, name: str) -> dict[str, Any]:
+    return {"kind": kind, "metadata": {"name": name, "namespace": "gpushare-share-check", "uid": f"uid-{name}",
+                                       "labels": {pilot.CHECK_LABEL: "gpu-node"}}}
+
+
+def rollback_read(node: dict[str, Any], claims: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    pods = [_check_obj("Pod", f"gpushare-dra-pilot-gpu-node-{i}") for i in range(4)]
+    return {"node": node, "claims": claims or [], "check_pods": pods,
+            "check_claims": [_check_obj("ResourceClaim", "gpushare-dra-pilot-gpu-node")], "records_namespace": {}}
+
+
+def test_the_rollback_restores_the_recorded_label_in_order() -> None:
+    node = piloted(ready_node(gpus=2), {})
+    result = rollback_plan(rollback_read(node), settings(), {}, NOW)
+    assert result.refusals == []
+    assert list(result.changes) == ["record", "cordon", "checks", "kubelet_plugin", "device_plugin", "uncordon", "finish"]
+    assert [c["kind"] for c in result.changes["checks"]] == ["Pod"] * 4 + ["ResourceClaim"]
+    assert result.changes["kubelet_plugin"][0]["body"] == {"metadata": {"labels": {"nvidia.com/dra-kubelet-plugin": None}}}
+    assert result.changes["device_plugin"][0]["body"] == {"metadata": {"labels": {pilot.DEVICE_PLUGIN_LABEL: "true"}}}
+    assert [c["action"] for c in result.changes["uncordon"]] == ["untaint", "merge"]
+    assert result.changes["uncordon"][1]["body"]["metadata"]["annotations"][pilot.MARK] is None
+    assert result.expected["gpus"] == 2
+
+
+def test_a_claim_the_runbooks_did_not_create_on_the_pool_refuses_the_rollback() -> None:
+    theirs = _claim([("gpu.nvidia.com", "gpu-node", "gpu-0")], [], {})
+    theirs["metadata"] = {"name": "train", "namespace": "team-a"}
+    theirs["status"]["reservedFor"] = [{"resource": "pods", "name": "trainer-0", "uid": "x"}]
+    elsewhere = _claim([("gpu.nvidia.com", "gpu-node-2", "gpu-0")], [], {})
+    elsewhere["metadata"] = {"name": "other", "namespace": "team-b"}
+    result = rollback_plan(rollback_read(piloted(ready_node(), {}), [theirs, elsewhere]), settings(), {}, NOW)
+    assert result.changes == {}
+    assert result.refusals == ["gpu-node: 1 claim(s) the runbooks did not create are allocated from its pool: "
+                               "team-a/train (pods trainer-0). Their owners move them first (delete the pods, then the "
+                               "claims), then run this again. Nothing was changed."]
+
+
+def test_a_rolled_back_node_plans_nothing() -> None:
+    read = {**rollback_read(ready_node()), "check_pods": [], "check_claims": []}
+    result = rollback_plan(read, settings(), {}, NOW)
+    assert result.changes == {} and result.lines[0].startswith("Nothing to do: gpu-node is not in the DRA pilot")

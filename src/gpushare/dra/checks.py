@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpushare.dra.plan import CHECK_LABEL
 from gpushare.dra.pool import Pool
 from gpushare.k8s.session import Session
 from gpushare.model.node import Node
@@ -120,5 +121,28 @@ def verified(session: Session, expected: dict[str, Any]) -> list[str]:
     return problems
 
 
+def checks_released(session: Session, expected: dict[str, Any]) -> list[str]:
+    """The verify's pods and claims are gone (the claim deallocated, its finalizer removed)."""
+    left = [f"{kind} {o['metadata']['name']}" for kind in ("Pod", "ResourceClaim")
+            for o in session.list(kind, expected["check_namespace"], label_selector=f"{CHECK_LABEL}={expected['node']}")]
+    return [f"{expected['node']}: the verify's {', '.join(left)} still there"] if left else []
+
+
+def slices_gone(session: Session, expected: dict[str, Any]) -> list[str]:
+    slices = [s for s in session.list("ResourceSlice", field_selector=f"spec.nodeName={expected['node']}")
+              if (s.get("spec") or {}).get("driver") == expected["driver"]]
+    return [f"{expected['node']}: {len(slices)} ResourceSlice(s) of {expected['driver']} still there (the kubelet "
+            "wipes them 30 s after the plugin stops)"] if slices else []
+
+
+def device_plugin_back(session: Session, expected: dict[str, Any]) -> list[str]:
+    raw = session.get("Node", expected["node"])
+    allocatable = Node(raw).allocatable("nvidia.com/gpu") if raw else 0
+    if allocatable != int(expected["gpus"]):
+        return [f"{expected['node']}: allocatable nvidia.com/gpu is {allocatable}, expected {expected['gpus']}"]
+    return []
+
+
 CHECKS = {"dra_device_plugin_gone": device_plugin_gone, "dra_kubelet_plugin_ready": kubelet_plugin_ready,
-          "dra_pool_complete": pool_complete, "dra_pilot_verified": verified}
+          "dra_pool_complete": pool_complete, "dra_pilot_verified": verified, "dra_checks_released": checks_released,
+          "dra_slices_gone": slices_gone, "dra_device_plugin_back": device_plugin_back}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpushare.clock import utc_now
-from gpushare.dra import plan, readiness, verify
+from gpushare.dra import plan, readiness, rollback, verify
 from gpushare.dra.settings import PilotSettings, Settings
 from gpushare.plugins.filters import plain
 from gpushare.runbook.inputs import NOTHING
@@ -36,10 +36,17 @@ def dra_pilot_verify_plan(node: dict[str, Any] | None, inputs: dict[str, Any]) -
                        PilotSettings.of(plain(inputs)))
 
 
+def dra_pilot_rollback_plan(read: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:
+    """The rollback's plan (gpushare.dra.rollback) from one gpushare_read."""
+    read = plain(read)
+    return rollback.plan(read.get("resources") or {}, PilotSettings.of(plain(inputs)), read.get("caller") or {},
+                         utc_now()).as_dict()
+
+
 def dra_pilot_input_problems(inputs: dict[str, Any]) -> list[str]:
     return [f"{problem} {NOTHING}" for problem in PilotSettings.of(plain(inputs)).problems()]
 
 
 FILTERS = {"dra_readiness": dra_readiness, "dra_readiness_input_problems": dra_readiness_input_problems,
            "dra_pilot_plan": dra_pilot_plan, "dra_pilot_verify_plan": dra_pilot_verify_plan,
-           "dra_pilot_input_problems": dra_pilot_input_problems}
+           "dra_pilot_input_problems": dra_pilot_input_problems, "dra_pilot_rollback_plan": dra_pilot_rollback_plan}

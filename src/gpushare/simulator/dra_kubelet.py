@@ -102,21 +102,36 @@ class DraKubelet:
             self.sim.queue.add_after(f"dra/{node_name}", due)
             return
         for stale in mine:
-            self.sim.rest.delete(f"{SLICES}/{stale['metadata']['name']}")
+            self._delete(stale)
         with self._lock:
             self._gone.pop(node_name, None)
 
+    def _delete(self, stale: Obj) -> None:
+        name = stale["metadata"]["name"]
+        try:
+            self.sim.rest.delete(f"{SLICES}/{name}")
+        except ApiError as err:
+            if err.status != 404:
+                raise
+        with self.slices.lock:  # not seen again before the watch tells
+            self.slices.cache.pop(name, None)
+
     def _publish(self, node: Obj, mine: list[Obj]) -> None:
+        """The pool as the plugin's resourceslice controller keeps it: one slice of the node's GPUs at
+        the top generation, a new generation when they change, other slices of the pool deleted."""
         devices = dra.devices(node)
         top = max((s["spec"]["pool"]["generation"] for s in mine), default=0)
         current = [s for s in mine if s["spec"]["pool"]["generation"] == top]
-        if len(mine) == 1 and current and current[0]["spec"].get("devices") == devices:
-            return
-        body = dra.resource_slice(node, devices, top + 1 if mine else 1)
-        created = self.sim.rest.create(SLICES, body)
-        self.sim.remember(self.slices, created)
-        for old in mine:
-            self.sim.rest.delete(f"{SLICES}/{old['metadata']['name']}")
+        if len(current) == 1 and current[0]["spec"].get("devices") == devices and \
+                current[0]["spec"]["pool"].get("resourceSliceCount") == 1:
+            keep = current
+        else:
+            created = self.sim.rest.create(SLICES, dra.resource_slice(node, devices, top + 1))
+            self.sim.remember(self.slices, created)
+            keep = [created]
+        for stale in mine:
+            if stale not in keep:
+                self._delete(stale)
 
     # ---- the kubelet: prepare a pod's claims, then start it ---------------------------------------
     def prepare(self, key: str) -> None:
