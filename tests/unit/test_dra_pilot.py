@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from gpushare.dra import dcgm
 from gpushare.dra import plan as pilot
 from gpushare.dra.checks import claim_problems
 from gpushare.dra.pool import Pool
@@ -190,6 +191,7 @@ def test_the_simulated_driver_publishes_the_node_gpus_under_dcgm_uuids() -> None
     assert device["attributes"]["uuid"] == {"string": gpu_uuid("gpu-node", 1)}
     assert device["attributes"]["productName"] == {"string": "NVIDIA H100 80GB HBM3"}
     assert device["capacity"] == {"memory": {"value": "81559Mi"}}
+    assert device["attributes"]["driverVersion"] == {"version": "580.95.5"}  # semver: no leading zero
 
 
 @pytest.mark.parametrize(("parameters", "gates", "problem"), [
@@ -266,3 +268,11 @@ def test_a_rolled_back_node_plans_nothing() -> None:
     read = {**rollback_read(ready_node()), "check_pods": [], "check_claims": []}
     result = rollback_plan(read, settings(), {}, NOW)
     assert result.changes == {} and result.lines[0].startswith("Nothing to do: gpu-node is not in the DRA pilot")
+
+
+def test_dcgm_uuids_are_read_from_either_node_label_spelling() -> None:
+    answer = {"status": "success", "data": {"resultType": "vector", "result": [
+        {"metric": {"UUID": gpu_uuid("gpu-node", 1), "hostname": "gpu-node"}, "value": [1, "80000"]},
+        {"metric": {"UUID": gpu_uuid("gpu-node", 0), "Hostname": "gpu-node"}, "value": [1, "80000"]}]}}
+    assert dcgm.uuids_of(answer) == sorted([gpu_uuid("gpu-node", 0), gpu_uuid("gpu-node", 1)])
+    assert 'Hostname=~"gpu-node"' in dcgm.query("gpu-node") and 'hostname=~"gpu-node"' in dcgm.query("gpu-node")

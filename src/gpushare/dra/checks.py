@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpushare.dra import dcgm
 from gpushare.dra.plan import CHECK_LABEL
 from gpushare.dra.pool import Pool
 from gpushare.k8s.session import Session
@@ -55,9 +56,13 @@ def kubelet_plugin_ready(session: Session, expected: dict[str, Any]) -> list[str
 
 
 def pool_complete(session: Session, expected: dict[str, Any]) -> list[str]:
-    node = expected["node"]
+    """The node's pool is complete: its GPUs, and with a Prometheus URL the UUIDs DCGM reports."""
+    node, uuids = expected["node"], None
+    if expected.get("prometheus_url"):
+        uuids, problem = dcgm.uuids(expected["prometheus_url"], node)
+        if problem:
+            return [problem]
     slices = session.list("ResourceSlice", field_selector=f"spec.nodeName={node}")
-    uuids = expected.get("uuids")
     return Pool.of(slices, expected["driver"], node).problems(int(expected["gpus"]), uuids)
 
 

@@ -181,7 +181,7 @@ def plan(facts: dict[str, Any], read: dict[str, Any], settings: PilotSettings, i
     result.expected = {"node": node.name, "gpus": result.gpus, "driver": settings.readiness.device_class,
                        "driver_namespace": settings.readiness.driver_namespace, "plugin_label": settings.plugin_label,
                        "namespace": settings.namespace, "class_name": settings.class_name,
-                       "gpu_config": settings.gpu_config()}
+                       "gpu_config": settings.gpu_config(), "prometheus_url": settings.prometheus_url}
     result.lines = _lines(node, settings, result, mark is not None)
     return result
 
@@ -202,7 +202,9 @@ def _lines(node: Node, settings: PilotSettings, result: PilotPlan, resumed: bool
                  if "device_plugin" in result.changes else "the device plugin is off already")
     steps.append(f"label {settings.plugin_label}=true, wait for the DRA kubelet plugin Ready"
                  if "kubelet_plugin" in result.changes else "the DRA kubelet plugin's label is there already")
-    steps.append(f"wait for a complete pool {node.name} with {result.gpus} device(s)")
+    steps.append(f"wait for a complete pool {node.name} with {result.gpus} device(s), " + (
+        f"their UUIDs those DCGM reports ({settings.prometheus_url})" if settings.prometheus_url
+        else "UUIDs not compared with DCGM's (no dra_pilot_prometheus_url)"))
     steps.append(("create" if "device_class" in result.changes and result.changes["device_class"][0]["action"] == "create"
                   else "update" if "device_class" in result.changes else "keep") +
                  f" DeviceClass {settings.class_name} with GpuConfig sharing.strategy {strategy}")

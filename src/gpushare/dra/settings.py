@@ -63,6 +63,7 @@ class PilotSettings:
     drain_grace_period: int | None = None
     plugin_timeout: int = 300
     verify_timeout: int = 180
+    prometheus_url: str = ""  # where DCGM's series are: the pool's UUIDs are compared with them
 
     @classmethod
     def of(cls, inputs: dict[str, Any]) -> PilotSettings:
@@ -79,6 +80,7 @@ class PilotSettings:
             drain_grace_period=None if grace in (None, "") else int(grace),
             plugin_timeout=int(inputs.get("plugin_timeout") or 300),
             verify_timeout=int(inputs.get("verify_timeout") or 180),
+            prometheus_url=str(inputs.get("prometheus_url") or ""),
         )
 
     @property

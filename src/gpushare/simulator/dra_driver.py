@@ -84,6 +84,12 @@ def pod_gates(pod: Obj) -> dict[str, bool]:
     return gates
 
 
+def semver(version: str) -> str:
+    """A version as the plugin announces it (semver's String(): no leading zeros, three parts)."""
+    parts = [str(int(p)) for p in version.split(".")[:3] if p.isdigit()]
+    return ".".join(parts + ["0"] * (3 - len(parts)))
+
+
 def devices(node: Obj) -> list[Obj]:
     """The full GPUs the plugin announces on a node (GFD's labels stand for what NVML reports)."""
     labels = node["metadata"].get("labels") or {}
@@ -99,8 +105,8 @@ def devices(node: Obj) -> list[Obj]:
             "type": {"string": "gpu"}, "uuid": {"string": gpu_uuid(name, index)}, "productName": {"string": nvml_name(product)},
             "brand": {"string": "Nvidia"},
             "architecture": {"string": ARCHITECTURES.get(labels.get("nvidia.com/gpu.family", "hopper"), "Hopper")},
-            "cudaComputeCapability": {"version": f"{major}.{minor}.0"},
-            "driverVersion": {"version": driver}, "cudaDriverVersion": {"version": "13.0.0"},
+            "cudaComputeCapability": {"version": semver(f"{major}.{minor}")},
+            "driverVersion": {"version": semver(driver)}, "cudaDriverVersion": {"version": "13.0.0"},
         }
         device: Obj = {"name": f"gpu-{index}", "attributes": attributes}
         if memory_mib:
