@@ -23,32 +23,30 @@ Feature: The DRA pilot: one node shares its GPUs through ResourceClaims, proven 
     And the output says "set nvidia.com/gpu.deploy.device-plugin=false (was true)"
     And nothing was written to the cluster
 
-  Scenario: Enable time-slicing through DRA on the pilot node, verify it, and re-run it
+  Scenario: Enable time-slicing through DRA, verify, re-run; the rollback waits for a team's claim, then takes the node back
     Given a cluster with the GPU Operator
     When the operator runs "enable-dra-pilot.yml -l gpu-node -e dra_sharing=timeslicing"
     Then the run succeeds
     And 4 pods share one ResourceClaim on "gpu-node" with the GpuConfig strategy "TimeSlicing"
     And the pool of "gpu-node" is complete with the node's GPUs
     And node "gpu-node" no longer advertises nvidia.com/gpu and carries the pilot taint
-    When the operator runs "verify-dra-pilot.yml -l gpu-node"
-    Then the run succeeds
     When the operator runs "enable-dra-pilot.yml -l gpu-node -e dra_sharing=timeslicing"
     Then the run reports no change
+    Given the pilot's check pods and claim are gone
+    And a team's pod "trainer" runs on "gpu-node" with its own claim "team-gpu"
+    When the operator runs "rollback-dra-pilot.yml -l gpu-node"
+    Then the run is refused with "1 claim(s) the runbooks did not create are allocated from its pool"
+    And the run is refused with "/team-gpu (pods trainer)"
+    And nothing was written to the cluster
+    Given the team's pod "trainer" and its claim "team-gpu" are gone
+    When the operator runs "verify-dra-pilot.yml -l gpu-node"
+    Then the run succeeds
+    And 4 pods share one ResourceClaim on "gpu-node" with the GpuConfig strategy "TimeSlicing"
     When the operator runs "rollback-dra-pilot.yml -l gpu-node"
     Then the run succeeds
     And node "gpu-node" is served by the device plugin again, without the pilot's marks
     When the operator runs "rollback-dra-pilot.yml -l gpu-node"
     Then the run reports no change
-
-  Scenario: The rollback is refused while a claim the runbooks did not create holds the pool
-    Given a cluster with the GPU Operator
-    When the operator runs "enable-dra-pilot.yml -l gpu-node -e dra_sharing=mps"
-    Then the run succeeds
-    Given a team's pod "trainer" runs on "gpu-node" with its own claim "team-gpu"
-    When the operator runs "rollback-dra-pilot.yml -l gpu-node"
-    Then the run is refused with "1 claim(s) the runbooks did not create are allocated from its pool"
-    And the run is refused with "/team-gpu (pods trainer)"
-    And nothing was written to the cluster
 
   @embedded
   Scenario: A GpuConfig whose driver gate is off fails at prepare, and the verify says why
@@ -56,7 +54,7 @@ Feature: The DRA pilot: one node shares its GPUs through ResourceClaims, proven 
     When the operator runs "enable-dra-pilot.yml -l gpu-node -e dra_sharing=timeslicing"
     Then the run succeeds
     Given the DRA driver's kubelet plugin runs without its TimeSlicingSettings gate
-    And the pilot's check pods are gone
+    And the pilot's check pods and claim are gone
     When the operator runs "verify-dra-pilot.yml -l gpu-node"
     Then the run is refused with "the kubelet cannot prepare the claim on gpu-node"
     And the run is refused with "is selected as the GPU sharing strategy, but the"

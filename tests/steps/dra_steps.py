@@ -184,12 +184,20 @@ def driver_gate_off(kube: Cluster, request: pytest.FixtureRequest) -> None:
     wait_for(rolled, 120, "the DRA kubelet plugin to restart with TimeSlicingSettings=false")
 
 
-@given("the pilot's check pods are gone")
-def check_pods_gone(kube: Cluster) -> None:
+@given("the pilot's check pods and claim are gone")
+def check_objects_gone(kube: Cluster) -> None:
+    """As the verify's owner would delete them; the claim goes once deallocated (its finalizer)."""
     for pod in kube.core.list_namespaced_pod(CHECK_NAMESPACE, label_selector=DRA_CHECK_LABEL).items:
         kube.core.delete_namespaced_pod(pod.metadata.name, CHECK_NAMESPACE, grace_period_seconds=0)
-    wait_for(lambda: not kube.core.list_namespaced_pod(CHECK_NAMESPACE, label_selector=DRA_CHECK_LABEL).items, 60,
-             "the pilot's check pods to be gone")
+    kube.custom.delete_collection_namespaced_custom_object("resource.k8s.io", "v1", CHECK_NAMESPACE, "resourceclaims",
+                                                           label_selector=DRA_CHECK_LABEL)
+
+    def gone() -> bool:
+        return not kube.core.list_namespaced_pod(CHECK_NAMESPACE, label_selector=DRA_CHECK_LABEL).items and not \
+            kube.custom.list_namespaced_custom_object("resource.k8s.io", "v1", CHECK_NAMESPACE, "resourceclaims",
+                                                      label_selector=DRA_CHECK_LABEL)["items"]
+
+    wait_for(gone, 60, "the pilot's check pods and claim to be gone")
 
 
 @given(parsers.parse('a team\'s pod "{pod}" runs on "{node}" with its own claim "{claim}"'))
@@ -205,6 +213,19 @@ def team_claim(kube: Cluster, workload_namespace: str, pod: str, node: str, clai
         "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10", "resources": {"claims": [{"name": "gpu"}]}}]}})
     wait_for(lambda: kube.core.read_namespaced_pod(pod, workload_namespace).status.phase == "Running", 60,
              f"pod {pod} to run on {node} with claim {claim}")
+
+
+@given(parsers.parse('the team\'s pod "{pod}" and its claim "{claim}" are gone'))
+def team_claim_gone(kube: Cluster, workload_namespace: str, pod: str, claim: str) -> None:
+    kube.core.delete_namespaced_pod(pod, workload_namespace, grace_period_seconds=0)
+    kube.custom.delete_namespaced_custom_object("resource.k8s.io", "v1", workload_namespace, "resourceclaims", claim)
+
+    def gone() -> bool:
+        return not kube.core.list_namespaced_pod(workload_namespace, field_selector=f"metadata.name={pod}").items and \
+            not kube.custom.list_namespaced_custom_object("resource.k8s.io", "v1", workload_namespace, "resourceclaims",
+                                                          field_selector=f"metadata.name={claim}")["items"]
+
+    wait_for(gone, 60, f"pod {pod} and claim {claim} to be gone")
 
 
 @then(parsers.parse('node "{node}" is served by the device plugin again, without the pilot\'s marks'))

@@ -66,10 +66,11 @@ def pool_complete(session: Session, expected: dict[str, Any]) -> list[str]:
     return Pool.of(slices, expected["driver"], node).problems(int(expected["gpus"]), uuids)
 
 
-def _prepare_failures(session: Session, namespace: str, pods: list[str]) -> list[str]:
+def _prepare_failures(session: Session, namespace: str, uids: set[str]) -> list[str]:
+    """The kubelet's prepare failures of these pods (by UID: events of an earlier pod of that name stay for an hour)."""
     events = session.list("Event", namespace, field_selector=f"reason={PREPARE_FAILED}")
     return sorted({f"{e['involvedObject']['name']}: {e.get('message', '')}" for e in events
-                   if e.get("involvedObject", {}).get("name") in pods})
+                   if e.get("involvedObject", {}).get("uid") in uids})
 
 
 def claim_problems(claim: dict[str, Any] | None, expected: dict[str, Any], pod_uids: dict[str, str]) -> list[str]:
@@ -105,7 +106,7 @@ def verified(session: Session, expected: dict[str, Any]) -> list[str]:
     elsewhere. A prepare failure is a dead end: the kubelet retries, but the config will not change."""
     namespace, node = expected["check_namespace"], expected["node"]
     pods = {name: session.get("Pod", name, namespace) for name in expected["pods"]}
-    failures = _prepare_failures(session, namespace, list(pods))
+    failures = _prepare_failures(session, namespace, {p["metadata"]["uid"] for p in pods.values() if p})
     if failures:
         raise DeadEnd([f"the kubelet cannot prepare the claim on {node}: {failures[0]}"])
     problems = []
