@@ -119,7 +119,7 @@ def test_the_dra_pilot_may_write_its_own_device_class_only(runbook_api: client.A
     def create(body: dict[str, Any]) -> Any:
         return custom.create_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses", body)
 
-    for body in (_pilot_class(driver="example.com/other"), _pilot_class(kind="Anything")):
+    for body in (_pilot_class(driver="other.example.com"), _pilot_class(kind="Anything")):
         message = _refusal(lambda body=body: create(body))
         assert "may only dry-run a DeviceClass (dra-readiness.yml), or write the DRA pilot's" in message, message
     try:
