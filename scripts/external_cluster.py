@@ -27,7 +27,8 @@ INVENTORY = REPO / "inventories" / "external"
 OPERATOR_PID = STATE / "external-gpu-operator.pid"
 # The acceptance features, and the attacks on the runbook identity's write model.
 TESTS = (*(f"features/{f}" for f in ("test_enable_timeslicing.py", "test_enable_mps.py", "test_resource_separation.py",
-                                     "test_share_check.py", "test_rollback.py", "test_dra_readiness.py")),
+                                     "test_share_check.py", "test_rollback.py", "test_dra_readiness.py",
+                                     "test_dra_pilot.py")),
          "security/test_write_model.py")
 REPORTS = REPO / "reports"
 
