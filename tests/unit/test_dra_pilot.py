@@ -251,6 +251,14 @@ def test_the_rollback_restores_the_recorded_label_in_order() -> None:
     assert result.expected["gpus"] == 2
 
 
+def test_the_rollback_marks_the_nodes_enable_rolled_back() -> None:
+    enable = pilot.plan(facts(nodes=[ready_node()], driver=driver()), read(ready_node()), settings(), {}, NOW)
+    record = enable.changes["record"][0]["body"]
+    rolled = rollback_plan({**rollback_read(piloted(ready_node(), {})), "records": [record]}, settings(), {}, NOW)
+    assert [(c["name"], c["body"]["metadata"]["annotations"]["gpushare.io/state"]) for c in rolled.changes["finish"]] == [
+        (enable.record, "rolled-back"), (rolled.record, "complete")]
+
+
 def test_a_claim_the_runbooks_did_not_create_on_the_pool_refuses_the_rollback() -> None:
     theirs = _claim([("gpu.nvidia.com", "gpu-node", "gpu-0")], [], {})
     theirs["metadata"] = {"name": "train", "namespace": "team-a"}

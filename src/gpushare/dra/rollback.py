@@ -4,7 +4,7 @@ the run record, the cordon, the verify's pods and claim deleted (and a wait unti
 no allocation), the DRA kubelet plugin's label removed (and a wait until the node has no slices of the
 driver), the device-plugin label restored as the node's mark recorded it (and a wait for allocatable
 nvidia.com/gpu to equal the node's GPUs), the pilot taint removed when the enable added it, the
-uncordon and the mark removed. A node without the pilot's marks plans nothing."""
+uncordon and the mark removed; the node's enable records are marked rolled back. A node without the pilot's marks plans nothing."""
 
 from __future__ import annotations
 
@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpushare.dra.plan import CHECK_LABEL, DEVICE_PLUGIN_LABEL, MARK, TAINT, mark_of
+from gpushare.dra.plan import RUNBOOK as ENABLE
 from gpushare.dra.settings import PilotSettings
 from gpushare.model.node import CORDONED_BY, Node
 from gpushare.runbook.inputs import NOTHING
 from gpushare.runbook.plan import Plan
-from gpushare.runbook.records import Intent, new_record, record_name, state_patch
+from gpushare.runbook.records import Intent, Record, new_record, record_name, state_patch
 
 RUNBOOK = "rollback-dra-pilot"
 
@@ -47,7 +48,8 @@ def foreign_claims(claims: list[dict[str, Any]], node: str, driver: str) -> list
 
 
 def plan(read: dict[str, Any], settings: PilotSettings, invocation: dict[str, str], now: dt.datetime) -> RollbackPlan:
-    """`read`: node, claims (every ResourceClaim), check_pods and check_claims (the verify's), records_namespace."""
+    """`read`: node, claims (every ResourceClaim), check_pods and check_claims (the verify's), records (the run
+    records: the enables of the node are marked rolled back), records_namespace."""
     result = RollbackPlan()
     problems = settings.problems()
     if read.get("node") is None:
@@ -112,7 +114,11 @@ def plan(read: dict[str, Any], settings: PilotSettings, invocation: dict[str, st
         finish.append({"action": "merge", "kind": "Node", "name": node.name, "body": body,
                        "why": "uncordon and drop the pilot's mark"})
     changes["uncordon"] = finish
-    changes["finish"] = [{"action": "merge", "kind": "ConfigMap", "name": record, "namespace": settings.records_namespace,
+    enables = [r for r in (Record.of(c) for c in read.get("records") or [] if Record.is_record(c))
+               if not r.problem and r.runbook == ENABLE and node.name in r.intent.nodes and r.state in ("in-progress", "complete")]
+    changes["finish"] = [*({"action": "merge", "kind": "ConfigMap", "name": r.name, "namespace": settings.records_namespace,
+                            "body": state_patch("rolled-back", now), "why": "the enable is rolled back"} for r in enables),
+                         {"action": "merge", "kind": "ConfigMap", "name": record, "namespace": settings.records_namespace,
                           "body": state_patch("complete", now), "why": "mark the run complete"}]
     result.changes = {k: v for k, v in changes.items() if v}
     result.expected = {"node": node.name, "gpus": node.gpus or 0, "driver": driver, "namespace": settings.namespace,
