@@ -6,7 +6,6 @@ runbook judges a `device-filter` with them, and reads their memory and profiles 
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
 
 COMPUTE_SLICES = 7  # per GPU, on every MIG-capable product modelled here
@@ -18,11 +17,19 @@ SEVEN_SLICES = ((1, 1, 7), (1, 2, 4), (2, 2, 3), (3, 4, 2), (4, 4, 1), (7, 8, 1)
 
 @dataclass(frozen=True)
 class MigProfile:
+    """One MIG profile: exact from a product's table, or read from its name alone (memory a lower
+    bound; slices and most per GPU unknown)."""
+
     name: str  # e.g. "1g.10gb"
     compute_slices: int
-    memory_slices: int
     memory_mib: int
-    max_per_gpu: int
+    max_per_gpu: int | None  # None: not known for this product
+    exact: bool = True
+    memory_slices: int | None = None  # of the product's eight; None: not known (not exact)
+
+    @property
+    def memory_gib(self) -> float:
+        return self.memory_mib / 1024
 
 
 @dataclass(frozen=True)
@@ -46,7 +53,7 @@ def _product(name: str, device_ids: tuple[str, ...], memory_mib: int = 0,
              profiles: tuple[tuple[str, int], ...] = ()) -> GpuProduct:
     """A row of the table: `profiles` are (name, memory MiB) in the order of SEVEN_SLICES."""
     return GpuProduct(name, device_ids, memory_mib, {
-        profile: MigProfile(profile, compute, memory_slices, memory, most)
+        profile: MigProfile(profile, compute, memory, most, memory_slices=memory_slices)
         for (profile, memory), (compute, memory_slices, most) in zip(profiles, SEVEN_SLICES)})
 
 
@@ -82,24 +89,3 @@ def product(name: str) -> GpuProduct:
     except KeyError:
         known = ", ".join(sorted(SIMULATED))
         raise ValueError(f"unknown GPU product {name!r}; use one of: {known}") from None
-
-
-# NVML's names for the products GFD labels with dashes.
-NVML_NAMES = {
-    "NVIDIA-H100-80GB-HBM3": "NVIDIA H100 80GB HBM3",
-    "NVIDIA-A100-SXM4-40GB": "NVIDIA A100-SXM4-40GB",
-    "NVIDIA-A100-SXM4-80GB": "NVIDIA A100-SXM4-80GB",
-    "NVIDIA-L4": "NVIDIA L4",
-    "Tesla-T4": "Tesla T4",
-}
-_UUID_NAMESPACE = uuid.UUID("6f0c4f52-3c1b-4f3e-9a57-1d1b0c5e9a10")
-
-
-def nvml_name(product_label: str) -> str:
-    """NVML's product name (what DCGM's modelName and the DRA driver's productName say)."""
-    return NVML_NAMES.get(product_label, product_label.replace("-", " "))
-
-
-def gpu_uuid(node: str, index: int) -> str:
-    """The UUID of a simulated node's GPU: one value for DCGM, the DRA driver and nvidia-smi."""
-    return f"GPU-{uuid.uuid5(_UUID_NAMESPACE, f'{node}/{index}')}"

@@ -15,8 +15,8 @@ from kubernetes.client.exceptions import ApiException
 from pytest_bdd import given, parsers, then
 
 from gpushare.dra.pool import Pool
-from gpushare.gpu_catalog import gpu_uuid
 from gpushare.polling import wait_for
+from gpushare_testbed.gpu_identity import gpu_uuid
 from tests.steps.runbook_steps import RunbookRun
 from tests.support.cluster import DRA_CHECK_LABEL, Cluster, embedded_cluster
 

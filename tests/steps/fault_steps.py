@@ -26,10 +26,10 @@ import pytest
 from pytest_bdd import given, parsers, then, when
 
 from gpushare.clock import parse_time
-from gpushare.controlplane import StateDir
+from gpushare_testbed.controlplane import StateDir
 from gpushare.k8s.session import Session
 from gpushare.polling import wait_for
-from gpushare.processes import recorded_pid
+from gpushare_testbed.processes import recorded_pid
 from tests.steps.runbook_steps import RunbookRun, parse_command
 from tests.support.ansible import PlaybookRun, inventory_limit
 from tests.support.cluster import REPO, Cluster

@@ -20,7 +20,7 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 from pytest_bdd import given, parsers, then, when
 
-from gpushare.fleet import FleetNode
+from gpushare_testbed.fleet import FleetNode
 from gpushare.polling import wait_for
 from tests.steps.cluster_steps import Before, _unchanged
 from tests.steps.runbook_steps import RunbookRun, _run

@@ -1,5 +1,5 @@
 """The DRA pilot's enable plan, its pool model, the verify's claim check (gpushare.dra) and the
-simulated DRA driver's slice and prepare step (gpushare.simulator.dra_driver)."""
+simulated DRA driver's slice and prepare step (gpushare_testbed.simulator.dra_driver)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,10 @@ from gpushare.dra.pool import Pool
 from gpushare.dra.rollback import plan as rollback_plan
 from gpushare.dra.settings import PilotSettings, Settings
 from gpushare.dra.verify import plan as verify_plan
-from gpushare.gpu_catalog import gpu_uuid
-from gpushare.simulator import dra_driver as dra
+from gpushare.k8s.changes import Change
+from gpushare.prometheus import client as prometheus
+from gpushare_testbed.gpu_identity import gpu_uuid
+from gpushare_testbed.simulator import dra_driver as dra
 from tests.unit.cluster_objects import workload_pod
 from tests.unit.test_dra_readiness import facts, ready_node
 
@@ -59,11 +61,11 @@ def test_the_plan_cordons_switches_the_plugins_and_uncordons_with_the_taint_in_o
     assert result.refusals == []
     assert list(result.changes) == ["record", "cordon", "device_plugin", "kubelet_plugin", "device_class", "uncordon",
                                     "finish"]
-    mark = json.loads(result.changes["cordon"][0]["body"]["metadata"]["annotations"][pilot.MARK])
+    mark = json.loads(result.changes["cordon"][0].body["metadata"]["annotations"][pilot.MARK])
     assert mark == {"device_plugin": "true", "plugin_label": None, "taint_added": True, "run": result.record}
-    intent = json.loads(result.changes["record"][0]["body"]["data"]["intent.json"])
+    intent = json.loads(result.changes["record"][0].body["data"]["intent.json"])
     assert intent["node_labels"]["gpu-node"][pilot.DEVICE_PLUGIN_LABEL] == "true"
-    assert [c["action"] for c in result.changes["uncordon"]] == ["taint", "merge"]
+    assert [c.action for c in result.changes["uncordon"]] == ["taint", "merge"]
     assert result.lines[0].startswith("Plan (enable-dra-pilot): share the 2 GPU(s) of gpu-node through DRA (TimeSlicing")
     assert result.expected["gpus"] == 2
 
@@ -71,7 +73,7 @@ def test_the_plan_cordons_switches_the_plugins_and_uncordons_with_the_taint_in_o
 @pytest.mark.parametrize(("sharing", "strategy"), [("timeslicing", "TimeSlicing"), ("mps", "MPS")])
 def test_the_device_class_carries_the_gpu_config_of_the_sharing(sharing: str, strategy: str) -> None:
     result = plan_of(ready_node(), sharing=sharing)
-    body = result.changes["device_class"][0]["body"]
+    body = result.changes["device_class"][0].body
     assert body["spec"]["config"][0]["opaque"]["parameters"]["sharing"]["strategy"] == strategy
     assert dra.gpu_config_problem(body["spec"]["config"][0]["opaque"]["parameters"], {dra.GATES[strategy]: True}) is None
 
@@ -95,7 +97,7 @@ def test_an_interrupted_run_is_finished_under_its_own_record() -> None:
     assert "record" not in result.changes and "device_plugin" not in result.changes
     assert result.record == "gpushare-run-x"
     assert "cordon" not in result.changes  # its cordon and mark are there already
-    assert result.changes["uncordon"][-1]["body"]["spec"] == {"unschedulable": None}
+    assert result.changes["uncordon"][-1].body["spec"] == {"unschedulable": None}
 
 
 def test_a_gpu_pod_is_drained_and_a_bare_one_refused() -> None:
@@ -166,7 +168,7 @@ def _claim(results: list[tuple[str, str, str]], reserved: list[str], config: dic
 
 
 def test_the_verified_claim_has_one_result_of_the_pool_reserved_for_the_check_pods() -> None:
-    expected = verify_plan("gpu-node", 1, settings())["expected"]
+    expected = verify_plan("gpu-node", 1, settings()).expected
     uids = {name: f"uid-{name}" for name in expected["pods"]}
     good = _claim([("gpu.nvidia.com", "gpu-node", "gpu-0")], list(uids.values()), expected["gpu_config"])
     assert claim_problems(good, expected, uids) == []
@@ -243,19 +245,19 @@ def test_the_rollback_restores_the_recorded_label_in_order() -> None:
     result = rollback_plan(rollback_read(node), settings(), {}, NOW)
     assert result.refusals == []
     assert list(result.changes) == ["record", "cordon", "checks", "kubelet_plugin", "device_plugin", "uncordon", "finish"]
-    assert [c["kind"] for c in result.changes["checks"]] == ["Pod"] * 4 + ["ResourceClaim"]
-    assert result.changes["kubelet_plugin"][0]["body"] == {"metadata": {"labels": {"nvidia.com/dra-kubelet-plugin": None}}}
-    assert result.changes["device_plugin"][0]["body"] == {"metadata": {"labels": {pilot.DEVICE_PLUGIN_LABEL: "true"}}}
-    assert [c["action"] for c in result.changes["uncordon"]] == ["untaint", "merge"]
-    assert result.changes["uncordon"][1]["body"]["metadata"]["annotations"][pilot.MARK] is None
+    assert [c.kind for c in result.changes["checks"]] == ["Pod"] * 4 + ["ResourceClaim"]
+    assert result.changes["kubelet_plugin"][0].body == {"metadata": {"labels": {"nvidia.com/dra-kubelet-plugin": None}}}
+    assert result.changes["device_plugin"][0].body == {"metadata": {"labels": {pilot.DEVICE_PLUGIN_LABEL: "true"}}}
+    assert [c.action for c in result.changes["uncordon"]] == ["untaint", "merge"]
+    assert result.changes["uncordon"][1].body["metadata"]["annotations"][pilot.MARK] is None
     assert result.expected["gpus"] == 2
 
 
 def test_the_rollback_marks_the_nodes_enable_rolled_back() -> None:
     enable = pilot.plan(facts(nodes=[ready_node()], driver=driver()), read(ready_node()), settings(), {}, NOW)
-    record = enable.changes["record"][0]["body"]
+    record = enable.changes["record"][0].body
     rolled = rollback_plan({**rollback_read(piloted(ready_node(), {})), "records": [record]}, settings(), {}, NOW)
-    assert [(c["name"], c["body"]["metadata"]["annotations"]["gpushare.io/state"]) for c in rolled.changes["finish"]] == [
+    assert [(c.name, c.body["metadata"]["annotations"]["gpushare.io/state"]) for c in rolled.changes["finish"]] == [
         (enable.record, "rolled-back"), (rolled.record, "complete")]
 
 
@@ -282,5 +284,14 @@ def test_dcgm_uuids_are_read_from_either_node_label_spelling() -> None:
     answer = {"status": "success", "data": {"resultType": "vector", "result": [
         {"metric": {"UUID": gpu_uuid("gpu-node", 1), "hostname": "gpu-node"}, "value": [1, "80000"]},
         {"metric": {"UUID": gpu_uuid("gpu-node", 0), "Hostname": "gpu-node"}, "value": [1, "80000"]}]}}
-    assert dcgm.uuids_of(answer) == sorted([gpu_uuid("gpu-node", 0), gpu_uuid("gpu-node", 1)])
+    assert dcgm.uuids_of(prometheus.result(answer)[1]) == sorted([gpu_uuid("gpu-node", 0), gpu_uuid("gpu-node", 1)])
     assert 'Hostname=~"gpu-node"' in dcgm.query("gpu-node") and 'hostname=~"gpu-node"' in dcgm.query("gpu-node")
+
+
+def test_the_plans_hand_ansible_changes_that_gpushare_apply_reads_back() -> None:
+    enable = plan_of(ready_node(gpus=2))
+    rollback = rollback_plan(rollback_read(piloted(ready_node(), {})), settings(), {}, NOW)
+    verify = verify_plan("gpu-node", 1, settings())
+    for made, handed in [(enable.changes, enable.as_dict()["changes"]), (rollback.changes, rollback.as_dict()["changes"]),
+                         ({"create": verify.create, "cleanup": verify.cleanup}, verify.as_dict())]:
+        assert {step: [Change.from_dict(c) for c in handed[step]] for step in made} == made

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpushare.ansible_values import plain
 from gpushare.clock import utc_now
 from gpushare.dra import plan, readiness, rollback, verify
 from gpushare.dra.settings import PilotSettings, Settings
-from gpushare.plugins.filters import plain
 from gpushare.runbook.inputs import NOTHING
 
 
@@ -33,7 +33,7 @@ def dra_pilot_verify_plan(node: dict[str, Any] | None, inputs: dict[str, Any]) -
     node = plain(node) or {}
     count = str(((node.get("metadata") or {}).get("labels") or {}).get("nvidia.com/gpu.count", "0"))
     return verify.plan((node.get("metadata") or {}).get("name", ""), int(count) if count.isdigit() else 0,
-                       PilotSettings.of(plain(inputs)))
+                       PilotSettings.of(plain(inputs))).as_dict()
 
 
 def dra_pilot_rollback_plan(read: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:

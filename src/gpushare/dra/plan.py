@@ -14,6 +14,7 @@ from typing import Any
 
 from gpushare.dra import readiness
 from gpushare.dra.settings import DRIVER_GATES, PilotSettings
+from gpushare.k8s.changes import Change
 from gpushare.model.node import CORDONED_BY, Node
 from gpushare.model.pods import Pod, outlasting_drain
 from gpushare.runbook.inputs import NOTHING
@@ -122,35 +123,32 @@ def plan(facts: dict[str, Any], read: dict[str, Any], settings: PilotSettings, i
     tainted = any(t.key == TAINT["key"] and t.effect == TAINT["effect"] for t in node.taints)
     record = str(mark["run"]) if mark and mark.get("run") else record_name(RUNBOOK, now)
     result.record = record
-    steps: dict[str, list[dict[str, Any]]] = {}
+    steps: dict[str, list[Change]] = {}
     if node.labels.get(DEVICE_PLUGIN_LABEL) != "false":
-        steps["device_plugin"] = [{"action": "merge", "kind": "Node", "name": node.name,
-                                   "body": {"metadata": {"labels": {DEVICE_PLUGIN_LABEL: "false"}}},
-                                   "why": "stop the device plugin on the node (DRA and it would book a GPU twice)"}]
+        steps["device_plugin"] = [Change("merge", "Node", node.name, body={"metadata": {"labels": {DEVICE_PLUGIN_LABEL: "false"}}},
+                                         why="stop the device plugin on the node (DRA and it would book a GPU twice)")]
     if node.labels.get(settings.plugin_label) != "true":
-        steps["kubelet_plugin"] = [{"action": "merge", "kind": "Node", "name": node.name,
-                                    "body": {"metadata": {"labels": {settings.plugin_label: "true"}}},
-                                    "why": "run the DRA driver's kubelet plugin on the node"}]
+        steps["kubelet_plugin"] = [Change("merge", "Node", node.name, body={"metadata": {"labels": {settings.plugin_label: "true"}}},
+                                          why="run the DRA driver's kubelet plugin on the node")]
     wanted_class, current_class = device_class(settings), read.get("device_class")
     if current_class is None:
-        steps["device_class"] = [{"action": "create", "kind": "DeviceClass", "name": settings.class_name,
-                                  "body": wanted_class, "why": "the pilot's DeviceClass with the GpuConfig"}]
+        steps["device_class"] = [Change("create", "DeviceClass", settings.class_name, body=wanted_class,
+                                        why="the pilot's DeviceClass with the GpuConfig")]
     elif current_class.get("spec") != wanted_class["spec"]:
         replaced = {**wanted_class, "metadata": {**wanted_class["metadata"],
                                                  "resourceVersion": current_class["metadata"]["resourceVersion"]}}
-        steps["device_class"] = [{"action": "replace", "kind": "DeviceClass", "name": settings.class_name,
-                                  "body": replaced, "why": "the pilot's DeviceClass with this GpuConfig"}]
+        steps["device_class"] = [Change("replace", "DeviceClass", settings.class_name, body=replaced,
+                                        why="the pilot's DeviceClass with this GpuConfig")]
     node_steps = bool(steps.keys() - {"device_class"}) or not tainted or ours
     result.cordons = node_steps and (not node.unschedulable or ours)
-    changes: dict[str, list[dict[str, Any]]] = {}
+    changes: dict[str, list[Change]] = {}
     if mark is None:
         intent = Intent(RUNBOOK, [node.name], node_labels={node.name: {
             DEVICE_PLUGIN_LABEL: node.labels.get(DEVICE_PLUGIN_LABEL),
             settings.plugin_label: node.labels.get(settings.plugin_label)}})
-        changes["record"] = [{"action": "create", "kind": "ConfigMap", "name": record,
-                              "namespace": settings.records_namespace,
-                              "body": new_record(record, settings.records_namespace, intent, None, now, invocation),
-                              "why": "record the run and the node labels it changes"}]
+        changes["record"] = [Change("create", "ConfigMap", record, namespace=settings.records_namespace,
+                                    body=new_record(record, settings.records_namespace, intent, None, now, invocation),
+                                    why="record the run and the node labels it changes")]
     cordon: dict[str, Any] = {"metadata": {"annotations": {}}}
     if mark is None:
         cordon["metadata"]["annotations"][MARK] = json.dumps(
@@ -160,23 +158,21 @@ def plan(facts: dict[str, Any], read: dict[str, Any], settings: PilotSettings, i
         cordon["spec"] = {"unschedulable": True}
         cordon["metadata"]["annotations"][CORDONED_BY] = RUNBOOK
     if cordon["metadata"]["annotations"] or "spec" in cordon:
-        changes["cordon"] = [{"action": "merge", "kind": "Node", "name": node.name, "body": cordon,
-                              "why": "stop new pods on the node and record its device-plugin label"}]
+        changes["cordon"] = [Change("merge", "Node", node.name, body=cordon,
+                                    why="stop new pods on the node and record its device-plugin label")]
     changes.update(steps)
-    uncordon: list[dict[str, Any]] = []
+    uncordon: list[Change] = []
     if not tainted:
-        uncordon.append({"action": "taint", "kind": "Node", "name": node.name, "body": dict(TAINT),
-                         "why": "keep ordinary GPU pods off the pilot node"})
+        uncordon.append(Change("taint", "Node", node.name, body=dict(TAINT), why="keep ordinary GPU pods off the pilot node"))
     if result.cordons:
-        uncordon.append({"action": "merge", "kind": "Node", "name": node.name,
-                         "body": {"spec": {"unschedulable": None}, "metadata": {"annotations": {CORDONED_BY: None}}},
-                         "why": "uncordon (the pilot taint keeps ordinary GPU pods off)"})
+        uncordon.append(Change("merge", "Node", node.name,
+                               body={"spec": {"unschedulable": None}, "metadata": {"annotations": {CORDONED_BY: None}}},
+                               why="uncordon (the pilot taint keeps ordinary GPU pods off)"))
     if uncordon:
         changes["uncordon"] = uncordon
     if changes:
-        changes["finish"] = [{"action": "merge", "kind": "ConfigMap", "name": record,
-                              "namespace": settings.records_namespace, "body": state_patch("complete", now),
-                              "why": "mark the run complete"}]
+        changes["finish"] = [Change("merge", "ConfigMap", record, namespace=settings.records_namespace,
+                                    body=state_patch("complete", now), why="mark the run complete")]
     result.changes = changes
     result.expected = {"node": node.name, "gpus": result.gpus, "driver": settings.readiness.device_class,
                        "driver_namespace": settings.readiness.driver_namespace, "plugin_label": settings.plugin_label,
@@ -205,7 +201,7 @@ def _lines(node: Node, settings: PilotSettings, result: PilotPlan, resumed: bool
     steps.append(f"wait for a complete pool {node.name} with {result.gpus} device(s), " + (
         f"their UUIDs those DCGM reports ({settings.prometheus_url})" if settings.prometheus_url
         else "UUIDs not compared with DCGM's (no dra_pilot_prometheus_url)"))
-    steps.append(("create" if "device_class" in result.changes and result.changes["device_class"][0]["action"] == "create"
+    steps.append(("create" if "device_class" in result.changes and result.changes["device_class"][0].action == "create"
                   else "update" if "device_class" in result.changes else "keep") +
                  f" DeviceClass {settings.class_name} with GpuConfig sharing.strategy {strategy}")
     steps.append(f"uncordon with the taint {TAINT['key']}={TAINT['value']}:{TAINT['effect']}"

@@ -15,6 +15,7 @@ from typing import Any
 from gpushare.dra.plan import CHECK_LABEL, DEVICE_PLUGIN_LABEL, MARK, TAINT, mark_of
 from gpushare.dra.plan import RUNBOOK as ENABLE
 from gpushare.dra.settings import PilotSettings
+from gpushare.k8s.changes import Change
 from gpushare.model.node import CORDONED_BY, Node
 from gpushare.runbook.inputs import NOTHING
 from gpushare.runbook.plan import Plan
@@ -79,47 +80,42 @@ def plan(read: dict[str, Any], settings: PilotSettings, invocation: dict[str, st
     record = record_name(RUNBOOK, now)
     result.record = record
     result.cordons = not node.unschedulable or ours
-    changes: dict[str, list[dict[str, Any]]] = {}
+    changes: dict[str, list[Change]] = {}
     intent = Intent(RUNBOOK, [node.name], node_labels={node.name: {
         DEVICE_PLUGIN_LABEL: node.labels.get(DEVICE_PLUGIN_LABEL), settings.plugin_label: node.labels.get(settings.plugin_label)}})
-    changes["record"] = [{"action": "create", "kind": "ConfigMap", "name": record, "namespace": settings.records_namespace,
-                          "body": new_record(record, settings.records_namespace, intent, None, now, invocation),
-                          "why": "record the run and the node labels it changes"}]
+    changes["record"] = [Change("create", "ConfigMap", record, namespace=settings.records_namespace,
+                                body=new_record(record, settings.records_namespace, intent, None, now, invocation),
+                                why="record the run and the node labels it changes")]
     if result.cordons and not ours:
-        changes["cordon"] = [{"action": "merge", "kind": "Node", "name": node.name,
-                              "body": {"spec": {"unschedulable": True}, "metadata": {"annotations": {CORDONED_BY: RUNBOOK}}},
-                              "why": "no new pods while the node goes back to the device plugin"}]
-    changes["checks"] = [{"action": "delete", "kind": obj.get("kind") or kind, "name": obj["metadata"]["name"],
-                          "namespace": obj["metadata"]["namespace"], "preconditions": {"uid": obj["metadata"]["uid"]},
-                          "why": "the verify's pods and claim"}
+        changes["cordon"] = [Change("merge", "Node", node.name,
+                                    body={"spec": {"unschedulable": True}, "metadata": {"annotations": {CORDONED_BY: RUNBOOK}}},
+                                    why="no new pods while the node goes back to the device plugin")]
+    changes["checks"] = [Change("delete", obj.get("kind") or kind, obj["metadata"]["name"], namespace=obj["metadata"]["namespace"],
+                                preconditions={"uid": obj["metadata"]["uid"]}, why="the verify's pods and claim")
                          for kind, objs in (("Pod", read.get("check_pods") or []), ("ResourceClaim", read.get("check_claims") or []))
                          for obj in objs]
     if labelled:
-        changes["kubelet_plugin"] = [{"action": "merge", "kind": "Node", "name": node.name,
-                                      "body": {"metadata": {"labels": {settings.plugin_label: None}}},
-                                      "why": "stop the DRA kubelet plugin on the node"}]
+        changes["kubelet_plugin"] = [Change("merge", "Node", node.name, body={"metadata": {"labels": {settings.plugin_label: None}}},
+                                            why="stop the DRA kubelet plugin on the node")]
     if node.labels.get(DEVICE_PLUGIN_LABEL) != before:
-        changes["device_plugin"] = [{"action": "merge", "kind": "Node", "name": node.name,
-                                     "body": {"metadata": {"labels": {DEVICE_PLUGIN_LABEL: before}}},
-                                     "why": f"the device plugin back ({DEVICE_PLUGIN_LABEL} as it was: {before or 'unset'})"}]
-    finish: list[dict[str, Any]] = []
+        changes["device_plugin"] = [Change("merge", "Node", node.name, body={"metadata": {"labels": {DEVICE_PLUGIN_LABEL: before}}},
+                                           why=f"the device plugin back ({DEVICE_PLUGIN_LABEL} as it was: {before or 'unset'})")]
+    finish: list[Change] = []
     if tainted and (mark or {}).get("taint_added", True):
-        finish.append({"action": "untaint", "kind": "Node", "name": node.name, "body": dict(TAINT),
-                       "why": "the pilot taint goes"})
+        finish.append(Change("untaint", "Node", node.name, body=dict(TAINT), why="the pilot taint goes"))
     body: dict[str, Any] = {"metadata": {"annotations": {MARK: None} if mark is not None else {}}}
     if result.cordons:
         body["spec"] = {"unschedulable": None}
         body["metadata"]["annotations"][CORDONED_BY] = None
     if body.get("spec") or body["metadata"]["annotations"]:
-        finish.append({"action": "merge", "kind": "Node", "name": node.name, "body": body,
-                       "why": "uncordon and drop the pilot's mark"})
+        finish.append(Change("merge", "Node", node.name, body=body, why="uncordon and drop the pilot's mark"))
     changes["uncordon"] = finish
     enables = [r for r in (Record.of(c) for c in read.get("records") or [] if Record.is_record(c))
                if not r.problem and r.runbook == ENABLE and node.name in r.intent.nodes and r.state in ("in-progress", "complete")]
-    changes["finish"] = [*({"action": "merge", "kind": "ConfigMap", "name": r.name, "namespace": settings.records_namespace,
-                            "body": state_patch("rolled-back", now), "why": "the enable is rolled back"} for r in enables),
-                         {"action": "merge", "kind": "ConfigMap", "name": record, "namespace": settings.records_namespace,
-                          "body": state_patch("complete", now), "why": "mark the run complete"}]
+    changes["finish"] = [*(Change("merge", "ConfigMap", r.name, namespace=settings.records_namespace,
+                                  body=state_patch("rolled-back", now), why="the enable is rolled back") for r in enables),
+                         Change("merge", "ConfigMap", record, namespace=settings.records_namespace,
+                                body=state_patch("complete", now), why="mark the run complete")]
     result.changes = {k: v for k, v in changes.items() if v}
     result.expected = {"node": node.name, "gpus": node.gpus or 0, "driver": driver, "namespace": settings.namespace,
                        "check_namespace": settings.check_namespace, "device_plugin": before}

@@ -5,10 +5,12 @@ them); the nvidia.com/gpu pod is deleted once seen Running."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from gpushare.dra.plan import CHECK_LABEL, TAINT
 from gpushare.dra.settings import PilotSettings
+from gpushare.k8s.changes import Change
 
 CLAIM = "gpushare-dra-pilot-{node}"
 PODS = 4
@@ -23,8 +25,18 @@ def _pod(name: str, node: str, settings: PilotSettings, spec: dict[str, Any]) ->
                 "runAsNonRoot": True, "runAsUser": 65535, "seccompProfile": {"type": "RuntimeDefault"}}, **spec}}
 
 
-def plan(node: str, gpus: int, settings: PilotSettings) -> dict[str, Any]:
-    """{expected, create (the claim, its pods, the bystander: kept when there), cleanup (the bystander)}."""
+@dataclass(frozen=True)
+class VerifyPlan:
+    expected: dict[str, Any]
+    create: list[Change]  # the claim, its pods, the bystander: kept when there
+    cleanup: list[Change]  # the bystander, once seen Running
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"expected": self.expected, "create": [c.as_dict() for c in self.create],
+                "cleanup": [c.as_dict() for c in self.cleanup]}
+
+
+def plan(node: str, gpus: int, settings: PilotSettings) -> VerifyPlan:
     claim = CLAIM.format(node=node)
     names = [f"{claim}-{i}" for i in range(PODS)]
     bystander = f"gpushare-dra-bystander-{node}"
@@ -45,13 +57,13 @@ def plan(node: str, gpus: int, settings: PilotSettings) -> dict[str, Any]:
             {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "NotIn", "values": [node]}]}]}}},
         "containers": [{"name": "main", "image": settings.check_image, "securityContext": RESTRICTED,
                         "resources": {"limits": {"nvidia.com/gpu": "1"}}}]})
-    create = [{"action": "create", "kind": obj["kind"], "name": obj["metadata"]["name"],
-               "namespace": settings.check_namespace, "body": obj, "exists": "keep", "why": why}
+    create = [Change("create", obj["kind"], obj["metadata"]["name"], namespace=settings.check_namespace, body=obj,
+                     exists="keep", why=why)
               for obj, why in [(claim_body, "the claim the check pods share"),
                                *((p, "a check pod on the pilot node") for p in sharing),
                                (elsewhere, "a nvidia.com/gpu pod on another node")]]
-    cleanup = [{"action": "delete", "kind": "Pod", "name": bystander, "namespace": settings.check_namespace,
-                "why": "the nvidia.com/gpu check pod has run"}]
+    cleanup = [Change("delete", "Pod", bystander, namespace=settings.check_namespace,
+                      why="the nvidia.com/gpu check pod has run")]
     expected = {"node": node, "gpus": gpus, "driver": settings.readiness.device_class, "claim": claim, "pods": names,
                 "bystander": bystander, "check_namespace": settings.check_namespace, "gpu_config": settings.gpu_config()}
-    return {"expected": expected, "create": create, "cleanup": cleanup}
+    return VerifyPlan(expected, create, cleanup)
