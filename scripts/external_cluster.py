@@ -27,7 +27,8 @@ INVENTORY = REPO / "inventories" / "external"
 OPERATOR_PID = STATE / "external-gpu-operator.pid"
 # The acceptance features, and the attacks on the runbook identity's write model.
 TESTS = (*(f"features/{f}" for f in ("test_enable_timeslicing.py", "test_enable_mps.py", "test_resource_separation.py",
-                                     "test_share_check.py", "test_rollback.py", "test_dra_readiness.py")),
+                                     "test_share_check.py", "test_rollback.py", "test_dra_readiness.py",
+                                     "test_dra_pilot.py")),
          "security/test_write_model.py")
 REPORTS = REPO / "reports"
 
@@ -50,7 +51,8 @@ def up() -> None:
             [sys.executable, "-m", "gpushare", "sim", "gpu-operator", f"--kubeconfig={STATE / 'kubeconfig'}",
              f"--operator-namespace={NAMESPACE}", f"--ready-file={ready}",
              f"--configmap-refresh-seconds={controlplane.EMBEDDED_CONFIGMAP_REFRESH_S}",
-             f"--mig-reboot-seconds={controlplane.EMBEDDED_MIG_REBOOT_S}"],
+             f"--mig-reboot-seconds={controlplane.EMBEDDED_MIG_REBOOT_S}",
+             f"--dra-wipe-seconds={controlplane.EMBEDDED_DRA_WIPE_S}"],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     OPERATOR_PID.write_text(str(operator.pid))
     wait_for(ready.exists, 120, "the GPU Operator simulator to sync")

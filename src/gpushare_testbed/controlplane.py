@@ -35,6 +35,7 @@ from gpushare_testbed.simulator.clusterpolicy import NEWEST_RELEASE
 # after adding a key to the ConfigMap (without restarting its pods) shows, short enough for tests.
 EMBEDDED_CONFIGMAP_REFRESH_S = 15
 EMBEDDED_MIG_REBOOT_S = 2
+EMBEDDED_DRA_WIPE_S = 5  # the kubelet wipes a gone DRA plugin's slices after 30 s; the suite waits less
 # Start order; `down` stops in reverse.
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "gpu-operator-sim",
               "dcgm-exporter", "kueue")
@@ -403,6 +404,7 @@ class Launcher:
                 f"--ready-file={state.root / 'gpu-operator-sim.ready'}",
                 f"--configmap-refresh-seconds={EMBEDDED_CONFIGMAP_REFRESH_S}",
                 f"--mig-reboot-seconds={EMBEDDED_MIG_REBOOT_S}",
+                f"--dra-wipe-seconds={EMBEDDED_DRA_WIPE_S}",
                 f"--nvidia-judge={bins / 'nvidia-judge'}", f"--operator-version={self.operator_release}",
             ], lambda: (state.root / "gpu-operator-sim.ready").exists())
         cluster_bootstrap.grant_readers(state.kubeconfig, [IDENTITIES["dcgm-exporter"][0]])

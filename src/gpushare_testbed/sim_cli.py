@@ -102,6 +102,13 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="the kubelet's endpointStopGracePeriod: how long a resource no plugin serves keeps its capacity "
              "(allocatable 0) before it drops to 0 (default 300, the kubelet's)")
     operator.add_argument(
+        "--dra-driver-gates", default="TimeSlicingSettings=true,MPSSupport=true", metavar="GATE=BOOL,...",
+        help="the simulated NVIDIA DRA driver's featureGates, as its chart is installed with (default: "
+             "TimeSlicingSettings=true,MPSSupport=true; the chart's own default has none)")
+    operator.add_argument(
+        "--dra-wipe-seconds", type=float, default=30.0,
+        help="how long after a node's DRA kubelet plugin stops the kubelet wipes its ResourceSlices (default 30)")
+    operator.add_argument(
         "--nvidia-judge", type=Path,
         help="the nvidia-judge binary that decides which device-plugin configs the simulated operands accept "
              "(default: the one scripts/build-binaries.sh builds)")
@@ -270,12 +277,13 @@ def cmd_gpu_operator(args: argparse.Namespace) -> int:
     from gpushare_testbed.simulator.simulator import Options, run_simulator  # noqa: PLC0415 - only this command needs it
 
     if args.configmap_refresh_seconds <= 0 or min(args.mig_reboot_seconds, args.config_manager_label_seconds,
-                                                   args.endpoint_stop_grace_seconds) < 0:
+                                                   args.endpoint_stop_grace_seconds, args.dra_wipe_seconds) < 0:
         print("error: --configmap-refresh-seconds must be > 0, --mig-reboot-seconds, --config-manager-label-seconds "
-              "and --endpoint-stop-grace-seconds >= 0", file=sys.stderr)
+              "--endpoint-stop-grace-seconds and --dra-wipe-seconds >= 0", file=sys.stderr)
         return 2
     options = Options(args.configmap_refresh_seconds, args.mig_reboot_seconds, args.config_manager_label_seconds,
-                      args.endpoint_stop_grace_seconds, operator_release=args.operator_version)
+                      args.endpoint_stop_grace_seconds, operator_release=args.operator_version,
+                      dra_driver_gates=args.dra_driver_gates, dra_wipe_seconds=args.dra_wipe_seconds)
     try:
         judge = args.nvidia_judge or nvidia_judge()
     except BinaryError as err:

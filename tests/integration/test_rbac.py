@@ -59,6 +59,11 @@ def allowed(api: client.ApiClient, verb: str, resource: str, group: str = "", na
     ("delete a ConfigMap in the operator namespace but its own", ("delete", "configmaps", "", "gpu-operator",
                                                                    "default-mig-parted-config")),
     ("take a Lease in the operator namespace", ("create", "leases", "coordination.k8s.io", "gpu-operator", "")),
+    ("create a ResourceClaim outside the share check's namespace", ("create", "resourceclaims", "resource.k8s.io",
+                                                                    "default", "")),
+    ("update the DRA driver's DeviceClass", ("update", "deviceclasses", "resource.k8s.io", "", "gpu.nvidia.com")),
+    ("delete the DRA pilot's DeviceClass", ("delete", "deviceclasses", "resource.k8s.io", "", "gpu-pilot.gpushare.io")),
+    ("write a ResourceSlice", ("create", "resourceslices", "resource.k8s.io", "", "")),
 ])
 def test_the_runbook_identity_cannot(runbook_api: client.ApiClient, cluster: Cluster, what: str,
                                      attributes: tuple[str, ...]) -> None:
@@ -98,6 +103,29 @@ def test_a_device_class_is_only_dry_run(runbook_api: client.ApiClient) -> None:
         custom.create_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses", body)
     assert refused.value.status == 403
     assert "may only dry-run a DeviceClass" in refused.value.body
+
+
+def _pilot_class(driver: str = "gpu.nvidia.com", kind: str = "GpuConfig") -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu-pilot.gpushare.io"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}],
+                     "config": [{"opaque": {"driver": driver, "parameters": {
+                         "apiVersion": "resource.nvidia.com/v1beta1", "kind": kind}}}]}}
+
+
+def test_the_dra_pilot_may_write_its_own_device_class_only(runbook_api: client.ApiClient, cluster: Cluster) -> None:
+    """enable-dra-pilot.yml creates gpu-pilot.gpushare.io: that name, NVIDIA's GPUs, one GpuConfig for that driver."""
+    custom = client.CustomObjectsApi(runbook_api)
+
+    def create(body: dict[str, Any]) -> Any:
+        return custom.create_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses", body)
+
+    for body in (_pilot_class(driver="other.example.com"), _pilot_class(kind="Anything")):
+        message = _refusal(lambda body=body: create(body))
+        assert "may only dry-run a DeviceClass (dra-readiness.yml), or write the DRA pilot's" in message, message
+    try:
+        assert create(_pilot_class())["metadata"]["name"] == "gpu-pilot.gpushare.io"
+    finally:
+        cluster.custom.delete_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses", "gpu-pilot.gpushare.io")
 
 
 def _privileged_pod(node: str) -> dict[str, Any]:
@@ -156,9 +184,17 @@ def test_node_writes_outside_what_the_runbooks_own_are_refused(runbook_api: clie
     kept = [t.to_dict() for t in cluster.node(node).spec.taints if t.key != foreign_taint["key"]]
     message = _refusal(lambda: core.patch_node(node, {"spec": {"taints": kept or None}}, dry_run="All"))
     assert policy in message and "may not add, change or remove spec.taints" in message, message
-    # what the runbooks do write passes: the pool label, a gpushare.io annotation, the cordon
+    # the DRA pilot switches the device plugin off and the DRA kubelet plugin on, with those values only
+    for label, value in (("nvidia.com/gpu.deploy.device-plugin", "paused-for-mig-change"),
+                         ("nvidia.com/dra-kubelet-plugin", "false")):
+        message = _refusal(lambda label=label, value=value: core.patch_node(
+            node, {"metadata": {"labels": {label: value}}}, dry_run="All"))
+        assert policy in message and "may set nvidia.com/gpu.deploy.device-plugin only to true or false" in message
+    # what the runbooks do write passes: the pool label, a gpushare.io annotation, the cordon, the DRA switch
     core.patch_node(node, {"metadata": {"labels": {"gpu-mode": "shared"}, "annotations": {"gpushare.io/x": "y"}},
                            "spec": {"unschedulable": True}}, dry_run="All")
+    core.patch_node(node, {"metadata": {"labels": {"nvidia.com/gpu.deploy.device-plugin": "false",
+                                                   "nvidia.com/dra-kubelet-plugin": "true"}}}, dry_run="All")
 
 
 def test_clusterpolicy_fields_the_runbooks_do_not_write_are_refused(runbook_api: client.ApiClient,
@@ -234,6 +270,23 @@ def test_an_enable_and_its_rollback_as_the_runbook_identity_are_never_denied(
     report = check(requests, _granted(clean_cluster))
     writes = [r for r in requests if r.verb in ("create", "patch", "update", "delete")]
     assert writes, "the runs wrote nothing as the runbook identity: the audit log does not show them"
+    assert not report.denied, [r.describe() for r in report.denied]
+    assert not report.outside_runbook, [f"{r.runbook}: {r.describe()}" for r in report.outside_runbook]
+
+
+def test_a_dra_pilot_enable_verify_and_rollback_as_the_runbook_identity_are_never_denied(
+        runbook_api: client.ApiClient, clean_cluster: Cluster, tmp_path: Path) -> None:
+    if not clean_cluster.embedded:
+        pytest.skip("reads the embedded cluster's audit log")
+    requests = []
+    for playbook in ("enable-dra-pilot.yml", "verify-dra-pilot.yml", "rollback-dra-pilot.yml"):
+        mark = clean_cluster.audit_mark()
+        run = run_playbook(clean_cluster, playbook, tmp_path / playbook, limit="gpu-node")
+        assert run.ok, run.describe()
+        requests += read_requests(clean_cluster.state_dir / "audit.log", RUNBOOK_USER, mark,
+                                  clean_cluster.audit_mark(), Path(playbook).stem)
+    report = check(requests, _granted(clean_cluster))
+    assert [r for r in requests if r.verb in ("create", "patch", "update")], "the audit log shows no write"
     assert not report.denied, [r.describe() for r in report.denied]
     assert not report.outside_runbook, [f"{r.runbook}: {r.describe()}" for r in report.outside_runbook]
 

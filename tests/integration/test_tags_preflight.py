@@ -25,6 +25,8 @@ ON_A_FRESH_CLUSTER = [
     ("enable-mig.yml", "gpu-node-mig", "-e mig_config=all-1g.5gb"),
     ("rollout-timeslicing.yml", None, f"-e @{EXAMPLES / 'rollout' / 'rehearsal.yml'}"),
     ("queue-backfill.yml", None, ""),
+    ("enable-dra-pilot.yml", "gpu-node", ""),
+    ("verify-dra-pilot.yml", "gpu-node", ""),
 ]
 ONCE_SHARED = [
     ("rollback-timeslicing.yml", "gpu-node", ""),

@@ -1,20 +1,24 @@
-"""Steps of the DRA pilot's readiness: the checks it printed, and the clusters that fail them (a
-GPUCluster beside the ClusterPolicy, an embedded control plane with a half-enabled feature gate)."""
+"""Steps of the DRA pilot: its readiness (the checks it printed, and the clusters that fail them: a
+GPUCluster beside the ClusterPolicy, an embedded control plane with a half-enabled feature gate), and
+its enable and verify (the shared claim, the pool, the switched node, a driver gate turned off)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from pytest_bdd import given, parsers, then
 
+from gpushare.dra.pool import Pool
 from gpushare.polling import wait_for
+from gpushare_testbed.gpu_identity import gpu_uuid
 from tests.steps.runbook_steps import RunbookRun
-from tests.support.cluster import Cluster, embedded_cluster
+from tests.support.cluster import DRA_CHECK_LABEL, Cluster, embedded_cluster
 
 GPUCLUSTER_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -104,3 +108,135 @@ def check_fails(runbook_run: RunbookRun, name: str, reason: str) -> None:
     assert lines and reason in lines[0], readiness_lines(runbook_run)
     said = " ".join(" ".join(run.failure_messages()).split())
     assert f"FAIL {name}: {reason}" in said and said.endswith("Nothing was changed."), said
+
+
+# ---- the pilot ----------------------------------------------------------------------------------------
+DRA_DRIVER_NAMESPACE = "nvidia-dra-driver-gpu"
+DRA_PLUGIN = "nvidia-dra-driver-gpu-kubelet-plugin"
+CHECK_NAMESPACE = "gpushare-share-check"
+PILOT_TAINT = ("nvidia.com/gpu", "dra-pilot", "NoSchedule")
+
+
+def _pilot_pods(kube: Cluster, node: str) -> list[Any]:
+    return kube.core.list_namespaced_pod(CHECK_NAMESPACE, label_selector=f"{DRA_CHECK_LABEL}={node}").items
+
+
+@then(parsers.parse('4 pods share one ResourceClaim on "{node}" with the GpuConfig strategy "{strategy}"'))
+def pods_share_a_claim(kube: Cluster, node: str, strategy: str) -> None:
+    pods = [p for p in _pilot_pods(kube, node) if p.spec.resource_claims is not None]
+    assert len(pods) == 4 and all(p.status.phase == "Running" and p.spec.node_name == node for p in pods), [
+        (p.metadata.name, p.status.phase, p.spec.node_name) for p in pods]
+    claims = {c.resource_claim_name for p in pods for c in p.spec.resource_claims}
+    assert len(claims) == 1, claims
+    claim = kube.custom.get_namespaced_custom_object("resource.k8s.io", "v1", CHECK_NAMESPACE, "resourceclaims",
+                                                     claims.pop())
+    allocation = claim["status"]["allocation"]["devices"]
+    assert [(r["driver"], r["pool"]) for r in allocation["results"]] == [("gpu.nvidia.com", node)], allocation
+    assert allocation["results"][0]["device"].startswith("gpu-"), allocation
+    assert sorted(r["uid"] for r in claim["status"]["reservedFor"]) == sorted(p.metadata.uid for p in pods)
+    strategies = [c["opaque"]["parameters"]["sharing"]["strategy"] for c in allocation["config"]]
+    assert strategies == [strategy], allocation["config"]
+
+
+@then(parsers.parse('the pool of "{node}" is complete with the node\'s GPUs'))
+def pool_complete(kube: Cluster, node: str) -> None:
+    slices = kube.custom.list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices",
+                                                    field_selector=f"spec.nodeName={node}")["items"]
+    gpus = int(kube.node(node).metadata.labels["nvidia.com/gpu.count"])
+    pool = Pool.of(slices, "gpu.nvidia.com", node)
+    assert pool.problems(gpus) == [], pool.line()
+    if kube.embedded:  # the simulated driver announces the GPUs DCGM reports
+        assert sorted(pool.devices.values()) == sorted(gpu_uuid(node, i) for i in range(gpus)), pool.line()
+
+
+@then(parsers.parse('node "{node}" no longer advertises nvidia.com/gpu and carries the pilot taint'))
+def node_switched(kube: Cluster, node: str) -> None:
+    found = kube.node(node)
+    assert (found.status.allocatable or {}).get("nvidia.com/gpu", "0") == "0", found.status.allocatable
+    assert found.metadata.labels.get("nvidia.com/gpu.deploy.device-plugin") == "false"
+    assert PILOT_TAINT in [(t.key, t.value, t.effect) for t in found.spec.taints or []], found.spec.taints
+    assert not found.spec.unschedulable
+
+
+@given("the DRA driver's kubelet plugin runs without its TimeSlicingSettings gate")
+def driver_gate_off(kube: Cluster, request: pytest.FixtureRequest) -> None:
+    """As `helm upgrade --set featureGates.TimeSlicingSettings=false` would: the DaemonSet's env, rolled."""
+    if not kube.embedded:
+        pytest.skip("changes the simulated DRA driver's installation")
+    apps = client.AppsV1Api(kube.api)
+    daemonset = apps.read_namespaced_daemon_set(DRA_PLUGIN, DRA_DRIVER_NAMESPACE)
+    env = daemonset.spec.template.spec.containers[0].env
+    before = [e.to_dict() for e in env]
+    gates = [{"name": "FEATURE_GATES", "value": "TimeSlicingSettings=false,MPSSupport=true,"}]
+
+    def set_env(value: list[dict[str, Any]]) -> None:
+        apps.patch_namespaced_daemon_set(DRA_PLUGIN, DRA_DRIVER_NAMESPACE, [
+            {"op": "replace", "path": "/spec/template/spec/containers/0/env", "value": value}])
+
+    set_env([e for e in before if e["name"] != "FEATURE_GATES"] + gates)
+    request.addfinalizer(lambda: set_env(before))
+
+    def rolled() -> bool:
+        pods = kube.core.list_namespaced_pod(DRA_DRIVER_NAMESPACE).items
+        return any(p.status.phase == "Running" and p.metadata.deletion_timestamp is None and any(
+            e.value == gates[0]["value"] for c in p.spec.containers for e in c.env or []) for p in pods)
+
+    wait_for(rolled, 120, "the DRA kubelet plugin to restart with TimeSlicingSettings=false")
+
+
+@given("the pilot's check pods and claim are gone")
+def check_objects_gone(kube: Cluster) -> None:
+    """As the verify's owner would delete them; the claim goes once deallocated (its finalizer)."""
+    for pod in kube.core.list_namespaced_pod(CHECK_NAMESPACE, label_selector=DRA_CHECK_LABEL).items:
+        kube.core.delete_namespaced_pod(pod.metadata.name, CHECK_NAMESPACE, grace_period_seconds=0)
+    kube.custom.delete_collection_namespaced_custom_object("resource.k8s.io", "v1", CHECK_NAMESPACE, "resourceclaims",
+                                                           label_selector=DRA_CHECK_LABEL)
+
+    def gone() -> bool:
+        return not kube.core.list_namespaced_pod(CHECK_NAMESPACE, label_selector=DRA_CHECK_LABEL).items and not \
+            kube.custom.list_namespaced_custom_object("resource.k8s.io", "v1", CHECK_NAMESPACE, "resourceclaims",
+                                                      label_selector=DRA_CHECK_LABEL)["items"]
+
+    wait_for(gone, 60, "the pilot's check pods and claim to be gone")
+
+
+@given(parsers.parse('a team\'s pod "{pod}" runs on "{node}" with its own claim "{claim}"'))
+def team_claim(kube: Cluster, workload_namespace: str, pod: str, node: str, claim: str) -> None:
+    """A claim of the driver's own DeviceClass, allocated by the scheduler from the pilot node's pool."""
+    kube.custom.create_namespaced_custom_object("resource.k8s.io", "v1", workload_namespace, "resourceclaims", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": claim},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}})
+    kube.core.create_namespaced_pod(workload_namespace, {"metadata": {"name": pod}, "spec": {
+        "nodeSelector": {"kubernetes.io/hostname": node},
+        "tolerations": [{"key": PILOT_TAINT[0], "operator": "Exists", "effect": PILOT_TAINT[2]}],
+        "resourceClaims": [{"name": "gpu", "resourceClaimName": claim}],
+        "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10", "resources": {"claims": [{"name": "gpu"}]}}]}})
+    wait_for(lambda: kube.core.read_namespaced_pod(pod, workload_namespace).status.phase == "Running", 60,
+             f"pod {pod} to run on {node} with claim {claim}")
+
+
+@given(parsers.parse('the team\'s pod "{pod}" and its claim "{claim}" are gone'))
+def team_claim_gone(kube: Cluster, workload_namespace: str, pod: str, claim: str) -> None:
+    kube.core.delete_namespaced_pod(pod, workload_namespace, grace_period_seconds=0)
+    kube.custom.delete_namespaced_custom_object("resource.k8s.io", "v1", workload_namespace, "resourceclaims", claim)
+
+    def gone() -> bool:
+        return not kube.core.list_namespaced_pod(workload_namespace, field_selector=f"metadata.name={pod}").items and \
+            not kube.custom.list_namespaced_custom_object("resource.k8s.io", "v1", workload_namespace, "resourceclaims",
+                                                          field_selector=f"metadata.name={claim}")["items"]
+
+    wait_for(gone, 60, f"pod {pod} and claim {claim} to be gone")
+
+
+@then(parsers.parse('node "{node}" is served by the device plugin again, without the pilot\'s marks'))
+def node_back(kube: Cluster, node: str) -> None:
+    found = kube.node(node)
+    labels, annotations = found.metadata.labels, found.metadata.annotations or {}
+    assert found.status.allocatable.get("nvidia.com/gpu") == labels["nvidia.com/gpu.count"], found.status.allocatable
+    assert labels.get("nvidia.com/gpu.deploy.device-plugin") == "true" and "nvidia.com/dra-kubelet-plugin" not in labels
+    assert "gpushare.io/dra-pilot" not in annotations and not found.spec.unschedulable
+    assert PILOT_TAINT not in [(t.key, t.value, t.effect) for t in found.spec.taints or []], found.spec.taints
+    slices = kube.custom.list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices",
+                                                    field_selector=f"spec.nodeName={node}")["items"]
+    assert not slices, [s["metadata"]["name"] for s in slices]
+    assert not _pilot_pods(kube, node)

@@ -156,7 +156,10 @@ TEST_NAMESPACE_LABEL = "gpushare.test/scenario"
 # to keep the suite quick, long enough that a drain which does not wait for it fails.
 WORKLOAD_GRACE_S = 2
 # Node labels, annotations and taints the runbooks (or scenarios) may leave behind.
-SCENARIO_LABEL_KEYS = ("nvidia.com/device-plugin.config", "gpu-mode", "nvidia.com/gpu-driver-upgrade.skip")
+SCENARIO_LABEL_KEYS = ("nvidia.com/device-plugin.config", "gpu-mode", "nvidia.com/gpu-driver-upgrade.skip",
+                       "nvidia.com/dra-kubelet-plugin")
+DRA_CHECK_LABEL = "gpushare.io/dra-pilot-check"  # the DRA pilot verify's claim and pods (share check namespace)
+DRA_PILOT_CLASS = "gpu-pilot.gpushare.io"
 SCENARIO_ANNOTATION_PREFIXES = ("gpushare.io/", "sim.gpushare.io/mig-reboot", "sim.gpushare.io/mig-stall",
                                 "sim.gpushare.io/mig-client-timeout", "sim.gpushare.io/mig-discovery",
                                 "sim.gpushare.io/device-plugin-fault", "sim.gpushare.io/endpoint-stop-grace")
@@ -185,6 +188,20 @@ def _node_patch(node: Any) -> dict[str, Any] | None:
     return patch if any(patch["metadata"].values()) or "spec" in patch else None
 
 
+def delete_dra_pilot_objects(cluster: Cluster) -> None:
+    """The DRA pilot's verify claim and pods (in the share check's namespace, its default), and its
+    DeviceClass: what its enable leaves for the rollback."""
+    namespace = "gpushare-share-check"
+    cluster.core.delete_collection_namespaced_pod(namespace, label_selector=DRA_CHECK_LABEL, grace_period_seconds=0)
+    cluster.custom.delete_collection_namespaced_custom_object("resource.k8s.io", "v1", namespace, "resourceclaims",
+                                                              label_selector=DRA_CHECK_LABEL)
+    try:
+        cluster.custom.delete_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses", DRA_PILOT_CLASS)
+    except client.exceptions.ApiException as err:
+        if err.status != 404:
+            raise
+
+
 def reset_embedded(cluster: Cluster) -> None:
     """Put the embedded cluster back to its freshly started state between scenarios: the chart's
     ClusterPolicy, no scenario objects, every operand rolled out and every GPU node whole."""
@@ -192,6 +209,7 @@ def reset_embedded(cluster: Cluster) -> None:
 
     core = cluster.core
     delete_test_namespaces(cluster, TEST_NAMESPACE_LABEL)
+    delete_dra_pilot_objects(cluster)
     coordination = client.CoordinationV1Api(cluster.api)
     for ns in (cluster.operator_namespace, cluster.records_namespace):
         for cm in core.list_namespaced_config_map(ns).items:

@@ -21,11 +21,12 @@ from tests.support.cluster import (
     SCENARIO_LABEL_KEYS,
     TEST_NAMESPACE_LABEL,
     Cluster,
+    delete_dra_pilot_objects,
 )
 from tests.support.namespaces import delete_test_namespaces
 
 GPU_RESOURCES = ("nvidia.com/gpu", "nvidia.com/gpu.shared")
-NODE_LABEL_KEYS = (*SCENARIO_LABEL_KEYS, "nvidia.com/mig.config")
+NODE_LABEL_KEYS = (*SCENARIO_LABEL_KEYS, "nvidia.com/mig.config", "nvidia.com/gpu.deploy.device-plugin")
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,7 @@ def restore(cluster: Cluster, before: Snapshot) -> None:
     it did before; the error names the nodes that still differ."""
     core = cluster.core
     delete_test_namespaces(cluster, TEST_NAMESPACE_LABEL)
+    delete_dra_pilot_objects(cluster)
     coordination = client.CoordinationV1Api(cluster.api)
     for ns in _namespaces(cluster):
         for cm in core.list_namespaced_config_map(ns).items:

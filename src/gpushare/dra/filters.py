@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpushare.dra import readiness
-from gpushare.dra.settings import Settings
 from gpushare.ansible_values import plain
+from gpushare.clock import utc_now
+from gpushare.dra import plan, readiness, rollback, verify
+from gpushare.dra.settings import PilotSettings, Settings
 from gpushare.runbook.inputs import NOTHING
 
 
@@ -20,4 +21,32 @@ def dra_readiness_input_problems(inputs: dict[str, Any]) -> list[str]:
     return [f"{problem} {NOTHING}" for problem in Settings.of(plain(inputs)).problems()]
 
 
-FILTERS = {"dra_readiness": dra_readiness, "dra_readiness_input_problems": dra_readiness_input_problems}
+def dra_pilot_plan(probe: dict[str, Any], read: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:
+    """The enable's plan (gpushare.dra.plan) from the readiness probe and one gpushare_read."""
+    read = plain(read)
+    return plan.plan(plain(probe).get("facts") or {}, read.get("resources") or {}, PilotSettings.of(plain(inputs)),
+                     read.get("caller") or {}, utc_now()).as_dict()
+
+
+def dra_pilot_verify_plan(node: dict[str, Any] | None, inputs: dict[str, Any]) -> dict[str, Any]:
+    """The verify's objects and what it waits for (gpushare.dra.verify), for the pilot node as read."""
+    node = plain(node) or {}
+    count = str(((node.get("metadata") or {}).get("labels") or {}).get("nvidia.com/gpu.count", "0"))
+    return verify.plan((node.get("metadata") or {}).get("name", ""), int(count) if count.isdigit() else 0,
+                       PilotSettings.of(plain(inputs))).as_dict()
+
+
+def dra_pilot_rollback_plan(read: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:
+    """The rollback's plan (gpushare.dra.rollback) from one gpushare_read."""
+    read = plain(read)
+    return rollback.plan(read.get("resources") or {}, PilotSettings.of(plain(inputs)), read.get("caller") or {},
+                         utc_now()).as_dict()
+
+
+def dra_pilot_input_problems(inputs: dict[str, Any]) -> list[str]:
+    return [f"{problem} {NOTHING}" for problem in PilotSettings.of(plain(inputs)).problems()]
+
+
+FILTERS = {"dra_readiness": dra_readiness, "dra_readiness_input_problems": dra_readiness_input_problems,
+           "dra_pilot_plan": dra_pilot_plan, "dra_pilot_verify_plan": dra_pilot_verify_plan,
+           "dra_pilot_input_problems": dra_pilot_input_problems, "dra_pilot_rollback_plan": dra_pilot_rollback_plan}

@@ -51,6 +51,8 @@ _KINDS = [
     Kind("ClusterRoleBinding", "rbac.authorization.k8s.io", "v1", "clusterrolebindings", False),
     Kind("DeviceClass", "resource.k8s.io", "v1", "deviceclasses", False),
     Kind("ResourceClaimTemplate", "resource.k8s.io", "v1", "resourceclaimtemplates", True),
+    Kind("ResourceClaim", "resource.k8s.io", "v1", "resourceclaims", True),
+    Kind("ResourceSlice", "resource.k8s.io", "v1", "resourceslices", False),
     Kind("ResourceFlavor", "kueue.x-k8s.io", "v1beta2", "resourceflavors", False),
     Kind("ClusterQueue", "kueue.x-k8s.io", "v1beta2", "clusterqueues", False),
     Kind("LocalQueue", "kueue.x-k8s.io", "v1beta2", "localqueues", True),

@@ -38,8 +38,10 @@ RECORDS_NAMESPACE = "gpushare-system"
 # What a record's schema reads: a record is written by the runbook identity, which anyone holding it
 # can forge, so each of these is checked for size, depth and type before it is trusted.
 INTENT, BACKUP = "intent.json", "clusterpolicy.yaml"
-# The node labels a run keeps the value of (the MIG runbooks: what they change or pause).
-KEPT_LABELS = (MIG_CONFIG, MIG_STATE, CONFIG_LABEL)
+# The node labels a run keeps the value of (the MIG runbooks: what they change or pause; the DRA
+# pilot: its kubelet plugin's label; every runbook: the operator's gpu.deploy.* labels).
+DRA_PLUGIN_LABEL = "nvidia.com/dra-kubelet-plugin"  # the DRA pilot's (the label deploy/rbac lets it set)
+KEPT_LABELS = (MIG_CONFIG, MIG_STATE, CONFIG_LABEL, DRA_PLUGIN_LABEL)
 CONFIGMAP_KEY = re.compile(r"^[-._a-zA-Z0-9]{1,253}\Z")
 
 

@@ -13,24 +13,15 @@ report no DCGM_FI_DEV_GPU_UTIL / DCGM_FI_DEV_MEM_COPY_UTIL, only the profiling r
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpushare_testbed.dcgm_sim.profiles import Profile, Reading, reading, seed_of
+from gpushare_testbed.gpu_identity import gpu_uuid, nvml_name
 
 # The node label, by release (the module doc): up to 4.5.3-4.8.2, since 4.6.0-4.8.3.
 HOST_LABELS = ("Hostname", "hostname")
-# NVML's names for the products GFD labels with dashes (gpu_catalog names).
-NVML_NAMES = {
-    "NVIDIA-H100-80GB-HBM3": "NVIDIA H100 80GB HBM3",
-    "NVIDIA-A100-SXM4-40GB": "NVIDIA A100-SXM4-40GB",
-    "NVIDIA-A100-SXM4-80GB": "NVIDIA A100-SXM4-80GB",
-    "NVIDIA-L4": "NVIDIA L4",
-    "Tesla-T4": "Tesla T4",
-}
-_UUID_NAMESPACE = uuid.UUID("6f0c4f52-3c1b-4f3e-9a57-1d1b0c5e9a10")
 
 
 @dataclass(frozen=True)
@@ -47,7 +38,7 @@ class SimGpu:
 
     @property
     def uuid(self) -> str:
-        return f"GPU-{uuid.uuid5(_UUID_NAMESPACE, f'{self.node}/{self.index}')}"
+        return gpu_uuid(self.node, self.index)
 
     @property
     def seed(self) -> int:
@@ -63,7 +54,7 @@ class SimGpu:
             "UUID": self.uuid,
             "pci_bus_id": f"00000000:{0x18 + 0x10 * self.index:02X}:00.0",
             "device": f"nvidia{self.index}",
-            "modelName": NVML_NAMES.get(self.product, self.product.replace("-", " ")),
+            "modelName": nvml_name(self.product),
         }
         if self.mig_profile is not None:
             labels |= {"GPU_I_PROFILE": self.mig_profile, "GPU_I_ID": str(self.mig_instance)}

@@ -20,8 +20,9 @@ from gpushare.k8s.session import ApiError, Unreachable
 from gpushare.kube import api_client
 from gpushare.polling import wait_for
 from gpushare_testbed.simulator import clusterpolicy as cp
-from gpushare_testbed.simulator import nfd, operands, operator_objects
+from gpushare_testbed.simulator import dra_driver, nfd, operands, operator_objects
 from gpushare_testbed.simulator.informer import Informer, name_key, namespaced_key
+from gpushare_testbed.simulator.dra_kubelet import DraKubelet
 from gpushare_testbed.simulator.driver_manager import DriverManager
 from gpushare_testbed.simulator.kubelet import ENDPOINT_STOP_GRACE_S, admission_rejection
 from gpushare_testbed.simulator.nfd_master import NfdMaster
@@ -46,6 +47,8 @@ class Options:
     endpoint_stop_grace_seconds: float = ENDPOINT_STOP_GRACE_S  # the kubelet's endpointStopGracePeriod
     driver_manager_timeout_seconds: float = 300.0  # k8s-driver-manager defaultGracePeriod
     operator_release: str = cp.NEWEST_RELEASE  # the chart release that installs the ClusterPolicy (cp.RELEASES)
+    dra_driver_gates: str = "TimeSlicingSettings=true,MPSSupport=true"  # the DRA driver chart's featureGates
+    dra_wipe_seconds: float = dra_driver.WIPE_DELAY_S  # the kubelet's wipe of a gone DRA plugin's slices
 
 
 def _now() -> str:
@@ -68,6 +71,7 @@ class Simulator:
         self.agent = NodeAgent(self)
         self.nfd_master = NfdMaster(self)
         self.driver_manager = DriverManager(self)
+        self.dra = DraKubelet(self, dra_driver.parse_gates(options.dra_driver_gates), options.dra_wipe_seconds)
         self.admitted: set[str] = set()
         # Status patches of the pods admission rejected, by UID: KWOK, which saw the pod Pending,
         # may still mark it Running after the rejection, and the kubelet never would.
@@ -164,6 +168,8 @@ class Simulator:
 
     def _node_changed(self, key: str, old: Obj | None, new: Obj | None) -> None:
         self._queue(f"node/{key}", UPGRADE)
+        if (old or {}).get("metadata", {}).get("labels") != (new or {}).get("metadata", {}).get("labels"):
+            self._queue(f"dra/{key}")
 
     def _node_feature_changed(self, key: str, old: Obj | None, new: Obj | None) -> None:
         for node in {nfd.node_of(o) for o in (old, new) if o is not None} - {""}:
@@ -185,9 +191,17 @@ class Simulator:
                 self._pods_by_app[new_app][key] = new
         if new is None:
             self.agent.forget(uid)
+            self.dra.forget(uid)
             self.admitted.discard(uid)
             self.rejected.pop(uid, None)
         if not node:
+            return
+        if self.dra.is_plugin(pod):
+            self.queue.add(f"dra/{node}")
+            return
+        if self.dra.has_claims(pod):
+            if new is not None:
+                self.queue.add(f"dra-pod/{key}")
             return
         app = (pod["metadata"].get("labels") or {}).get("app")
         if pod["metadata"].get("namespace") == self.namespace and app in OPERAND_APPS:
@@ -208,7 +222,7 @@ class Simulator:
     # ---- start-up ----------------------------------------------------------------------------------
     def install(self) -> None:
         """The chart's install: CRDs (ClusterPolicy; NodeFeature, from its NFD subchart), namespace,
-        ClusterPolicy instance (kept if present)."""
+        ClusterPolicy instance (kept if present); and the NVIDIA DRA driver's chart."""
         for crd in (cp.crd(), nfd.crd()):
             try:
                 self.rest.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
@@ -232,11 +246,12 @@ class Simulator:
             except ApiError as err:
                 if err.status != 409:
                     raise
+        self.dra.install()
 
     def run(self, ready_file: Path | None) -> None:
         self.install()
         informers = (self.policies, self.daemonsets, self.revisions, self.configmaps, self.service_accounts, self.nodes,
-                     self.pods, self.node_features)
+                     self.pods, self.node_features, self.dra.slices)
         for informer in informers:
             threading.Thread(target=informer.run, args=(self.stop,), name=informer.name, daemon=True).start()
         for informer in informers:
@@ -267,6 +282,10 @@ class Simulator:
                     self.driver_manager.reconcile(key.removeprefix("driver/"))
                 elif key.startswith("pod/"):
                     self.admit(key.removeprefix("pod/"))
+                elif key.startswith("dra/"):
+                    self.dra.reconcile(key.removeprefix("dra/"))
+                elif key.startswith("dra-pod/"):
+                    self.dra.prepare(key.removeprefix("dra-pod/"))
             except Exception as err:
                 if isinstance(err, ApiError) and not isinstance(err, Unreachable):
                     if err.status in (409, 429, 500, 503):

@@ -1,0 +1,61 @@
+@cluster
+Feature: The DRA pilot: one node shares its GPUs through ResourceClaims, proven on the spot
+  The operator moves ONE GPU node from the device plugin to NVIDIA's DRA driver: the node is
+  cordoned and drained, its device plugin switched off (so that DRA and the plugin never book a GPU
+  twice), the DRA kubelet plugin started there and its pool of GPUs awaited, a DeviceClass carrying
+  the driver's GpuConfig (time-slicing or MPS) created, and the node uncordoned with a taint that
+  keeps ordinary GPU pods off. The run ends with the verify: four pods share one claim on the node,
+  and a pod asking for nvidia.com/gpu still runs elsewhere on the device plugin. The plan is printed
+  before the first write and a refusal writes nothing. The rollback takes the node back to the
+  device plugin, refusing while someone else's claim holds the pool.
+
+  Scenario: The pilot is one node: two are refused before any write
+    Given a cluster with the GPU Operator
+    When the operator runs "enable-dra-pilot.yml -l gpu-node,gpu-node-2"
+    Then the run is refused with "2 nodes targeted (gpu-node, gpu-node-2); the DRA pilot runs on exactly one"
+    And nothing was written to the cluster
+
+  Scenario: A preview prints the plan and writes nothing
+    Given a cluster with the GPU Operator
+    When the operator runs "enable-dra-pilot.yml -l gpu-node -e dra_sharing=timeslicing --check --diff"
+    Then the run succeeds
+    And the output says "Plan (enable-dra-pilot): share the 1 GPU(s) of gpu-node through DRA (TimeSlicing"
+    And the output says "set nvidia.com/gpu.deploy.device-plugin=false (was true)"
+    And nothing was written to the cluster
+
+  Scenario: Enable time-slicing through DRA, verify, re-run; the rollback waits for a team's claim, then takes the node back
+    Given a cluster with the GPU Operator
+    When the operator runs "enable-dra-pilot.yml -l gpu-node -e dra_sharing=timeslicing"
+    Then the run succeeds
+    And 4 pods share one ResourceClaim on "gpu-node" with the GpuConfig strategy "TimeSlicing"
+    And the pool of "gpu-node" is complete with the node's GPUs
+    And node "gpu-node" no longer advertises nvidia.com/gpu and carries the pilot taint
+    When the operator runs "enable-dra-pilot.yml -l gpu-node -e dra_sharing=timeslicing"
+    Then the run reports no change
+    Given the pilot's check pods and claim are gone
+    And a team's pod "trainer" runs on "gpu-node" with its own claim "team-gpu"
+    When the operator runs "rollback-dra-pilot.yml -l gpu-node"
+    Then the run is refused with "1 claim(s) the runbooks did not create are allocated from its pool"
+    And the run is refused with "/team-gpu (pods trainer)"
+    And nothing was written to the cluster
+    Given the team's pod "trainer" and its claim "team-gpu" are gone
+    When the operator runs "verify-dra-pilot.yml -l gpu-node"
+    Then the run succeeds
+    And 4 pods share one ResourceClaim on "gpu-node" with the GpuConfig strategy "TimeSlicing"
+    When the operator runs "rollback-dra-pilot.yml -l gpu-node"
+    Then the run succeeds
+    And node "gpu-node" is served by the device plugin again, without the pilot's marks
+    When the operator runs "rollback-dra-pilot.yml -l gpu-node"
+    Then the run reports no change
+
+  @embedded
+  Scenario: A GpuConfig whose driver gate is off fails at prepare, and the verify says why
+    Given a cluster with the GPU Operator
+    When the operator runs "enable-dra-pilot.yml -l gpu-node -e dra_sharing=timeslicing"
+    Then the run succeeds
+    Given the DRA driver's kubelet plugin runs without its TimeSlicingSettings gate
+    And the pilot's check pods and claim are gone
+    When the operator runs "verify-dra-pilot.yml -l gpu-node"
+    Then the run is refused with "the kubelet cannot prepare the claim on gpu-node"
+    And the run is refused with "is selected as the GPU sharing strategy, but the"
+    And the run is refused with "TimeSlicingSettings"
