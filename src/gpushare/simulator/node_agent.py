@@ -112,7 +112,9 @@ class NodeAgent:
         meta = node["metadata"]
         labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
         policy = sim.policy()
-        label_patch: dict[str, str | None] = dict(node_labels(labels, (policy or {}).get("spec") if policy else None))
+        # the node labeller stops while a GPUCluster is beside the ClusterPolicy (nodelabeling_controller.go)
+        label_patch: dict[str, str | None] = {} if sim.gpucluster() else dict(
+            node_labels(labels, (policy or {}).get("spec") if policy else None))
         annotation_patch: dict[str, str | None] = {}
         mig_run = None
         if HARDWARE_ANNOTATION in annotations:
