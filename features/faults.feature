@@ -67,3 +67,22 @@ Feature: The faults of a change window leave nothing half done and nothing lost
     Then the rollback succeeds
     And node "gpu-node" advertises 1 "nvidia.com/gpu"
     And the ClusterPolicy is as before
+
+  # k8s-device-plugin keeps a card's health in its process (internal/rm/health.go): after an Xid the
+  # card is out of service only until the plugin reloads, and enabling sharing reloads it.
+  @embedded
+  Scenario Outline: A card that fell off the bus stops <runbook> before sharing would expose it again
+    Given GPU 3 of "gpu-node-2" has fallen off the bus (Xid 79)
+    When the operator runs "<command>"
+    Then the run is refused with "gpu-node-2: 1 of its 8 GPUs unhealthy (nvidia.com/gpu allocatable 7 of capacity 8)"
+    And the run is refused with "drain the node and repair or reset it"
+    And the run is refused with "Nothing was changed."
+    And nothing was written to the cluster
+    And the card on "gpu-node-2" was unhealthy while the run acted
+    When the device plugin on "gpu-node-2" restarts
+    Then node "gpu-node-2" advertises every GPU again: the restarted plugin forgot the fault
+
+    Examples:
+      | runbook            | command                              |
+      | enable-timeslicing | enable-timeslicing.yml -l gpu-node-2 |
+      | enable-mps         | enable-mps.yml -l gpu-node-2         |

@@ -30,6 +30,7 @@ from gpushare.controlplane import StateDir
 from gpushare.k8s.session import Session
 from gpushare.polling import wait_for
 from gpushare.processes import recorded_pid
+from gpushare.simulator.operands import DEVICE_PLUGIN
 from tests.steps.runbook_steps import RunbookRun, parse_command
 from tests.support.ansible import PlaybookRun, inventory_limit
 from tests.support.cluster import REPO, Cluster
@@ -41,6 +42,8 @@ MOMENT_TIMEOUT_S = 120
 RUN_SLACK_S = 60
 SHARE_CHECK_NAMESPACE = "gpushare-share-check"
 PLUGIN_FAULT = "sim.gpushare.io/device-plugin-fault"
+XID = "sim.gpushare.io/xid-gpus"  # gpushare.simulator.node_agent.XID_ANNOTATION
+GPU = "nvidia.com/gpu"
 
 
 @dataclass
@@ -241,6 +244,42 @@ def _renewers_of(owner: int) -> list[int]:
 def plugin_fault(kube: Cluster, node: str, message: str) -> None:
     _embedded_only(kube, "a device-plugin fault")
     kube.core.patch_node(node, {"metadata": {"annotations": {PLUGIN_FAULT: message}}})
+
+
+# ---- an unhealthy card ---------------------------------------------------------------------------------
+def _unhealthy(kube: Cluster, node: str) -> tuple[str, str] | None:
+    """(allocatable, capacity) of the node's nvidia.com/gpu while below it, else None."""
+    status = kube.node(node).status
+    found = ((status.allocatable or {}).get(GPU, "0"), (status.capacity or {}).get(GPU, "0"))
+    return found if int(found[0]) < int(found[1]) else None
+
+
+@given(parsers.parse('GPU {index:d} of "{node}" has fallen off the bus (Xid 79)'))
+def gpu_off_the_bus(kube: Cluster, node: str, index: int) -> None:
+    """The device plugin's health check marks the card's devices unhealthy: allocatable drops, the
+    capacity stays (the simulator's Xid fault, on the plugin running now)."""
+    _embedded_only(kube, "an Xid fault")
+    kube.core.patch_node(node, {"metadata": {"annotations": {XID: json.dumps({"gpus": [index], "at": time.time()})}}})
+    wait_for(lambda: _unhealthy(kube, node), MOMENT_TIMEOUT_S, f"the device plugin on {node} to report GPU {index} unhealthy")
+
+
+@then(parsers.parse('the card on "{node}" was unhealthy while the run acted'))
+def unhealthy_throughout(kube: Cluster, node: str) -> None:
+    """Unhealthy before the run (the Given waited for it) and still after: the fault held while it ran."""
+    assert _unhealthy(kube, node), f"{node} advertises every GPU again: the fault did not last through the run"
+
+
+@when(parsers.parse('the device plugin on "{node}" restarts'))
+def plugin_restarts(kube: Cluster, node: str) -> None:
+    [pod] = kube.core.list_namespaced_pod(kube.operator_namespace, field_selector=f"spec.nodeName={node}",
+                                          label_selector=f"app={DEVICE_PLUGIN}").items
+    kube.core.delete_namespaced_pod(pod.metadata.name, kube.operator_namespace)
+
+
+@then(parsers.parse('node "{node}" advertises every GPU again: the restarted plugin forgot the fault'))
+def every_gpu_again(kube: Cluster, node: str) -> None:
+    wait_for(lambda: _unhealthy(kube, node) is None and int((kube.node(node).status.allocatable or {}).get(GPU, "0")),
+             MOMENT_TIMEOUT_S, f"{node} to advertise every GPU")
 
 
 @then(parsers.parse('the run fails within its timeouts naming "{node}", the container "{container}" and "{message}"'))

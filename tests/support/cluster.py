@@ -159,7 +159,8 @@ WORKLOAD_GRACE_S = 2
 SCENARIO_LABEL_KEYS = ("nvidia.com/device-plugin.config", "gpu-mode", "nvidia.com/gpu-driver-upgrade.skip")
 SCENARIO_ANNOTATION_PREFIXES = ("gpushare.io/", "sim.gpushare.io/mig-reboot", "sim.gpushare.io/mig-stall",
                                 "sim.gpushare.io/mig-client-timeout", "sim.gpushare.io/mig-discovery",
-                                "sim.gpushare.io/device-plugin-fault", "sim.gpushare.io/endpoint-stop-grace")
+                                "sim.gpushare.io/device-plugin-fault", "sim.gpushare.io/endpoint-stop-grace",
+                                "sim.gpushare.io/xid-gpus")
 DEPLOY_LABEL_PREFIX = "nvidia.com/gpu.deploy."
 RESET_TIMEOUT_S = 120
 
@@ -187,7 +188,7 @@ def _node_patch(node: Any) -> dict[str, Any] | None:
 
 def reset_embedded(cluster: Cluster) -> None:
     """Put the embedded cluster back to its freshly started state between scenarios: the chart's
-    ClusterPolicy, no scenario objects, every operand rolled out and every GPU node whole."""
+    ClusterPolicy and no GPUCluster, no scenario objects, every operand rolled out and every GPU node whole."""
     from gpushare.simulator import clusterpolicy as cp
 
     core = cluster.core
@@ -201,6 +202,10 @@ def reset_embedded(cluster: Cluster) -> None:
                 core.delete_namespaced_config_map(cm.metadata.name, ns)
         for lease in coordination.list_namespaced_lease(ns).items:
             coordination.delete_namespaced_lease(lease.metadata.name, ns)
+    for gpucluster in cluster.custom.list_cluster_custom_object(cp.GROUP, cp.GPUCLUSTER_VERSION,
+                                                                cp.GPUCLUSTER_PLURAL)["items"]:
+        cluster.custom.delete_cluster_custom_object(cp.GROUP, cp.GPUCLUSTER_VERSION, cp.GPUCLUSTER_PLURAL,
+                                                    gpucluster["metadata"]["name"])
     try:
         policy = cluster.custom.get_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY)
     except client.exceptions.ApiException as err:

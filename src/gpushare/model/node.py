@@ -181,6 +181,20 @@ class Node:
         return int(value) if value.isdigit() else 1
 
     @property
+    def unhealthy(self) -> tuple[str, int, int] | None:
+        """(resource, allocatable, capacity) of the whole-GPU resource whose allocatable is below its
+        capacity: devices the device plugin reports unhealthy (an Xid), or a plugin that stopped
+        serving them; None when every device advertised is allocatable. A resource the plugin no
+        longer serves (allocatable 0) while the other one is served is a rename the kubelet still
+        shows for 5 minutes, not a fault."""
+        served = {r for r in (GPU, SHARED) if self.allocatable(r) > 0}
+        for resource in (GPU, SHARED):
+            allocatable, capacity = self.allocatable(resource), self.capacity(resource)
+            if allocatable < capacity and (resource in served or not served):
+                return resource, allocatable, capacity
+        return None
+
+    @property
     def strategy(self) -> str:
         return self.labels.get(STRATEGY, "none")
 

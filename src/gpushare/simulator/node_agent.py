@@ -37,6 +37,11 @@ from gpushare.simulator.rest import Obj
 # message whenever its config shares (as a driver that rejects time-slicing would), and never
 # becomes Ready until the node is back on a config that does not share.
 PLUGIN_FAULT_ANNOTATION = "sim.gpushare.io/device-plugin-fault"
+# A fault to test against: GPUs of the node hit an Xid (79: fallen off the bus), `{"gpus": [index, ...],
+# "at": Unix seconds}`. A device plugin running since before `at` reports their devices unhealthy
+# (its health check, internal/rm/health.go); one started or reloaded after has forgotten them, as
+# upstream's does (the health state lives in the plugin process only).
+XID_ANNOTATION = "sim.gpushare.io/xid-gpus"
 # A test's knob: the kubelet's endpointStopGracePeriod on this node, in seconds (the simulator's
 # option, 5 minutes like the kubelet, elsewhere).
 STOP_GRACE_ANNOTATION = "sim.gpushare.io/endpoint-stop-grace-seconds"
@@ -347,15 +352,32 @@ class NodeAgent:
         status = node.get("status") or {}
         name = node["metadata"]["name"]
         registered = plugin[0].loaded[1] if plugin is not None and plugin[0].running else None
-        grace = (node["metadata"].get("annotations") or {}).get(STOP_GRACE_ANNOTATION)
+        annotations = node["metadata"].get("annotations") or {}
+        grace = annotations.get(STOP_GRACE_ANNOTATION)
+        sick = unhealthy_devices(annotations.get(XID_ANNOTATION), plugin[0]) if plugin is not None and registered else {}
         capacity, allocatable, due = node_resources(registered, status.get("capacity") or {},
                                                     self.stopped.setdefault(name, {}), now,
-                                                    float(grace) if grace else self.sim.options.endpoint_stop_grace_seconds)
+                                                    float(grace) if grace else self.sim.options.endpoint_stop_grace_seconds,
+                                                    sick)
         self._wake(name, due, now)
         current_capacity = {k: v for k, v in (status.get("capacity") or {}).items() if k.startswith("nvidia.com/")}
         current_allocatable = {k: v for k, v in (status.get("allocatable") or {}).items() if k.startswith("nvidia.com/")}
         if capacity != current_capacity or allocatable != current_allocatable:
             self.sim.patch_node_status(name, {"capacity": capacity, "allocatable": allocatable})
+
+
+def unhealthy_devices(xid: str | None, plugin: ManagedPod[PluginLoad]) -> dict[str, int]:
+    """The devices the running plugin reports unhealthy (resource -> count) after the Xid fault
+    XID_ANNOTATION names: each faulted GPU's replicas of the whole-GPU resource it advertises, when
+    the plugin started (or last reloaded) before the fault."""
+    if not xid or plugin.loaded is None:
+        return {}
+    fault = json.loads(xid)
+    if plugin.started_at > float(fault["at"]):
+        return {}
+    config, registered = plugin.loaded
+    per_gpu = config.sharing.replicas if config.sharing.strategy != "none" else 1
+    return {resource: len(fault["gpus"]) * per_gpu for resource in (GPU, SHARED) if registered.get(resource)}
 
 
 def _gfd_loader(judge: NvidiaJudge, pod: Obj) -> Any:

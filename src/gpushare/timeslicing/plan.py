@@ -144,7 +144,25 @@ def _target_problems(state: ClusterState, targets: list[str], strategy: str = "t
         elif node.mig_enabled and strategy != "mps":  # MPS says it in its own words (_mps_problems)
             problems.append(f"{name} has MIG enabled (nvidia.com/mig.config={node.mig_config}): this runbook "
                             "time-slices whole GPUs only; roll MIG back first (playbooks/rollback-mig.yml).")
+        elif node.unhealthy is not None:
+            problems.append(_unhealthy_problem(node, strategy))
     return problems
+
+
+def _unhealthy_problem(node: Node, strategy: str) -> str:
+    """An unhealthy card is out of service only until the device plugin reloads (its health state
+    lives in its process: k8s-device-plugin internal/rm/health.go), and enabling sharing reloads it."""
+    resource, allocatable, capacity = node.unhealthy or ("", 0, 0)
+    per_gpu = max(1, node.replicas)
+    cards = -(-(capacity - allocatable) // per_gpu)
+    of = f" of its {node.gpus}" if node.gpus else ""
+    noun = "GPU" if (node.gpus or cards) == 1 else "GPUs"
+    return (f"{node.name}: {cards}{of} {noun} unhealthy ({resource} allocatable {allocatable} "
+            f"of capacity {capacity}): the device plugin took {'them' if cards != 1 else 'it'} out after an Xid error, "
+            f"or it does not serve them. Enabling {'MPS' if strategy == 'mps' else strategy} reloads the plugin, which forgets the fault and "
+            "advertises the card again, once per share. Find the card (the device plugin's log on the node says "
+            "\"marked unhealthy\" with its UUID; DCGM_FI_DEV_XID_ERRORS), drain the node and repair or reset it (an "
+            "Xid 79, fallen off the bus, needs a reboot), then run this again.")
 
 
 def _key_users(state: ClusterState, settings: Settings, key: str) -> list[str]:
