@@ -97,6 +97,11 @@ def _mps_problems(state: ClusterState, settings: Settings, targets: list[str]) -
             problems.append(f"{name} has MIG enabled (nvidia.com/mig.config={node.mig_config}): {mps.MIG_UNSUPPORTED} "
                             "(the MPS control daemon starts no server for them and the device plugin would wait for "
                             "it forever). Roll MIG back first (playbooks/rollback-mig.yml), or keep MIG.")
+        elif node.mig_in_hardware:
+            problems.append(f"{name} has MIG enabled on its cards ({node.mig_in_hardware}), though not by the MIG "
+                            f"manager (nvidia.com/mig.config={node.mig_config or '<unset>'}): {mps.MIG_UNSUPPORTED} (the "
+                            "device plugin exits there and GFD fails). Disable MIG on the node first (nvidia-smi -mig 0 "
+                            "on each card, with the node drained, or let the MIG manager apply all-disabled), or keep MIG.")
         elif daemon is None:
             problems.append(f"the GPU Operator runs no {MPS} DaemonSet: this operator cannot run MPS (GPU Operator "
                             "v24.3 and later with device plugin v0.15 and later can). Upgrade it first.")
