@@ -249,28 +249,27 @@ def _restart_device_plugin(kube: Cluster, node: str) -> None:
 
 
 @pytest.fixture
-def mig_by_hand_nodes(kube: Cluster) -> Iterator[list[str]]:
-    """Nodes whose simulated cards a scenario put in MIG mode by hand: back to whole cards afterwards,
+def mig_by_hand_nodes(kube: Cluster) -> Iterator[list[tuple[str, str]]]:
+    """(node, its whole cards) a scenario put in MIG mode by hand: back to whole cards afterwards,
     the device plugin restarted onto them."""
-    nodes: list[str] = []
+    nodes: list[tuple[str, str]] = []
     yield nodes
-    for node in nodes:
+    for node, gpus in nodes:
         _node_annotation(kube, node, LAYOUT, None)
         _restart_device_plugin(kube, node)
-        gpus = (kube.node(node).metadata.labels or {}).get("nvidia.com/gpu.count")
         wait_for(lambda: (kube.node(node).status.allocatable or {}).get("nvidia.com/gpu") == gpus, TIMEOUT_S,
                  f"{node} to advertise its {gpus} whole cards again")
 
 
 @given(parsers.parse('MIG was enabled by hand on "{node}" with {count:d} "{profile}" per GPU'))
-def mig_by_hand(kube: Cluster, mig_by_hand_nodes: list[str], node: str, count: int, profile: str) -> None:
+def mig_by_hand(kube: Cluster, mig_by_hand_nodes: list[tuple[str, str]], node: str, count: int, profile: str) -> None:
     """nvidia-smi on the node, no MIG manager (its label keeps saying all-disabled): the simulated
     hardware's layout, then the device plugin restarted onto it (a MIG mode change resets the cards)."""
     if not kube.embedded:
         pytest.skip("enabling MIG by hand changes the simulated hardware; embedded cluster only")
     gpus = int((kube.node(node).metadata.labels or {})["nvidia.com/gpu.count"])
     _node_annotation(kube, node, LAYOUT, json.dumps([[profile] * count] * gpus))
-    mig_by_hand_nodes.append(node)
+    mig_by_hand_nodes.append((node, str(gpus)))
     _restart_device_plugin(kube, node)
     wait_for(lambda: (kube.node(node).metadata.labels or {}).get("nvidia.com/gpu.product", "").endswith(f"-MIG-{profile}")
              and (kube.node(node).status.allocatable or {}).get("nvidia.com/gpu") == str(count * gpus), TIMEOUT_S,
