@@ -86,3 +86,28 @@ Feature: The faults of a change window leave nothing half done and nothing lost
       | runbook            | command                              |
       | enable-timeslicing | enable-timeslicing.yml -l gpu-node-2 |
       | enable-mps         | enable-mps.yml -l gpu-node-2         |
+
+  # NVIDIA/k8s-device-plugin#1645 (open): a plugin start may register 0 devices, Running and Ready,
+  # until its pod restarts. The verify restarts that pod once, on the target only.
+  @embedded
+  Scenario: A device plugin that starts advertising no GPU is restarted once, and the enable succeeds
+    Given the trial node is "gpu-node"
+    And the next device-plugin start on "gpu-node" advertises no GPU
+    When the operator runs "enable-timeslicing.yml -l gpu-node"
+    Then the run succeeds
+    And the output says "Restart the device plugin once where it is Ready but advertises no GPU (NVIDIA/k8s-device-plugin#1645): gpu-node"
+    And the fault hit a device-plugin start on "gpu-node" while the run acted
+    And node "gpu-node" advertises 2 "nvidia.com/gpu.shared"
+    And every GPU node not targeted is exactly as before
+
+  @embedded
+  Scenario: A device plugin that advertises no GPU again after its restart fails the enable with what to do
+    Given the trial node is "gpu-node"
+    And the next 2 device-plugin starts on "gpu-node" advertise no GPU
+    When the operator runs "enable-timeslicing.yml -l gpu-node"
+    Then the run fails saying "gpu-node: its device plugin advertises no GPU again after the restart this run did"
+    And the run fails saying "one more restart is not tried"
+    And the fault hit a device-plugin start on "gpu-node" while the run acted
+    When the operator rolls back time-slicing on "gpu-node"
+    Then the rollback succeeds
+    And node "gpu-node" advertises 1 "nvidia.com/gpu"

@@ -43,6 +43,8 @@ RUN_SLACK_S = 60
 SHARE_CHECK_NAMESPACE = "gpushare-share-check"
 PLUGIN_FAULT = "sim.gpushare.io/device-plugin-fault"
 XID = "sim.gpushare.io/xid-gpus"  # gpushare.simulator.node_agent.XID_ANNOTATION
+ZERO_STARTS = "sim.gpushare.io/device-plugin-zero-starts"  # gpushare.simulator.node_agent.ZERO_START_ANNOTATION
+ZERO_DEVICES_REASON = "SimulatedZeroDevices"
 GPU = "nvidia.com/gpu"
 
 
@@ -280,6 +282,26 @@ def plugin_restarts(kube: Cluster, node: str) -> None:
 def every_gpu_again(kube: Cluster, node: str) -> None:
     wait_for(lambda: _unhealthy(kube, node) is None and int((kube.node(node).status.allocatable or {}).get(GPU, "0")),
              MOMENT_TIMEOUT_S, f"{node} to advertise every GPU")
+
+
+# ---- a device plugin that advertises no GPU (NVIDIA/k8s-device-plugin#1645) ----------------------------
+@given(parsers.re(r'the next (?:(?P<count>\d+) )?device-plugin starts? on "(?P<node>[^"]+)" advertises? no GPU$'))
+def zero_device_starts(kube: Cluster, node: str, count: str | None) -> None:
+    _embedded_only(kube, "a device plugin that registers no device")
+    kube.core.patch_node(node, {"metadata": {"annotations": {ZERO_STARTS: count or "1"}}})
+
+
+@then(parsers.parse('the fault hit a device-plugin start on "{node}" while the run acted'))
+def zero_start_during_run(kube: Cluster, runbook_run: RunbookRun, node: str) -> None:
+    """Armed before the run, spent by a start of the plugin on the node during it (its event is
+    dated within the run, in whole seconds)."""
+    assert runbook_run.elapsed_s is not None
+    started = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=runbook_run.elapsed_s + 1)
+    assert ZERO_STARTS not in (kube.node(node).metadata.annotations or {}), "the fault is still armed: no start hit it"
+    events = kube.core.list_namespaced_event(kube.operator_namespace, field_selector=f"reason={ZERO_DEVICES_REASON}").items
+    hits = [e for e in events if e.involved_object.name.startswith(f"{DEVICE_PLUGIN}-") and e.message.startswith(f"{node}: ")
+            and (e.last_timestamp or e.first_timestamp) >= started.replace(microsecond=0)]
+    assert hits, f"no {ZERO_DEVICES_REASON} event of {node} since the run started: {[e.message for e in events]}"
 
 
 @then(parsers.parse('the run fails within its timeouts naming "{node}", the container "{container}" and "{message}"'))

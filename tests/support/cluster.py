@@ -160,7 +160,7 @@ SCENARIO_LABEL_KEYS = ("nvidia.com/device-plugin.config", "gpu-mode", "nvidia.co
 SCENARIO_ANNOTATION_PREFIXES = ("gpushare.io/", "sim.gpushare.io/mig-reboot", "sim.gpushare.io/mig-stall",
                                 "sim.gpushare.io/mig-client-timeout", "sim.gpushare.io/mig-discovery",
                                 "sim.gpushare.io/device-plugin-fault", "sim.gpushare.io/endpoint-stop-grace",
-                                "sim.gpushare.io/xid-gpus")
+                                "sim.gpushare.io/xid-gpus", "sim.gpushare.io/device-plugin-zero-starts")
 DEPLOY_LABEL_PREFIX = "nvidia.com/gpu.deploy."
 RESET_TIMEOUT_S = 120
 

@@ -42,6 +42,11 @@ PLUGIN_FAULT_ANNOTATION = "sim.gpushare.io/device-plugin-fault"
 # (its health check, internal/rm/health.go); one started or reloaded after has forgotten them, as
 # upstream's does (the health state lives in the plugin process only).
 XID_ANNOTATION = "sim.gpushare.io/xid-gpus"
+# A fault to test against: the next N device-plugin starts on the node register 0 devices while the
+# pod is Running and Ready, until it restarts (NVIDIA/k8s-device-plugin#1645, open). Each start it
+# hits takes one off the count and leaves a Warning event ZERO_DEVICES_REASON on its pod.
+ZERO_START_ANNOTATION = "sim.gpushare.io/device-plugin-zero-starts"
+ZERO_DEVICES_REASON = "SimulatedZeroDevices"
 # A test's knob: the kubelet's endpointStopGracePeriod on this node, in seconds (the simulator's
 # option, 5 minutes like the kubelet, elsewhere).
 STOP_GRACE_ANNOTATION = "sim.gpushare.io/endpoint-stop-grace-seconds"
@@ -96,9 +101,11 @@ class NodeAgent:
         self.generated: dict[str, str] = {}  # node -> the mig-manager pod that wrote <node>-mig-config
         self.wakeups: dict[str, float] = {}
         self.stopped: dict[str, dict[str, float]] = {}  # node -> resource -> when no plugin served it any more
+        self.zero_plugins: set[str] = set()  # device-plugin pods that registered 0 devices (ZERO_START_ANNOTATION)
 
     def forget(self, uid: str) -> None:
         self.managed.pop(uid, None)
+        self.zero_plugins.discard(uid)
 
     def plugin_config(self, node: str) -> PluginConfig | None:
         """The config the device plugin on `node` serves with (None while it does not run)."""
@@ -135,8 +142,12 @@ class NodeAgent:
             if mps is not None:
                 self._annotate_limits(mps[1], mps[0].loaded[1] if mps[0].running else {})
             serving = bool(mps is not None and mps[0].ready and mps[0].loaded[1])
+            plugin_pod = sim.operand_pod(name, operands.DEVICE_PLUGIN)
+            starts = plugin_pod is not None and plugin_pod["metadata"]["uid"] not in self.managed
             plugin = self._config_managed(node, operands.DEVICE_PLUGIN, "nvidia-device-plugin", now,
                                           lambda pod: self._plugin_loader(pod, layout, fault, serving))
+            if starts and plugin is not None:
+                self._zero_start(name, annotations, plugin[1], annotation_patch)
             if plugin is not None and serving and plugin[0].main_error == f"error starting plugins: {WAIT_ERROR}":
                 plugin[0].retry(now, self._plugin_loader(plugin[1], layout, fault, serving))
                 self._write_pod_status(plugin[1], plugin[0], "nvidia-device-plugin")
@@ -330,6 +341,19 @@ class NodeAgent:
             if err.status != 404:
                 raise
 
+    def _zero_start(self, node: str, annotations: dict[str, str], pod: Obj, annotation_patch: dict[str, str | None]) -> None:
+        """A device-plugin start the ZERO_START_ANNOTATION fault hits: it registers 0 devices."""
+        armed = int(annotations.get(ZERO_START_ANNOTATION) or 0)
+        if armed <= 0:
+            return
+        meta = pod["metadata"]
+        self.zero_plugins.add(meta["uid"])
+        annotation_patch[ZERO_START_ANNOTATION] = str(armed - 1) if armed > 1 else None
+        self.sim.event("Pod", meta["name"], self.sim.namespace, "Warning", ZERO_DEVICES_REASON,
+                       f"{node}: the device plugin registers 0 devices until its pod restarts "
+                       "(NVIDIA/k8s-device-plugin#1645)",
+                       uid=meta["uid"])
+
     # ---- GFD's NodeFeature (v0.19 and later) ------------------------------------------------------------
     def _publish_node_feature(self, node: str, pod: Obj, labels: dict[str, str]) -> None:
         """nodeFeatureObject.Output: create GFD's NodeFeature, or update it when its labels or owners differ."""
@@ -352,6 +376,8 @@ class NodeAgent:
         status = node.get("status") or {}
         name = node["metadata"]["name"]
         registered = plugin[0].loaded[1] if plugin is not None and plugin[0].running else None
+        if registered is not None and plugin is not None and plugin[0].uid in self.zero_plugins:
+            registered = dict.fromkeys(registered, 0)
         annotations = node["metadata"].get("annotations") or {}
         grace = annotations.get(STOP_GRACE_ANNOTATION)
         sick = unhealthy_devices(annotations.get(XID_ANNOTATION), plugin[0]) if plugin is not None and registered else {}
