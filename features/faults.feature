@@ -87,8 +87,9 @@ Feature: The faults of a change window leave nothing half done and nothing lost
       | enable-timeslicing | enable-timeslicing.yml -l gpu-node-2 |
       | enable-mps         | enable-mps.yml -l gpu-node-2         |
 
-  # NVIDIA/k8s-device-plugin#1645 (open): a plugin start may register 0 devices, Running and Ready,
-  # until its pod restarts. The verify restarts that pod once, on the target only.
+  # NVIDIA/k8s-device-plugin#1645 (open): a plugin start on a labelled node (here the reload the
+  # trial's config label causes) may register 0 devices, Running and Ready, until its pod restarts.
+  # The verify restarts that pod once, on the target only.
   @embedded
   Scenario: A device plugin that starts advertising no GPU is restarted once, and the enable succeeds
     Given the trial node is "gpu-node"

@@ -285,7 +285,10 @@ def every_gpu_again(kube: Cluster, node: str) -> None:
 
 
 # ---- a device plugin that advertises no GPU (NVIDIA/k8s-device-plugin#1645) ----------------------------
-@given(parsers.re(r'the next (?:(?P<count>\d+) )?device-plugin starts? on "(?P<node>[^"]+)" advertises? no GPU$'))
+ZERO_STARTS_STEP = r'the next (?:(?P<count>\d+) )?device-plugin starts? on "(?P<node>[^"]+)" advertises? no GPU$'
+
+
+@given(parsers.re(ZERO_STARTS_STEP))
 def zero_device_starts(kube: Cluster, node: str, count: str | None) -> None:
     _embedded_only(kube, "a device plugin that registers no device")
     kube.core.patch_node(node, {"metadata": {"annotations": {ZERO_STARTS: count or "1"}}})

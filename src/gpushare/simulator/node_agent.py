@@ -42,9 +42,10 @@ PLUGIN_FAULT_ANNOTATION = "sim.gpushare.io/device-plugin-fault"
 # (its health check, internal/rm/health.go); one started or reloaded after has forgotten them, as
 # upstream's does (the health state lives in the plugin process only).
 XID_ANNOTATION = "sim.gpushare.io/xid-gpus"
-# A fault to test against: the next N device-plugin starts on the node register 0 devices while the
-# pod is Running and Ready, until it restarts (NVIDIA/k8s-device-plugin#1645, open). Each start it
-# hits takes one off the count and leaves a Warning event ZERO_DEVICES_REASON on its pod.
+# A fault to test against: the next N device-plugin starts on the node while it carries a config
+# label (a pod's start, or the in-place restart of its plugins a SIGHUP causes) register 0 devices,
+# the pod Running and Ready, until the pod restarts (NVIDIA/k8s-device-plugin#1645, open). Each
+# start it hits takes one off the count and leaves a Warning event ZERO_DEVICES_REASON on its pod.
 ZERO_START_ANNOTATION = "sim.gpushare.io/device-plugin-zero-starts"
 ZERO_DEVICES_REASON = "SimulatedZeroDevices"
 # A test's knob: the kubelet's endpointStopGracePeriod on this node, in seconds (the simulator's
@@ -102,10 +103,12 @@ class NodeAgent:
         self.wakeups: dict[str, float] = {}
         self.stopped: dict[str, dict[str, float]] = {}  # node -> resource -> when no plugin served it any more
         self.zero_plugins: set[str] = set()  # device-plugin pods that registered 0 devices (ZERO_START_ANNOTATION)
+        self.plugin_starts: dict[str, float] = {}  # device-plugin pod -> when it last started or reloaded its plugins
 
     def forget(self, uid: str) -> None:
         self.managed.pop(uid, None)
         self.zero_plugins.discard(uid)
+        self.plugin_starts.pop(uid, None)
 
     def plugin_config(self, node: str) -> PluginConfig | None:
         """The config the device plugin on `node` serves with (None while it does not run)."""
@@ -142,12 +145,12 @@ class NodeAgent:
             if mps is not None:
                 self._annotate_limits(mps[1], mps[0].loaded[1] if mps[0].running else {})
             serving = bool(mps is not None and mps[0].ready and mps[0].loaded[1])
-            plugin_pod = sim.operand_pod(name, operands.DEVICE_PLUGIN)
-            starts = plugin_pod is not None and plugin_pod["metadata"]["uid"] not in self.managed
             plugin = self._config_managed(node, operands.DEVICE_PLUGIN, "nvidia-device-plugin", now,
                                           lambda pod: self._plugin_loader(pod, layout, fault, serving))
-            if starts and plugin is not None:
-                self._zero_start(name, annotations, plugin[1], annotation_patch)
+            if plugin is not None and plugin[0].running and self.plugin_starts.get(plugin[0].uid) != plugin[0].started_at:
+                self.plugin_starts[plugin[0].uid] = plugin[0].started_at
+                if labels.get(cp.CONFIG_LABEL):
+                    self._zero_start(name, annotations, plugin[1], annotation_patch)
             if plugin is not None and serving and plugin[0].main_error == f"error starting plugins: {WAIT_ERROR}":
                 plugin[0].retry(now, self._plugin_loader(plugin[1], layout, fault, serving))
                 self._write_pod_status(plugin[1], plugin[0], "nvidia-device-plugin")
@@ -342,7 +345,8 @@ class NodeAgent:
                 raise
 
     def _zero_start(self, node: str, annotations: dict[str, str], pod: Obj, annotation_patch: dict[str, str | None]) -> None:
-        """A device-plugin start the ZERO_START_ANNOTATION fault hits: it registers 0 devices."""
+        """A device-plugin start on a labelled node, which the ZERO_START_ANNOTATION fault may hit: it
+        then registers 0 devices for the rest of its pod's life."""
         armed = int(annotations.get(ZERO_START_ANNOTATION) or 0)
         if armed <= 0:
             return
