@@ -20,11 +20,12 @@ help:
 	@echo "make bench     measure the figures in BENCHMARKS.md"
 	@echo "make sim-up / sim-down   start / stop the embedded cluster"
 
-$(STAMP): requirements-dev.txt pyproject.toml
+$(STAMP): requirements-dev.txt pyproject.toml testbed/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements-dev.txt
-	$(BIN)/pip install --quiet --no-deps -e .
+	@# The runbooks' package and the test bed (testbed/pyproject.toml: `gpushare sim`), both editable.
+	$(BIN)/pip install --quiet --no-deps -e . -e testbed
 	$(BIN)/python scripts/check-collections.py requirements.yml
 	@# The checkout is also the collection gpushare.gpu_sharing: linked into the venv's site-packages,
 	@# which ansible-core scans for ansible_collections/, as `pip install -e .` does for the package.

@@ -23,47 +23,17 @@ sys.path.insert(0, str(REPO))
 
 from gpushare.kube import api_client  # noqa: E402
 from gpushare.polling import wait_for  # noqa: E402
+from scripts.bench_cluster import STATE, bench_sim_up, sh, sim, timed  # noqa: E402
 import yaml  # noqa: E402
 from kubernetes import client  # noqa: E402
 
-STATE = REPO / ".gpushare-bench"
 # The seed's ConfigMap plus a no-sharing default key, so that only labelled nodes share.
 _SEED = yaml.safe_load((REPO / "examples" / "seed" / "time-slicing-config.yaml").read_text())
 REACTION_CONFIGMAP = yaml.safe_dump({**_SEED, "data": {"default": "version: v1", **_SEED["data"]}})
 
 
-def sh(*argv: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run(argv, capture_output=True, text=True, check=False, env={**os.environ, **(env or {})})
-    if check and done.returncode:  # say why: the output is captured
-        raise RuntimeError(f"{' '.join(argv)} exited {done.returncode}:\n{done.stdout[-2000:]}{done.stderr[-4000:]}")
-    return done
-
-
-def timed(action: Callable[[], object]) -> float:
-    began = time.perf_counter()
-    action()
-    return time.perf_counter() - began
-
-
 def du(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
-
-
-def sim(*args: str, state: Path = STATE) -> subprocess.CompletedProcess:
-    return sh(sys.executable, "-m", "gpushare", "sim", *args, "--state-dir", str(state))
-
-
-def cluster_memory_mib(state: Path) -> tuple[float, float]:
-    """(current RSS, peak RSS) summed over the embedded cluster's processes, in MiB."""
-    current = peak = 0
-    for pid_file in (state / "pids").glob("*.pid"):
-        pid = json.loads(pid_file.read_text())["pid"]
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                current += int(line.split()[1])
-            elif line.startswith("VmHWM:"):
-                peak += int(line.split()[1])
-    return current / 1024, peak / 1024
 
 
 def bench_cold_build() -> dict[str, float]:
@@ -73,18 +43,6 @@ def bench_cold_build() -> dict[str, float]:
         seconds = timed(lambda: sh(str(REPO / "scripts" / "build-binaries.sh"), env=env))
         size = du(Path(cache))
     return {"cold_build_s": seconds, "cache_mib": size / 2**20}
-
-
-def bench_sim_up(fleet: Path | None, runs: int, extra: tuple[str, ...] = ()) -> dict[str, float]:
-    samples = []
-    memory = (0.0, 0.0)
-    for _ in range(runs):
-        sim("down")
-        args = ["up", *extra] + (["--fleet", str(fleet)] if fleet else [])
-        samples.append(timed(lambda: sim(*args)))
-        memory = cluster_memory_mib(STATE)
-    return {"up_median_s": statistics.median(samples), "up_min_s": min(samples), "up_max_s": max(samples),
-            "rss_mib": memory[0], "peak_rss_mib": memory[1]}
 
 
 def reaction(core: client.CoreV1Api, nodes: list[str], shared: bool) -> float:

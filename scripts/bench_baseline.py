@@ -10,8 +10,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from gpushare.dcgm_sim.backfill import backfill
-from gpushare.dcgm_sim.hardware import NodeHardware, fleet_gpus
+from gpushare_testbed.dcgm_sim.backfill import backfill
+from gpushare_testbed.dcgm_sim.hardware import NodeHardware, fleet_gpus
 from gpushare.polling import pauses
 from tests.prometheus_fixture import prometheus_server
 

@@ -22,6 +22,7 @@ from gpushare.kueue.description import parse  # noqa: E402
 from gpushare.kueue.kinds import GROUP, PLURALS, QUEUE_NAME_LABEL, VERSION, condition  # noqa: E402
 from gpushare.kueue.render import kueue_objects  # noqa: E402
 from gpushare.polling import wait_for  # noqa: E402
+from scripts.bench_cluster import STATE, bench_sim_up, sim  # noqa: E402
 
 NAMESPACE = "bench-kueue"
 
@@ -92,8 +93,6 @@ def admission_latency(state: Path, jobs: int = 100) -> dict[str, float]:
 
 
 def main() -> int:
-    from scripts.bench import STATE, bench_sim_up, sim  # noqa: PLC0415 - shares the cluster helpers
-
     results = {"kueue_cold_build": kueue_cold_build(),
                "up_without_kueue": bench_sim_up(None, runs=3, extra=("--without", "kueue")),
                "up_with_kueue": bench_sim_up(None, runs=3)}

@@ -21,11 +21,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gpushare.controlplane import StateDir
+from gpushare_testbed.controlplane import StateDir
 from gpushare.k8s.session import Session
 from gpushare.model.operands import OperandPod
 from gpushare.polling import wait_for
-from gpushare.processes import recorded_pid
+from gpushare_testbed.processes import recorded_pid
 from gpushare.rbac import RUNBOOK_USER
 from gpushare.rbac.audit import read_events
 

@@ -39,8 +39,9 @@ def gpushare(*args: str) -> None:
 def up() -> None:
     gpushare("sim", "up", "--state-dir", str(STATE), "--operator-namespace", NAMESPACE,
              "--without", "gpu-operator-sim", "--without", "kueue")
-    from gpushare import cluster_bootstrap, controlplane, rbac  # noqa: PLC0415
-    from gpushare.kueue import embedded as kueue_embedded  # noqa: PLC0415
+    from gpushare import rbac  # noqa: PLC0415
+    from gpushare_testbed import cluster_bootstrap, controlplane  # noqa: PLC0415
+    from gpushare_testbed import kueue as kueue_embedded  # noqa: PLC0415
     from gpushare.polling import wait_for  # noqa: PLC0415
 
     ready = STATE / "external-gpu-operator.ready"

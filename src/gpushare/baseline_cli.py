@@ -17,9 +17,9 @@ from gpushare.baseline.prometheus import Plan
 from gpushare.baseline.report import to_dict, to_json, to_markdown, to_table
 from gpushare.baseline.thresholds import load_thresholds
 from gpushare.baseline.workloads import load_facts
-from gpushare.gates.model import GateInputError
-from gpushare.gates.timespec import format_time, parse_duration, parse_time
+from gpushare.prometheus.timespec import format_time, parse_duration, parse_time
 from gpushare.output_dir import OutputDirError
+from gpushare.prometheus import InputError
 
 _NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 EPILOG = ("exit status: 0 the baseline was computed (whatever the verdicts), 2 bad input, "
@@ -58,7 +58,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
         plan = _plan(args, thresholds.min_history_s)
         gpu_counts = _gpu_counts(args.gpus)
         plots = _plots_dir(args.plots) if args.plots else None
-    except (BaselineInputError, GateInputError) as err:
+    except InputError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     print(f"querying {plan.url}: {duration(plan.window_s)} to {format_time(plan.end)}", file=sys.stderr)
@@ -69,7 +69,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
             from gpushare.baseline.plots import write_plots  # noqa: PLC0415 - matplotlib only when asked
 
             write_plots(report.gpus, thresholds, plots, (plan.end - plan.window_s, plan.end))
-    except (BaselineInputError, OutputDirError) as err:
+    except (InputError, OutputDirError) as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except PrometheusUnavailable as err:

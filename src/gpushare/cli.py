@@ -1,14 +1,19 @@
-"""The `gpushare` command line: the embedded cluster, the GPU Operator simulator, release gates,
-queue status, the runbook identity's RBAC."""
+"""The `gpushare` command line: release gates, the baseline, queue status, the runbook identity's RBAC,
+and the commands of packages installed beside it (entry points `gpushare.commands`: the test bed's
+`sim`, the embedded cluster and the GPU Operator simulator, which this package never imports)."""
 
 from __future__ import annotations
 
 import argparse
 import functools
 import sys
+from importlib.metadata import entry_points
 
-from gpushare import __version__, baseline_cli, gates_cli, rbac_cli, sim_cli
+from gpushare import __version__, baseline_cli, gates_cli, rbac_cli
 from gpushare.kueue import status_cli as queue_cli
+
+# Entry points that add a command: a function taking the subparsers of `gpushare`.
+COMMANDS = "gpushare.commands"
 
 
 def _missing_command(parser: argparse.ArgumentParser, commands: tuple[str, ...], _args: argparse.Namespace) -> int:
@@ -32,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}",
                         help="print the gpushare version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sim_cli.register(commands)
+    for command in sorted(entry_points(group=COMMANDS), key=lambda found: found.name):
+        command.load()(commands)
     gates_cli.register(commands)
     queue_cli.register(commands)
     baseline_cli.register(commands)

@@ -1,6 +1,6 @@
 """Which pods the GPU Operator's driver upgrade can take off a node, under the ClusterPolicy's
-`spec.driver.upgradePolicy`, with no I/O. The rules of the runbook's refusal and of the simulated
-upgrade controller.
+`spec.driver.upgradePolicy`, with no I/O: the rules of the runbook's refusal (the simulated upgrade
+controller models the same upstream code on its own, gpushare_testbed.simulator.pod_deletion).
 
 The upgrade controller (NVIDIA/k8s-operator-libs pkg/upgrade) first deletes the node's GPU pods
 (pod_manager.go SchedulePodEviction): the pods the GPU Operator calls GPU pods

@@ -14,7 +14,8 @@ from gpushare.gates.model import EXIT_BAD_INPUT, GateInputError, Observations, T
 from gpushare.gates.prometheus import QueryPlan, collect
 from gpushare.gates.report import to_json, to_table
 from gpushare.gates.thresholds import load_thresholds
-from gpushare.gates.timespec import format_duration, format_time, parse_duration, parse_time
+from gpushare.prometheus import InputError
+from gpushare.prometheus.timespec import format_duration, format_time, parse_duration, parse_time
 
 _NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 DESCRIPTION = """\
@@ -88,7 +89,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     try:
         thresholds = load_thresholds(args.thresholds)
         observations = _observe(args, thresholds)
-    except GateInputError as err:
+    except InputError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     report = evaluate(observations, thresholds)

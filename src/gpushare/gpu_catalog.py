@@ -17,11 +17,19 @@ SEVEN_SLICES = ((1, 1, 7), (1, 2, 4), (2, 2, 3), (3, 4, 2), (4, 4, 1), (7, 8, 1)
 
 @dataclass(frozen=True)
 class MigProfile:
+    """One MIG profile: exact from a product's table, or read from its name alone (memory a lower
+    bound; slices and most per GPU unknown)."""
+
     name: str  # e.g. "1g.10gb"
     compute_slices: int
-    memory_slices: int
     memory_mib: int
-    max_per_gpu: int
+    max_per_gpu: int | None  # None: not known for this product
+    exact: bool = True
+    memory_slices: int | None = None  # of the product's eight; None: not known (not exact)
+
+    @property
+    def memory_gib(self) -> float:
+        return self.memory_mib / 1024
 
 
 @dataclass(frozen=True)
@@ -45,7 +53,7 @@ def _product(name: str, device_ids: tuple[str, ...], memory_mib: int = 0,
              profiles: tuple[tuple[str, int], ...] = ()) -> GpuProduct:
     """A row of the table: `profiles` are (name, memory MiB) in the order of SEVEN_SLICES."""
     return GpuProduct(name, device_ids, memory_mib, {
-        profile: MigProfile(profile, compute, memory_slices, memory, most)
+        profile: MigProfile(profile, compute, memory, most, memory_slices=memory_slices)
         for (profile, memory), (compute, memory_slices, most) in zip(profiles, SEVEN_SLICES)})
 
 

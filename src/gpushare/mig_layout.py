@@ -1,6 +1,6 @@
 """A node's MIG layout and what `nvidia-mig-parted apply` does to it (NVIDIA/mig-parted
-cmd/nvidia-mig-parted/apply), one semantics for the MIG runbook's plan (gpushare.mig.parted) and the
-simulated MIG manager (gpushare.simulator.mig): each entry of the selected config, in turn, sets the
+cmd/nvidia-mig-parted/apply), for the MIG runbook's plan (gpushare.mig.parted; the simulated MIG
+manager models the same upstream code on its own): each entry of the selected config, in turn, sets the
 GPUs its device-filter and devices match (MIG mode off, or on with its MIG devices); GPUs no entry
 matches keep what they have. One GPU's MIG devices fit when they need at most its compute and memory
 slices and no profile has more instances than its most per GPU."""

@@ -1,6 +1,6 @@
 """A mig-parted config file (the `config.yaml` key of the MIG manager's ConfigMap) judged as
-mig-parted v0.15.0 judges it, refusals worded as its own. The one parser of the runbook's checks and
-the simulated MIG manager.
+mig-parted v0.15.0 judges it, refusals worded as its own, for the MIG runbook's checks (the simulated MIG manager reads the file
+on its own, gpushare_testbed.simulator.mig_parted; tests/unit/test_mig_parted_models.py holds them together).
 
 `nvidia-mig-parted assert --valid-config -f <file> -c <name>` (cmd/nvidia-mig-parted/assert/assert.go:
 ParseConfigFile, GetSelectedMigConfig) reads the file with sigs.k8s.io/yaml: go-yaml v2 decodes the

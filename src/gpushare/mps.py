@@ -15,16 +15,9 @@ device plugin, which waits for the daemon before it serves (plugin server.go Sta
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 MAX_CLIENTS = 48  # device.go maxClients, Volta and newer (every product gpushare models)
-# Where the simulated daemon records what it told its MPS servers (a pod annotation a test can read).
-LIMITS_ANNOTATION = "sim.gpushare.io/mps-share-limits"
-# The device plugin's error while no healthy MPS daemon answers for its resource (server.go Start,
-# mps.go waitForDaemon, daemon.go AssertHealthy / EchoPipeToControl).
-WAIT_ERROR = ("error waiting for MPS daemon: error checking MPS daemon health: "
-              "failed to send command to MPS daemon: exit status 1")
 MIG_UNSUPPORTED = "MPS sharing is not supported for MIG devices"
 # validateFlags in the device plugin's main.go: it exits with this under MIG_STRATEGY=mixed.
 MIXED_UNSUPPORTED = "using --mig-strategy=mixed is not supported with MPS"
@@ -41,10 +34,6 @@ class ShareLimits:
     @property
     def pinned_memory_gib(self) -> float:
         return self.pinned_memory_mib / 1024
-
-    def as_dict(self) -> dict[str, int]:
-        return {"replicas": self.replicas, "pinnedDeviceMemoryLimitMiB": self.pinned_memory_mib,
-                "activeThreadPercentage": self.active_thread_percentage}
 
 
 def replicas_problem(replicas: int) -> str | None:
@@ -68,8 +57,3 @@ def describe(product: str, memory_mib: int, replicas: int) -> str:
     limits = share_limits(memory_mib, replicas)
     return (f"{replicas} shares of {product}: {limits.pinned_memory_gib:.1f} GiB pinned memory and "
             f"{limits.active_thread_percentage}% of SMs each")
-
-
-def limits_annotation(limits: dict[str, ShareLimits]) -> str:
-    """The annotation's value: resource -> its shares' limits."""
-    return json.dumps({name: value.as_dict() for name, value in sorted(limits.items())}, sort_keys=True)

@@ -20,7 +20,7 @@ import yaml
 from ansible.cli.playbook import PlaybookCLI
 
 from gpushare import yamltext
-from gpushare.binaries import REPO_ROOT
+from gpushare.collection_root import COLLECTION_ROOT
 
 REDACTED = "<redacted>"
 # Where the parser puts the values of -e/--extra-vars.
@@ -37,7 +37,7 @@ def _roles_dirs() -> list[Path]:
         dirs += [Path(p) / "roles" for p in getattr(collection, "__path__", [])]
     except ImportError:
         pass
-    return [d for d in [*dirs, REPO_ROOT / "roles"] if d.is_dir()]
+    return [d for d in [*dirs, COLLECTION_ROOT / "roles"] if d.is_dir()]
 
 
 def documented_inputs(roles_dirs: Iterable[Path]) -> frozenset[str]:

@@ -17,7 +17,7 @@ import pytest
 import testinfra
 import yaml
 
-from gpushare.processes import recorded_pid
+from gpushare_testbed.processes import recorded_pid
 from tests.support.ansible import run_playbook
 from tests.support.cluster import REPO, Cluster
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gpushare.controlplane import StateDir, compact_history, restart
+from gpushare_testbed.controlplane import StateDir, compact_history, restart
 from gpushare.k8s.session import Session
 from gpushare.polling import wait_for
 from tests.support.cluster import TEST_NAMESPACE_LABEL, Cluster

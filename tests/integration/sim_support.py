@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from kubernetes import watch
 
-from gpushare.fleet import HARDWARE_ANNOTATION
+from gpushare_testbed.fleet import HARDWARE_ANNOTATION
 from gpushare.polling import wait_for
-from gpushare.simulator import clusterpolicy as cp
-from gpushare.simulator import operands
+from gpushare_testbed.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator import operands
 from tests.support.cluster import Cluster
 
 CONFIGMAP = "time-slicing-config"

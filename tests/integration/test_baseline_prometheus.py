@@ -1,6 +1,6 @@
 """`gpushare baseline` against a real Prometheus over generated weeks, one node per case.
 
-Each case is one simulated GPU whose week comes from a workload profile (gpushare.dcgm_sim), with
+Each case is one simulated GPU whose week comes from a workload profile (gpushare_testbed.dcgm_sim), with
 the DCGM exporter's metric names and labels, backfilled with promtool; the window ends at END.
 Most cases are written as the current exporter writes them (`hostname`); a few as other exporters
 do: `Hostname` (up to 4.5.3-4.8.2), no DCGM_FI_DEV_FB_RESERVED (before 4.3.1-4.4.0, or a custom
@@ -22,9 +22,9 @@ import pytest
 import yaml
 
 from gpushare.cli import main
-from gpushare.dcgm_sim.backfill import backfill
-from gpushare.dcgm_sim.exposition import FAMILIES, Exporter, SimGpu
-from gpushare.dcgm_sim.profiles import DAY, Profile
+from gpushare_testbed.dcgm_sim.backfill import backfill
+from gpushare_testbed.dcgm_sim.exposition import FAMILIES, Exporter, SimGpu
+from gpushare_testbed.dcgm_sim.profiles import DAY, Profile
 from tests.prometheus_fixture import PROMETHEUS, PROMTOOL, prometheus_server
 
 pytestmark = pytest.mark.prometheus

@@ -80,8 +80,9 @@ def test_the_tarball_ships_the_content_and_the_package_not_the_checkouts_tooling
     for shipped in ("MANIFEST.json", "meta/runtime.yml", "meta/execution-environment.yml", "bindep.txt",
                     "playbooks/enable_timeslicing.yml", "roles/timeslicing/tasks/main.yml",
                     "plugins/callback/gpushare.py", "plugins/vars/gpushare_limit.py", "pyproject.toml",
-                    "src/gpushare/plugins/actions.py", "src/gpushare/data/kwok-stages.yaml"):
+                    "src/gpushare/plugins/actions.py"):
         assert shipped in files, f"{shipped} is not in the installed collection"
+    assert not [f for f in files if f.startswith(("src/gpushare_testbed/", "testbed/"))], "the test bed is shipped"
     assert not [f for f in files if f.split("/")[0] in (".venv", "tests", "features", "scripts", "build", "reports",
                                                          "backups", "fleets") and not f.startswith("tests/sanity/")]
     assert not [f for f in files if f.startswith("inventories/sim") or f == "ansible.cfg" or "__pycache__" in f]
@@ -89,6 +90,7 @@ def test_the_tarball_ships_the_content_and_the_package_not_the_checkouts_tooling
                    env=installed.env())
     assert imported.returncode == 0, imported.stderr
     assert Path(imported.stdout.strip()).is_relative_to(installed.pylib), "the plugins would import the checkout's copy"
+    assert (installed.pylib / "gpushare").is_dir() and not list(installed.pylib.glob("gpushare_testbed*")), "pip installed the test bed"
 
 
 def test_ansible_doc_shows_every_plugin_of_the_installed_collection(installed: Installed) -> None:

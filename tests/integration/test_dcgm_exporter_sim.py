@@ -14,7 +14,7 @@ import urllib.request
 
 import pytest
 
-from gpushare.dcgm_sim.exposition import FAMILIES
+from gpushare_testbed.dcgm_sim.exposition import FAMILIES
 from gpushare.polling import wait_for
 from tests.support.cluster import Cluster
 

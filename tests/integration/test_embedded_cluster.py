@@ -19,7 +19,7 @@ import pytest
 import yaml
 from kubernetes import client
 
-from gpushare.fleet import load_fleet
+from gpushare_testbed.fleet import load_fleet
 from gpushare.kube import api_client
 from gpushare.polling import wait_for
 from tests.support.cluster import TEST_NAMESPACE_LABEL, Cluster

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from gpushare.polling import wait_for
-from gpushare.simulator import clusterpolicy as cp
-from gpushare.simulator import operands
+from gpushare_testbed.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator import operands
 from tests.integration.sim_support import (
     CHART_PLUGIN, CONFIGMAP, GPU, OLD_PLUGIN, POLICY, SHARED, TIMEOUT_S, UPGRADE_STATE, advertised, apply_configmap,
     container_status, daemonset_hashes, kubectl_status, label_node, operand_pods, physical_counts, pod_ready, pod_uids,

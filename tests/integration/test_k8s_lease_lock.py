@@ -16,7 +16,7 @@ import pytest
 from gpushare.clock import utc_now
 from gpushare.polling import wait_for
 from gpushare.runbook import lock, renewer
-from gpushare.k8s.changes import Change, ChangeFailed, Outcome, apply_changes
+from gpushare.k8s.changes import ChangeFailed, Outcome, apply_changes
 from gpushare.k8s.session import ApiError, Session
 from tests.integration.k8s_fixtures import namespace, session  # noqa: F401 - fixtures
 from tests.support.cluster import Cluster
@@ -29,7 +29,7 @@ NAME = "gpushare-runbook-lock"
 def take(session: Session, namespace: str, runbook: str, now: dt.datetime,
          lease: dict[str, Any] | None) -> list[Outcome]:
     holder = lock.holder_identity(runbook, now)
-    return apply_changes(session, [Change.from_dict(lock.take(lease, NAME, namespace, holder, 1800, now))])
+    return apply_changes(session, [lock.take(lease, NAME, namespace, holder, 1800, now)])
 
 
 @pytest.mark.parametrize("round_", range(3))
@@ -124,7 +124,7 @@ def test_the_lease_is_renewed_while_the_run_lives_and_released_when_it_ends(clus
     run = subprocess.Popen(["sleep", "60"])
     try:
         holder = lock.holder_identity("enable-timeslicing", utc_now(), run.pid)
-        taken = apply_changes(session, [Change.from_dict(lock.take(None, NAME, namespace, holder, 3, utc_now()))])
+        taken = apply_changes(session, [lock.take(None, NAME, namespace, holder, 3, utc_now())])
         first = taken[0].after["spec"]["renewTime"]
         worker = renewer.start(str(cluster.kubeconfig), None, NAME, namespace, holder, run.pid)
         seen = {first}
@@ -143,7 +143,7 @@ def test_the_lease_is_renewed_while_the_run_lives_and_released_when_it_ends(clus
 
 def test_the_renewer_stops_when_the_run_released_the_lease(cluster: Cluster, session: Session, namespace: str) -> None:
     holder = lock.holder_identity("enable-timeslicing", utc_now(), os.getpid())
-    apply_changes(session, [Change.from_dict(lock.take(None, NAME, namespace, holder, 3, utc_now()))])
+    apply_changes(session, [lock.take(None, NAME, namespace, holder, 3, utc_now())])
     worker = renewer.start(str(cluster.kubeconfig), None, NAME, namespace, holder, os.getpid())
     assert renewer.release(session, NAME, namespace, holder)
     wait_for(lambda: not lock.pid_alive(worker), 5, "the renewer to end")

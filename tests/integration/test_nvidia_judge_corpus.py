@@ -15,19 +15,19 @@ import json
 import random
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from gpushare.binaries import nvidia_judge
+from gpushare_testbed.binaries import nvidia_judge
 from gpushare.device_plugin_config import MAX_DEPTH, OPERATOR_ENV, ConfigError, PluginConfig, lint, parse
-from gpushare.simulator import clusterpolicy as cp
-from gpushare.simulator import operand_specs
-from gpushare.simulator.node_agent import flag_env
-from gpushare.simulator.nvidia_judge import DEVICE_PLUGIN, GFD, MPS_CONTROL_DAEMON, JudgeError, NvidiaJudge, Verdict
+from gpushare_testbed.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator import operand_specs
+from gpushare_testbed.simulator.node_agent import flag_env
+from gpushare_testbed.simulator.nvidia_judge import DEVICE_PLUGIN, GFD, MPS_CONTROL_DAEMON, JudgeError, NvidiaJudge, Verdict
 
 MISSING = object()  # a mutation that deletes the key
 SPEC = cp.default_instance()["spec"]
@@ -362,6 +362,11 @@ def judged(judge: NvidiaJudge) -> list[Judged]:
     return results
 
 
+def plain(config: Any) -> dict[str, Any] | None:
+    """A config as fields: the runbooks' validator and the simulator each have their own type."""
+    return None if config is None else asdict(config)
+
+
 def test_the_corpus_is_large_and_covers_both_verdicts(judged: list[Judged]) -> None:
     accepted = sum(result.nvidia.error is None for result in judged)
     assert len(judged) >= 5000 and accepted >= 1000 and len(judged) - accepted >= 2000, (len(judged), accepted)
@@ -373,7 +378,7 @@ def test_parse_gives_nvidias_verdict(judged: list[Judged]) -> None:
         f"{r.case.id}: {r.case.text!r} (env {r.case.env})\n  gpushare: {r.error or r.config}\n"
         f"  NVIDIA:   {r.nvidia.error or r.nvidia.config}"
         for r in judged
-        if (r.error, r.config) != (r.nvidia.error, r.nvidia.config)
+        if (r.error, plain(r.config)) != (r.nvidia.error, plain(r.nvidia.config))
         and not (r.error is not None and any(kind in r.error for kind in STRICTER_REFUSALS))
     ]
     assert not differ, f"{len(differ)} of {len(judged)} configs judged otherwise, such as:\n" + "\n".join(differ[:8])
@@ -402,7 +407,7 @@ def test_what_the_runbooks_accept_gfd_and_the_mps_daemon_accept(judge: NvidiaJud
     for result in accepted:
         for component, env in ((GFD, GFD_ENV), (MPS_CONTROL_DAEMON, MPS_ENV)):
             verdict = judge.verdict(component, env, result.case.text)
-            if verdict.config is None or verdict.config.sharing != result.config.sharing:
+            if verdict.config is None or asdict(verdict.config.sharing) != asdict(result.config.sharing):
                 differ.append(f"{result.case.id} ({component}): {verdict.error or verdict.config} vs {result.config}")
     assert len(accepted) >= 1000 and not differ, f"{len(differ)} of {len(accepted)}:\n" + "\n".join(differ[:8])
 

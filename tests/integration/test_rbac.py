@@ -16,7 +16,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from gpushare.kueue.embedded import TEAM_NAMESPACES
+from gpushare_testbed.kueue import TEAM_NAMESPACES
 from gpushare.rbac import RUNBOOK_USER, manifests
 from gpushare.rbac.audit import Grant, check, grants, read_requests
 from tests.support.ansible import run_playbook

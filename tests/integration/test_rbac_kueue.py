@@ -1,7 +1,7 @@
 """deploy/rbac/61-admission-kueue.yaml on the real API server: the runbook identity, which RBAC lets
 create and patch every Kueue object and create any Namespace, may write only what the queue-backfill
 runbook writes: its own labelled Kueue objects, LocalQueues and Namespaces in the team namespaces
-`gpushare sim up` renders for (gpushare.kueue.embedded.TEAM_NAMESPACES), no held queue, no flavor
+`gpushare sim up` renders for (gpushare_testbed.kueue.TEAM_NAMESPACES), no held queue, no flavor
 tolerating every taint. Every attempt is a dry run; the features run the runbook itself."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from gpushare.kueue.embedded import TEAM_NAMESPACES
+from gpushare_testbed.kueue import TEAM_NAMESPACES
 from gpushare.kueue.kinds import GROUP, VERSION
 from gpushare.polling import wait_for
 from tests.support.cluster import Cluster

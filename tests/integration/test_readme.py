@@ -24,9 +24,9 @@ import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from gpushare.controlplane import StateDir
+from gpushare_testbed.controlplane import StateDir
 from gpushare.kueue.kinds import GROUP, VERSION
-from gpushare.processes import alive, stop
+from gpushare_testbed.processes import alive, stop
 from tests.support.ansible import run_playbook
 from tests.support.cluster import REPO, Cluster
 

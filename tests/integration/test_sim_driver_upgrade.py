@@ -17,9 +17,9 @@ import pytest
 from kubernetes import watch
 
 from gpushare.polling import wait_for
-from gpushare.simulator import driver_manager as dm
-from gpushare.simulator import operands
-from gpushare.simulator import upgrade as u
+from gpushare_testbed.simulator import driver_manager as dm
+from gpushare_testbed.simulator import operands
+from gpushare_testbed.simulator import upgrade as u
 from tests.integration.sim_support import (
     POLICY, TIMEOUT_S, UPGRADE_STATE, daemonset_hashes, label_node, node_events, operand_pods, patch_policy,
     physical_counts, simulated_gpus, stays, wait_ready,

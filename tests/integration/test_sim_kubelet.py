@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from gpushare.polling import wait_for
-from gpushare.simulator import clusterpolicy as cp
-from gpushare.simulator import operands
+from gpushare_testbed.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator import operands
 from tests.integration.sim_support import (
     CHART_PLUGIN, GPU, OLD_PLUGIN, SHARED, TIMEOUT_S, advertised, apply_configmap, container_status, label_node,
     node_history, operand_pods, physical_counts, point_plugin_at, pod_ready, run_device_plugin, shows_replicas,

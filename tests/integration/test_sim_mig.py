@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from gpushare.polling import wait_for
-from gpushare.simulator import mig_manager as mm
-from gpushare.simulator import operands
+from gpushare_testbed.simulator import mig_manager as mm
+from gpushare_testbed.simulator import operands
 from tests.integration.sim_support import (
     GPU, MIG_NODE, POLICY, TIMEOUT_S, advertised, apply_configmap, container_status, label_node, node_history,
     operand_pods, patch_policy_and_wait, pod_uids, simulated_gpus, stays,

@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 
 from gpushare.gpu_catalog import product
-from gpushare.mps import LIMITS_ANNOTATION, WAIT_ERROR, share_limits
+from gpushare.mps import share_limits
 from gpushare.polling import wait_for
-from gpushare.simulator import clusterpolicy as cp
-from gpushare.simulator import mig_manager as mm
-from gpushare.simulator import operands
+from gpushare_testbed.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator import mig_manager as mm
+from gpushare_testbed.simulator import operands
+from gpushare_testbed.simulator.mps_daemon import LIMITS_ANNOTATION, WAIT_ERROR
 from tests.integration.sim_support import (
     MIG_NODE, SHARED, TIMEOUT_S, advertised, apply_configmap, container_status, label_node, node_history, operand_pods,
     physical_counts, point_plugin_at, pod_ready, shows_replicas, simulated_gpus,
@@ -78,7 +79,9 @@ def test_mps_node_runs_a_ready_daemon_with_per_share_limits_before_the_plugin_se
     card = product(cluster.node(TRIAL).metadata.labels["nvidia.com/gpu.product"])
     expected = share_limits(card.memory_mib, 4)
     wait_for(lambda: limits_of(daemon_on(cluster, TRIAL)) is not None, TIMEOUT_S, "the daemon to record its limits")
-    assert limits_of(daemon_on(cluster, TRIAL)) == {SHARED: expected.as_dict()}
+    # the runbooks' model of the daemon (gpushare.mps) and the simulator's, written apart, agree
+    assert limits_of(daemon_on(cluster, TRIAL)) == {SHARED: {"replicas": 4, "pinnedDeviceMemoryLimitMiB": expected.pinned_memory_mib,
+                                                          "activeThreadPercentage": expected.active_thread_percentage}}
     assert expected.active_thread_percentage == 25
     assert shows_replicas(cluster, TRIAL, physical, 4)
     assert set(operand_pods(cluster, operands.MPS_CONTROL_DAEMON)) == {TRIAL}, "only the MPS node runs the daemon"

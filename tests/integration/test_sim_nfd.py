@@ -13,9 +13,9 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from gpushare.polling import wait_for
-from gpushare.simulator import clusterpolicy as cp
-from gpushare.simulator import nfd, operands
-from gpushare.simulator.node_view import gfd_owns
+from gpushare_testbed.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator import nfd, operands
+from gpushare_testbed.simulator.node_view import gfd_owns
 from tests.integration.sim_support import (
     OLD_PLUGIN, TIMEOUT_S, advertised, apply_configmap, label_node, operand_pods, physical_counts, point_plugin_at,
     run_device_plugin, shows_replicas, simulated_gpus,

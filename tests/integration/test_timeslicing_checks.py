@@ -10,12 +10,12 @@ from contextlib import contextmanager
 
 import pytest
 
-from gpushare.controlplane import StateDir
+from gpushare_testbed.controlplane import StateDir
 from gpushare.k8s.session import Session
 from gpushare.model.node import Node, Pool
 from gpushare.model.pods import UNSCHEDULABLE
 from gpushare.polling import wait_for
-from gpushare.processes import recorded_pid
+from gpushare_testbed.processes import recorded_pid
 from gpushare.runbook import checks as runbook_checks
 from gpushare.runbook.checks import NAMED_READS_MAX, gpu_nodes, uncordoned
 from gpushare.timeslicing import checks

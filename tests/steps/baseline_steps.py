@@ -25,9 +25,9 @@ import pytest
 from pytest_bdd import given, parsers, then, when
 
 from gpushare.baseline.report import gpu_name
-from gpushare.dcgm_sim.backfill import backfill
-from gpushare.dcgm_sim.exposition import FAMILIES, Exporter
-from gpushare.dcgm_sim.hardware import fleet_gpus, node_hardware
+from gpushare_testbed.dcgm_sim.backfill import backfill
+from gpushare_testbed.dcgm_sim.exposition import FAMILIES, Exporter
+from gpushare_testbed.dcgm_sim.hardware import fleet_gpus, node_hardware
 from tests.prometheus_fixture import prometheus_server, skip_without_prometheus
 from tests.steps.runbook_steps import RunbookRun, run_runbook
 from tests.support.cluster import Cluster

@@ -16,7 +16,7 @@ from gpushare.k8s.session import Session
 from gpushare.model.node import Node, Pool
 from gpushare.model.operands import DEVICE_PLUGIN, DRIVER, GFD, MPS, OperandPod
 from gpushare.polling import wait_for
-from gpushare.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator import clusterpolicy as cp
 from tests.support.cluster import REPO, Cluster, wait_operator_settled
 
 # Labels that change without any change to sharing: GFD stamps every start of its pod.

@@ -13,7 +13,7 @@ from kubernetes.client.exceptions import ApiException
 from pytest_bdd import given, parsers, then
 
 from gpushare.polling import wait_for
-from gpushare.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator import clusterpolicy as cp
 from tests.steps.runbook_steps import RunbookRun
 from tests.support.cluster import Cluster, embedded_cluster
 

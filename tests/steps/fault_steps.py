@@ -26,11 +26,11 @@ import pytest
 from pytest_bdd import given, parsers, then, when
 
 from gpushare.clock import parse_time
-from gpushare.controlplane import StateDir
+from gpushare_testbed.controlplane import StateDir
 from gpushare.k8s.session import Session
 from gpushare.polling import wait_for
-from gpushare.processes import recorded_pid
-from gpushare.simulator.operands import DEVICE_PLUGIN
+from gpushare_testbed.processes import recorded_pid
+from gpushare_testbed.simulator.operands import DEVICE_PLUGIN
 from tests.steps.runbook_steps import RunbookRun, parse_command
 from tests.support.ansible import PlaybookRun, inventory_limit
 from tests.support.cluster import REPO, Cluster
@@ -42,8 +42,8 @@ MOMENT_TIMEOUT_S = 120
 RUN_SLACK_S = 60
 SHARE_CHECK_NAMESPACE = "gpushare-share-check"
 PLUGIN_FAULT = "sim.gpushare.io/device-plugin-fault"
-XID = "sim.gpushare.io/xid-gpus"  # gpushare.simulator.node_agent.XID_ANNOTATION
-ZERO_STARTS = "sim.gpushare.io/device-plugin-zero-starts"  # gpushare.simulator.node_agent.ZERO_START_ANNOTATION
+XID = "sim.gpushare.io/xid-gpus"  # gpushare_testbed.simulator.node_agent.XID_ANNOTATION
+ZERO_STARTS = "sim.gpushare.io/device-plugin-zero-starts"  # gpushare_testbed.simulator.node_agent.ZERO_START_ANNOTATION
 ZERO_DEVICES_REASON = "SimulatedZeroDevices"
 GPU = "nvidia.com/gpu"
 

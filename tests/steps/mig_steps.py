@@ -20,7 +20,7 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 from pytest_bdd import given, parsers, then, when
 
-from gpushare.fleet import FleetNode
+from gpushare_testbed.fleet import FleetNode
 from gpushare.polling import wait_for
 from tests.steps.cluster_steps import Before, _unchanged
 from tests.steps.runbook_steps import RunbookRun, _run
@@ -31,7 +31,7 @@ STALL = "sim.gpushare.io/mig-stall"
 REBOOT = "sim.gpushare.io/mig-reboot-required"
 CLIENT_TIMEOUT = "sim.gpushare.io/mig-client-timeout-seconds"
 DISCOVERY = "sim.gpushare.io/mig-discovery"
-LAYOUT = "sim.gpushare.io/mig-layout"  # the simulated cards' MIG devices (gpushare.simulator.mig_manager)
+LAYOUT = "sim.gpushare.io/mig-layout"  # the simulated cards' MIG devices (gpushare_testbed.simulator.mig_manager)
 HOLD = "gpushare.test/hold"  # a finalizer that keeps a pod terminating
 MIG_MANAGER = "nvidia-mig-manager"
 WORKLOAD = "gpu-workload"

@@ -20,10 +20,10 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from pytest_bdd import given, parsers, then, when
 
-from gpushare.kueue import embedded as kueue_embedded
+from gpushare_testbed import kueue as kueue_embedded
 from gpushare.kueue.kinds import GROUP, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, VERSION, condition
 from gpushare.polling import wait_for
-from gpushare.processes import Component, alive, start, stop, wait_ready
+from gpushare_testbed.processes import Component, alive, start, stop, wait_ready
 from tests.steps.runbook_steps import RunbookRun, run_runbook
 from tests.support.cluster import REPO, Cluster
 from tests.support.namespaces import delete_namespaces

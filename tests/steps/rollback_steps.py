@@ -30,7 +30,7 @@ SHARED = "nvidia.com/gpu.shared"
 RECORDS = "gpushare.io/run"
 CONFIGMAP = "time-slicing-config"
 WORKLOAD = "gpu-share-check"
-KWOK_USER = "system:kwok"  # the fake kubelets' identity (gpushare.controlplane IDENTITIES)
+KWOK_USER = "system:kwok"  # the fake kubelets' identity (gpushare_testbed.controlplane IDENTITIES)
 
 
 @dataclass

@@ -23,7 +23,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from pytest_bdd import given, parsers, then, when
 
-from gpushare.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator import clusterpolicy as cp
 from tests.steps.cluster_steps import Before, backups, clusterpolicy_spec, operand_pods
 from tests.support import written
 from tests.support.ansible import PlaybookRun, as_typed, run_playbook

@@ -189,7 +189,7 @@ def _node_patch(node: Any) -> dict[str, Any] | None:
 def reset_embedded(cluster: Cluster) -> None:
     """Put the embedded cluster back to its freshly started state between scenarios: the chart's
     ClusterPolicy and no GPUCluster, no scenario objects, every operand rolled out and every GPU node whole."""
-    from gpushare.simulator import clusterpolicy as cp
+    from gpushare_testbed.simulator import clusterpolicy as cp
 
     core = cluster.core
     delete_test_namespaces(cluster, TEST_NAMESPACE_LABEL)
@@ -229,9 +229,9 @@ def wait_operator_settled(cluster: Cluster, policy: dict[str, Any], what: str,
                           also: Callable[[], bool] = lambda: True) -> None:
     """The simulated operator has rendered `policy` and everything has settled (every operand rolled
     out, every GPU node whole), and `also` holds."""
-    from gpushare.cluster_bootstrap import settled_problems
-    from gpushare.simulator.operands import HASH_ANNOTATION, expected_hashes
-    from gpushare.simulator.rest import Rest
+    from gpushare_testbed.cluster_bootstrap import settled_problems
+    from gpushare_testbed.simulator.operands import HASH_ANNOTATION, expected_hashes
+    from gpushare_testbed.simulator.rest import Rest
 
     ns = cluster.operator_namespace
     wanted = expected_hashes(policy, ns)

@@ -18,7 +18,7 @@ from kubernetes import client
 
 from gpushare.k8s.session import ApiError
 from gpushare.polling import wait_for
-from gpushare.simulator.rest import Rest
+from gpushare_testbed.simulator.rest import Rest
 
 EMPTY_TIMEOUT_S = 10
 DELETE_NOW = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0, "propagationPolicy": "Background"}

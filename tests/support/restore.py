@@ -11,10 +11,10 @@ from typing import Any
 
 from kubernetes import client
 
-from gpushare.cluster_bootstrap import rollout_problems
+from gpushare_testbed.cluster_bootstrap import rollout_problems
 from gpushare.polling import wait_for
-from gpushare.simulator import clusterpolicy as cp
-from gpushare.simulator.rest import Rest
+from gpushare_testbed.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator.rest import Rest
 from tests.support.cluster import (
     RESET_TIMEOUT_S,
     SCENARIO_ANNOTATION_PREFIXES,

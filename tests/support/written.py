@@ -10,8 +10,8 @@ from typing import Any
 
 from gpushare.k8s.kinds import KINDS, Kind
 from gpushare.k8s.session import ApiError
-from gpushare.simulator.node_view import gfd_owns
-from gpushare.simulator.rest import Rest
+from gpushare_testbed.simulator.node_view import gfd_owns
+from gpushare_testbed.simulator.rest import Rest
 from tests.support.cluster import TEST_NAMESPACE_LABEL, Cluster
 
 State = dict[str, dict[str, Any]]  # "Kind namespace/name" -> its content

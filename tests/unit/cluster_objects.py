@@ -292,19 +292,19 @@ def assert_guarded(clusterpolicy: dict[str, Any], changes: dict[str, list[dict[s
     moved = copy.deepcopy(clusterpolicy)
     edit(moved["spec"])
     with pytest.raises(PatchConflict):
-        json_patch(moved, changes["clusterpolicy"][0]["body"])
+        json_patch(moved, changes["clusterpolicy"][0].body)
 
 
 def applied(obj: dict[str, Any], changes: list[dict[str, Any]]) -> dict[str, Any]:
     """The object as the API server leaves it after a plan's changes of it."""
     for change in changes:
-        if change["action"] == "merge":
-            obj = merge_patch(obj, change["body"])
-        elif change["action"] == "json":
-            obj = json_patch(obj, change["body"])
-        elif change["action"] == "taint":
-            obj = merge_patch(obj, {"spec": {"taints": [*obj["spec"].get("taints", []), change["body"]]}})
-        elif change["action"] == "untaint":
+        if change.action == "merge":
+            obj = merge_patch(obj, change.body)
+        elif change.action == "json":
+            obj = json_patch(obj, change.body)
+        elif change.action == "taint":
+            obj = merge_patch(obj, {"spec": {"taints": [*obj["spec"].get("taints", []), change.body]}})
+        elif change.action == "untaint":
             obj = merge_patch(obj, {"spec": {"taints": [t for t in obj["spec"].get("taints", [])
-                                                        if t != change["body"]] or None}})
+                                                        if t != change.body] or None}})
     return obj

@@ -10,10 +10,10 @@ from dataclasses import replace
 import pytest
 
 from gpushare.cli import main
-from gpushare.dcgm_sim.exposition import Exporter, SimGpu, collectors, exposition, openmetrics
-from gpushare.dcgm_sim.hardware import NodeHardware, fleet_gpus, node_hardware
-from gpushare.dcgm_sim.profiles import FLEET_PROFILES, Profile, reading
-from gpushare.fleet import load_fleet
+from gpushare_testbed.dcgm_sim.exposition import Exporter, SimGpu, collectors, exposition, openmetrics
+from gpushare_testbed.dcgm_sim.hardware import NodeHardware, fleet_gpus, node_hardware
+from gpushare_testbed.dcgm_sim.profiles import FLEET_PROFILES, Profile, reading
+from gpushare_testbed.fleet import load_fleet
 
 EPOCH = 1704672000
 BATCH = Profile("batch", "ml", util_pct=10, fb_fraction=0.5)

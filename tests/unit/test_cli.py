@@ -16,9 +16,9 @@ import pytest
 
 from gpushare import __version__
 from gpushare.cli import build_parser, main
-from gpushare.controlplane import COMPONENTS, StateDir, fleet_digest
-from gpushare.fleet import default_fleet_path, load_fleet
-from gpushare.processes import Component, start, stop
+from gpushare_testbed.controlplane import COMPONENTS, StateDir, fleet_digest
+from gpushare_testbed.fleet import default_fleet_path, load_fleet
+from gpushare_testbed.processes import Component, start, stop
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

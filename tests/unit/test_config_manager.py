@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpushare.device_plugin_config import ConfigError
-from gpushare.simulator.config_manager import EMPTY, ManagedPod, SelectError, select_config
+from gpushare_testbed.simulator.config_manager import EMPTY, ManagedPod, SelectError, select_config
+from gpushare_testbed.simulator.nvidia_judge import ConfigError
 
 REFRESH = 60.0
 

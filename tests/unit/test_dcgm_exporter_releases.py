@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from gpushare.dcgm_sim.exposition import FAMILIES, Exporter, SimGpu, exposition
-from gpushare.dcgm_sim.profiles import Profile
+from gpushare_testbed.dcgm_sim.exposition import FAMILIES, Exporter, SimGpu, exposition
+from gpushare_testbed.dcgm_sim.profiles import Profile
 from tests.dcgm_releases import RELEASES, load
 
 # release -> (node label, exports FB_RESERVED, pods share cards: KUBERNETES_VIRTUAL_GPUS)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gpushare.controlplane import feature_gates
+from gpushare_testbed.controlplane import feature_gates
 from gpushare.dra.probe import gate_enabled
 from gpushare.dra.readiness import DRA_RESOURCES, report
 from gpushare.dra.settings import Settings

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gpushare.fleet import HARDWARE_ANNOTATION, NFD_NVIDIA_LABEL, FleetError, load_fleet, parse_fleet
+from gpushare_testbed.fleet import HARDWARE_ANNOTATION, NFD_NVIDIA_LABEL, FleetError, load_fleet, parse_fleet
 
 REPO = Path(__file__).resolve().parents[2]
 

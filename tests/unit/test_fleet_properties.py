@@ -11,7 +11,7 @@ import yaml
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from gpushare.fleet import MAX_NODES, NODE_KEYS, Fleet, FleetError, load_fleet, parse_fleet
+from gpushare_testbed.fleet import MAX_NODES, NODE_KEYS, Fleet, FleetError, load_fleet, parse_fleet
 from gpushare.gpu_catalog import SIMULATED
 from gpushare.runbook.inputs import DNS_SUBDOMAIN
 

@@ -171,7 +171,7 @@ def test_defaults_and_query_override() -> None:
         pytest.param({"fb_margin": 0.95}, "fb_margin is 0.95; expected a fraction between 0 and 0.9", id="fb-margin"),
         pytest.param({"min_window_coverage": 1.1}, "min_window_coverage is 1.1", id="coverage-above-1"),
         pytest.param({"no_queue_s": -0.01}, "no_queue_s is -0.01; expected seconds, 0 or more", id="negative-no-queue"),
-        pytest.param({"queries": ["x"]}, "queries must map metric keys", id="queries-not-mapping"),
+        pytest.param({"queries": ["x"]}, "queries must map query keys", id="queries-not-mapping"),
         pytest.param({"queries": {"p95_ms": "x"}}, "unknown query key(s) p95_ms", id="unknown-query"),
         pytest.param({"queries": {"p99_ms": ""}}, "queries.p99_ms must be a non-empty PromQL string", id="empty-query"),
         pytest.param({"queries": {"restarts": "sum(x[$range])"}}, "queries.restarts uses an unknown placeholder",

@@ -8,12 +8,23 @@ import socket
 import pytest
 
 from gpushare.gates.model import GateInputError, Thresholds
-from gpushare.gates.prometheus import PrometheusClient, QueryError, QueryPlan, Unreachable, _single_value, collect
+from gpushare.gates.prometheus import PrometheusClient, QueryError, QueryPlan, Unreachable, collect, query_error, single_value
 from gpushare.gates.queries import DEFAULT_QUERIES, render
-from gpushare.gates.timespec import format_duration, parse_duration, parse_time
+from gpushare.prometheus import InputError
+from gpushare.prometheus import client as prometheus
+from gpushare.prometheus.timespec import format_duration, parse_duration, parse_time
 
 THRESHOLDS = Thresholds(throughput_min_gain=0.1, p99_slo_ms=500, p99_breach_windows=3)
 END = 1704672000.0
+
+
+def _single_value(body: object) -> float | None:
+    """The gates' reading of one decoded answer, as PrometheusClient.value reads it."""
+    try:
+        answer = prometheus.result(body)
+    except prometheus.QueryFailure as err:
+        raise query_error(err, "http://prometheus.test") from None
+    return single_value(*answer)
 
 
 class RecordingClient:
@@ -251,7 +262,7 @@ def test_durations(text, seconds) -> None:
 
 @pytest.mark.parametrize("text", ["", "5", "1.5h", "0m", "5 m", "-1h", "1y"])
 def test_bad_durations(text) -> None:
-    with pytest.raises(GateInputError, match="--window"):
+    with pytest.raises(InputError, match="--window"):
         parse_duration(text, "--window")
 
 
@@ -264,5 +275,5 @@ def test_times(text, unix) -> None:
 
 @pytest.mark.parametrize("text", ["yesterday", "2024-01-08T00:00:00", "nan", "inf"])
 def test_bad_times(text) -> None:
-    with pytest.raises(GateInputError, match="--trial-end"):
+    with pytest.raises(InputError, match="--trial-end"):
         parse_time(text, "--trial-end")

@@ -88,7 +88,7 @@ def _read_attempts(session: Session, monkeypatch: pytest.MonkeyPatch) -> list[ob
 
 
 def test_a_session_without_retries_sends_a_read_once(closed_port_kubeconfig: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The simulator's (gpushare.simulator.rest): a controller requeues what failed instead."""
+    """The simulator's (gpushare_testbed.simulator.rest): a controller requeues what failed instead."""
     assert _read_attempts(Session(closed_port_kubeconfig, retries=False), monkeypatch) == ["GET"]
 
 

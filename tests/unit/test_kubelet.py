@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import json
 
-from gpushare.device_plugin_config import NO_SHARING, parse
-from gpushare.simulator.config_manager import ManagedPod
-from gpushare.simulator.node_agent import PluginLoad, unhealthy_devices
-from gpushare.simulator.kubelet import ENDPOINT_STOP_GRACE_S, admission_rejection, managed_pod_status, node_resources
+from gpushare_testbed.simulator.config_manager import ManagedPod
+from gpushare_testbed.simulator.kubelet import ENDPOINT_STOP_GRACE_S, admission_rejection, managed_pod_status, node_resources
+from gpushare_testbed.simulator.node_agent import PluginLoad, unhealthy_devices
+from gpushare_testbed.simulator.nvidia_judge import NO_SHARING, PluginConfig, Sharing
 
 POD = {
     "metadata": {"creationTimestamp": "2026-01-01T00:00:00Z"},
     "spec": {"initContainers": [{"name": "toolkit-validation"}, {"name": "config-manager-init"}],
              "containers": [{"name": "nvidia-device-plugin"}, {"name": "config-manager"}]},
 }
-SHARED_STRICT = parse("version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n    failRequestsGreaterThanOne: true\n"
-                      "    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n")
+SHARED_STRICT = PluginConfig("none", Sharing("time-slicing", rename_by_default=True, fail_requests_greater_than_one=True, replicas=4))
 
 
 GRACE = ENDPOINT_STOP_GRACE_S

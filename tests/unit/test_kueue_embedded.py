@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpushare import pki
-from gpushare.kueue import embedded
-from gpushare.processes import ComponentError
+from gpushare_testbed import pki
+from gpushare_testbed import kueue as embedded
+from gpushare_testbed.processes import ComponentError
 
 PORTS = {"kueue-health": 1001, "kueue-metrics": 1002, "kueue-webhook": 1003}
 

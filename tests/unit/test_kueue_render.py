@@ -125,8 +125,8 @@ def test_an_object_an_earlier_release_labelled_is_relabelled() -> None:
     existing = [as_applied(o, stopPolicy="None") if o["kind"] == "ClusterQueue" else as_applied(o) for o in earlier]
     made = changes(plan(desired, existing), existing, [])
     assert len(made) == len(desired)
-    assert {c["action"] for c in made} == {"merge"}
-    assert all(c["body"]["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "gpushare"} for c in made)
+    assert {c.action for c in made} == {"merge"}
+    assert all(c.body["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "gpushare"} for c in made)
 
 
 def lease(holder: str = "kueue-7d9f", renewed: dt.datetime = NOW, duration: int = 15) -> dict[str, Any]:
@@ -177,25 +177,25 @@ def test_a_field_removed_from_the_description_is_removed_by_the_patch_and_others
     edited["metadata"]["labels"]["team-owner"] = "alice"  # set by someone else
     after = kueue_objects(parse("gpu-teams", flavors, teams))
     flavor, queue_ = changes(plan(after, existing), existing, [])
-    assert [(c["action"], c["kind"], c["name"]) for c in (flavor, queue_)] == [
+    assert [(c.action, c.kind, c.name) for c in (flavor, queue_)] == [
         ("merge", "ResourceFlavor", "shared"), ("merge", "ClusterQueue", "training")]
-    assert flavor["body"]["spec"] == {"tolerations": None}
-    assert queue_["body"]["spec"] == {"resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
+    assert flavor.body["spec"] == {"tolerations": None}
+    assert queue_.body["spec"] == {"resourceGroups": [{"coveredResources": ["nvidia.com/gpu"], "flavors": [
         {"name": "whole-card", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "8"}]}]}]}
-    assert "labels" not in queue_["body"]["metadata"]  # alice's label and the server's stopPolicy stay
-    applied = json.loads(queue_["body"]["metadata"]["annotations"][LAST_APPLIED])
+    assert "labels" not in queue_.body["metadata"]  # alice's label and the server's stopPolicy stay
+    applied = json.loads(queue_.body["metadata"]["annotations"][LAST_APPLIED])
     assert applied == next(o for o in after if o["metadata"]["name"] == "training")
 
 
 def test_missing_namespaces_and_objects_are_created_before_anything_else() -> None:
     desired = kueue_objects(DESCRIPTION)
     made = changes(desired[:1], [], ["team-a"])
-    assert [(c["action"], c["kind"], c["name"]) for c in made] == [
+    assert [(c.action, c.kind, c.name) for c in made] == [
         ("create", "Namespace", "team-a"), ("create", "WorkloadPriorityClass", "high")]
-    assert made[0]["exists"] == "keep"
+    assert made[0].exists == "keep"
     # deploy/rbac/61-admission-kueue.yaml lets the runbook identity create only a namespace with this label
-    assert made[0]["body"]["metadata"] == {"name": "team-a", "labels": {"app.kubernetes.io/managed-by": "gpushare"}}
-    assert json.loads(made[1]["body"]["metadata"]["annotations"][LAST_APPLIED]) == desired[0]
+    assert made[0].body["metadata"] == {"name": "team-a", "labels": {"app.kubernetes.io/managed-by": "gpushare"}}
+    assert json.loads(made[1].body["metadata"]["annotations"][LAST_APPLIED]) == desired[0]
 
 
 def test_the_report_has_a_row_per_queue_flavor_and_resource() -> None:

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from gpushare.k8s.changes import Change
 from gpushare.plugins.filters import gpushare_lock
 from gpushare.runbook import lock
 from tests.unit.cluster_objects import NAMESPACE, NOW
@@ -69,7 +68,7 @@ def test_a_held_lock_is_refused_naming_the_holder_and_what_to_do() -> None:
 
 
 def test_taking_a_free_lock_creates_the_lease() -> None:
-    change = Change.from_dict(lock.take(None, NAME, NAMESPACE, "me", 600, NOW))
+    change = lock.take(None, NAME, NAMESPACE, "me", 600, NOW)
     assert (change.action, change.exists) == ("create", "fail")  # a second taker gets a conflict
     spec = change.body["spec"]
     assert spec == {"holderIdentity": "me", "acquireTime": "2026-12-01T10:00:00.000000Z",
@@ -78,7 +77,7 @@ def test_taking_a_free_lock_creates_the_lease() -> None:
 
 
 def test_taking_an_expired_lock_replaces_exactly_the_version_read() -> None:
-    change = Change.from_dict(lock.take(lease(), NAME, NAMESPACE, "me", 600, NOW + dt.timedelta(hours=1)))
+    change = lock.take(lease(), NAME, NAMESPACE, "me", 600, NOW + dt.timedelta(hours=1))
     assert change.action == "replace"
     assert change.preconditions == {"resourceVersion": "812"}
     assert change.body["metadata"]["resourceVersion"] == "812"
@@ -139,7 +138,7 @@ def test_a_dead_holder_here_is_taken_over_at_once_and_a_live_one_is_named() -> N
     now = dt.datetime(2026, 12, 1, 9, 31, tzinfo=dt.timezone.utc)
     dead = lock.status(lease(holder=here()), now, HERE, lambda pid: False)
     assert (dead["held"], dead["gone"], dead["expired"]) == (False, True, False)
-    change = Change.from_dict(lock.take(lease(holder=here()), NAME, NAMESPACE, "me", 300, now))
+    change = lock.take(lease(holder=here()), NAME, NAMESPACE, "me", 300, now)
     assert change.action == "replace" and change.preconditions == {"resourceVersion": "812"}
     expired = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.timezone.utc)
     message = lock.refusal(lease(holder=here()), NAME, NAMESPACE, expired, HERE, lambda pid: True)

@@ -8,9 +8,8 @@ import pytest
 import yaml
 
 from gpushare.gpu_catalog import COMPUTE_SLICES, MEMORY_SLICES, PRODUCTS, product
-from gpushare.mig_layout import DISABLED, instances, mode_change
-from gpushare.mig_parted_config import MigConfigError, parse_configs, select
-from gpushare.simulator.mig import apply, default_config
+from gpushare_testbed.simulator.mig import DISABLED, apply, default_config, instances, mode_change
+from gpushare_testbed.simulator.mig_parted import MigConfigError, parse_configs, select
 
 CONFIGS = parse_configs(default_config(PRODUCTS.values()))
 

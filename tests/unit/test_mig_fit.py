@@ -11,10 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpushare.mig.fit import WHOLE, Workload, fit, parse_workloads, place, room_left, smallest_fit
-from gpushare.mig.hardware import Profile, model
+from gpushare.gpu_catalog import MigProfile
+from gpushare.mig.hardware import model
 
 A100 = model("NVIDIA-A100-SXM4-40GB")
-PROFILES = {**A100.table, WHOLE: Profile(WHOLE, 7, 40960, 1, True)}
+PROFILES = {**A100.table, WHOLE: MigProfile(WHOLE, 7, 40960, 1, True)}
 
 
 def mib(gib: float) -> float:

@@ -1,7 +1,6 @@
-"""A node's MIG layout and what `nvidia-mig-parted apply` does to it (gpushare.mig_layout), the one
-semantics of the MIG runbook's plan and the simulated MIG manager: entries in turn, a later one
-winning on a GPU both match; what one GPU's MIG devices need of it; the simulated hardware's
-annotation read back as the same layout."""
+"""A node's MIG layout and what `nvidia-mig-parted apply` does to it (gpushare.mig_layout), for the
+MIG runbook's plan: entries in turn, a later one winning on a GPU both match; what one GPU's MIG
+devices need of it; the simulated hardware's annotation read back as the same layout."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ import json
 from gpushare.gpu_catalog import product
 from gpushare.mig_layout import apply, devices, instances, mode_change, needs, selected, whole_gpus
 from gpushare.mig_parted_config import MigConfigSpec
-from gpushare.simulator import mig_manager as mm
+from gpushare_testbed.simulator import mig_manager as mm
 
 A100_ID = ("0x20B010DE",)
 ALL_OFF = MigConfigSpec(None, None, False, {})

@@ -9,8 +9,8 @@ from dataclasses import replace
 from typing import Any
 
 from gpushare.gpu_catalog import PRODUCTS, product
-from gpushare.simulator import mig_manager as mm
-from gpushare.simulator.mig import default_config
+from gpushare_testbed.simulator import mig_manager as mm
+from gpushare_testbed.simulator.mig import default_config
 
 CONFIG = default_config(PRODUCTS.values())
 CLIENTS = {k: "true" for k in mm.CLIENT_LABELS}

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from gpushare.gpu_catalog import product
-from gpushare.mps import MAX_CLIENTS, describe, limits_annotation, replicas_problem, share_limits
+from gpushare.mps import MAX_CLIENTS, describe, replicas_problem, share_limits
 
 
 def test_four_shares_of_an_h100_get_a_quarter_of_its_memory_and_25_percent_of_sms() -> None:
@@ -38,8 +36,3 @@ def test_no_replicas_is_an_error() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         share_limits(1000, 0)
 
-
-def test_the_annotation_lists_each_resource() -> None:
-    text = limits_annotation({"nvidia.com/gpu": share_limits(40960, 2)})
-    assert json.loads(text) == {"nvidia.com/gpu": {
-        "replicas": 2, "pinnedDeviceMemoryLimitMiB": 20480, "activeThreadPercentage": 50}}

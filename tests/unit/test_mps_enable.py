@@ -46,7 +46,7 @@ def test_the_plan_states_each_shares_limits_and_renders_sharing_mps() -> None:
     assert result.refusals == []
     assert result.lines[0].startswith("Plan: MPS with 4 replicas per GPU on gpu-node")
     assert "- gpu-node: 4 shares of NVIDIA-H100-80GB-HBM3: 19.9 GiB pinned memory and 25% of SMs each" in result.lines
-    config = yaml.safe_load(result.changes["configmap"][0]["body"]["data"]["mps"])
+    config = yaml.safe_load(result.changes["configmap"][0].body["data"]["mps"])
     assert config["sharing"] == {"mps": {"renameByDefault": True, "failRequestsGreaterThanOne": True,
                                          "resources": [{"name": "nvidia.com/gpu", "replicas": 4}]}}
     assert result.expected["strategy"] == "mps"

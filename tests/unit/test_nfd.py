@@ -3,7 +3,7 @@ from a node's NodeFeature objects (node-feature-discovery pkg/nfd-master/nfd-mas
 
 from __future__ import annotations
 
-from gpushare.simulator import nfd
+from gpushare_testbed.simulator import nfd
 
 
 def feature(name: str, namespace: str, node: str, labels: dict[str, str]) -> dict:

@@ -5,16 +5,22 @@ config" and "MIG", and to k8s-device-plugin internal/rm/device_map.go and intern
 from __future__ import annotations
 
 import pytest
+import yaml
 
-from gpushare.device_plugin_config import NO_SHARING, ConfigError, PluginConfig, parse
 from gpushare.gpu_catalog import product
-from gpushare.simulator.node_view import GPU, SHARED, TIMESTAMP, gfd_labels, gfd_owns, plugin_resources
+from gpushare_testbed.simulator.node_view import GPU, SHARED, TIMESTAMP, gfd_labels, gfd_owns, plugin_resources
+from gpushare_testbed.simulator.nvidia_judge import NO_SHARING, ConfigError, PluginConfig, plugin_config
 
 H100 = product("NVIDIA-H100-80GB-HBM3")
 A100 = product("NVIDIA-A100-SXM4-40GB")
 WHOLE = [None]
 ALL_1G5 = [{"1g.5gb": 7} for _ in range(4)]
 BALANCED = [{"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1} for _ in range(4)]
+
+
+def parse(text: str, strategy: str = "time-slicing") -> PluginConfig:
+    """What the simulator reads from NVIDIA's verdict on this config (its resolved form is the file's here)."""
+    return plugin_config(yaml.safe_load(text), strategy)
 
 
 def shared(replicas: int, renamed: bool, mechanism: str = "timeSlicing") -> PluginConfig:
@@ -26,7 +32,7 @@ sharing:
     resources:
     - name: nvidia.com/gpu
       replicas: {replicas}
-""")
+""", "mps" if mechanism == "mps" else "time-slicing")
 
 
 @pytest.mark.parametrize(

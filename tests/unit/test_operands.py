@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from gpushare.simulator import clusterpolicy as cp
-from gpushare.simulator import operands
-from gpushare.simulator.operator import node_labels
-from gpushare.simulator.operator_objects import config_maps
+from gpushare_testbed.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator import operands
+from gpushare_testbed.simulator.operator import node_labels
+from gpushare_testbed.simulator.operator_objects import config_maps
 
 NS = "gpu-operator"
 DEFAULT_OPERANDS = {operands.DRIVER, "nvidia-container-toolkit-daemonset", operands.VALIDATOR, operands.DEVICE_PLUGIN,

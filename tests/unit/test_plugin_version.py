@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpushare.simulator.plugin_version import gfd_uses_node_feature_api, init_waits_for_label, release
+from gpushare_testbed.simulator.plugin_version import gfd_uses_node_feature_api, init_waits_for_label, release
 
 IMAGE = "nvcr.io/nvidia/k8s-device-plugin"
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from gpushare.controlplane import Launcher, StateDir, free_port
-from gpushare.fleet import load_fleet
-from gpushare.processes import (
+from gpushare_testbed.controlplane import Launcher, StateDir, free_port
+from gpushare_testbed.fleet import load_fleet
+from gpushare_testbed.processes import (
     Component,
     ComponentError,
     alive,

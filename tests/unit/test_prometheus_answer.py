@@ -1,5 +1,5 @@
-"""Prometheus answers checked for shape, and the DCGM node label in both spellings: the pieces the
-baseline and the gates share. A wrong-shaped answer is missing data naming its query (the gates
+"""Prometheus answers checked for shape, the client's failures told apart, and the DCGM node label in
+both spellings: the pieces the baseline and the gates share. A wrong-shaped answer is missing data naming its query (the gates
 hold, the baseline exits 4), never a traceback or a number read from the wrong field."""
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import pytest
 
 from gpushare.cli import main
 from gpushare.dcgm_labels import host_of, on_hosts
-from gpushare.prometheus_answer import MalformedAnswer, PrometheusError, read
+from gpushare.prometheus import client as prometheus
+from gpushare.prometheus.answer import MalformedAnswer, PrometheusError, read
 
 THRESHOLDS = Path(__file__).resolve().parents[2] / "examples" / "gates" / "thresholds.yaml"
 
@@ -60,12 +61,12 @@ def test_either_spelling_of_the_node_label() -> None:
 
 
 @contextmanager
-def answering(body: bytes) -> Iterator[str]:
-    """A loopback server that answers every request with `body` (JSON, HTTP 200)."""
+def answering(body: bytes, status: int = 200) -> Iterator[str]:
+    """A loopback server that answers every request with `body` (JSON) and HTTP `status`."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
-            self.send_response(200)
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -107,3 +108,30 @@ def test_a_wrong_shaped_answer_stops_the_baseline_with_exit_4(capsys) -> None:
     assert ("the answer of " + url + " is not a Prometheus query result (data is None, not an object with resultType "
             "and result); check that --prometheus is Prometheus's URL") in captured.err
     assert "error: queries." in captured.err
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "failure", "refused"),
+    [
+        (400, b'{"status": "error", "error": "parse error"}', prometheus.HttpFailure, True),
+        (422, b'{"status": "error", "error": "bad range"}', prometheus.HttpFailure, True),
+        (503, b'{"status": "error", "error": "overloaded"}', prometheus.HttpFailure, False),
+        (200, b"<html>a login page</html>", prometheus.NotJson, None),
+        (200, b'{"status": "error", "error": "bad_data"}', prometheus.Reported, None),
+        (200, b'{"status": "success"}', prometheus.Malformed, None),
+    ],
+    ids=["400", "422", "503", "not-json", "error-status", "no-data"],
+)
+def test_the_client_tells_failures_apart(status, body, failure, refused) -> None:
+    with answering(body, status) as url, pytest.raises(failure) as raised:
+        prometheus.Client(url, timeout_s=5).instant("up", 1704672000)
+    if refused is not None:
+        assert raised.value.refused is refused
+        assert json.loads(body)["error"] in raised.value.detail
+
+
+def test_the_client_says_when_nothing_answers() -> None:
+    with answering(b"{}") as url:
+        pass  # the server is gone: its port refuses connections now
+    with pytest.raises(prometheus.Unanswered):
+        prometheus.Client(url, timeout_s=5).range("up", 1704668400, 1704672000, 3600)

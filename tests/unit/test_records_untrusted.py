@@ -247,7 +247,7 @@ def test_an_unreadable_record_does_not_stop_the_mig_rollback() -> None:
     result = mig_plan.plan(cluster, [], mig_settings(MIG_ROLLBACK), ["gpu-node-mig"], {}, NOW)
     assert result.refusals == [] and result.writes
     assert any("gpushare-run-enable-mig-20261201t083000z-abcd cannot be read" in w for w in result.warnings)
-    assert "gpushare-run-enable-mig-20261201t083000z-abcd" not in [c["name"] for c in result.changes["finish"]]
+    assert "gpushare-run-enable-mig-20261201t083000z-abcd" not in [c.name for c in result.changes["finish"]]
 
 
 # ---- fuzz ------------------------------------------------------------------------------------------------
@@ -273,11 +273,11 @@ TEXTS = (INTENTS.map(json.dumps) | JSON.map(json.dumps) | st.text(max_size=30)
 def allowed_write(change: dict[str, Any]) -> bool:
     """What the runbooks' write model allows a rollback (the configured ConfigMap; devicePlugin.config
     naming none, it or the administrator's own; tolerations less the pool taint's)."""
-    if change["kind"] == "ConfigMap":
-        return change["name"] == CONFIGMAP or change["namespace"] == "gpushare-system"
-    if change["kind"] != "ClusterPolicy":
-        return change["kind"] == "Node"
-    for op in change["body"]:
+    if change.kind == "ConfigMap":
+        return change.name == CONFIGMAP or change.namespace == "gpushare-system"
+    if change.kind != "ClusterPolicy":
+        return change.kind == "Node"
+    for op in change.body:
         value = op.get("value")
         if op["op"] == "test" or op["path"] == "/spec/devicePlugin" and value == {}:
             continue

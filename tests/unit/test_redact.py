@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpushare.redact import REDACTED, command_line, documented_inputs, extra_vars, runbook_inputs
-from gpushare.binaries import REPO_ROOT
+from gpushare_testbed.binaries import REPO_ROOT
 
 KNOWN = frozenset({"timeslicing_replicas", "gpushare_kubeconfig"})
 R = REDACTED

@@ -59,14 +59,14 @@ def stored(body: dict[str, Any], version: int = 1) -> dict[str, Any]:
 
 
 def new_record(**inputs: Any) -> dict[str, Any]:
-    return stored(planned(**inputs).take[0]["body"])
+    return stored(planned(**inputs).take[0].body)
 
 
 def written(record: dict[str, Any], changes: list[dict[str, Any]]) -> dict[str, Any]:
     """The record after a write, as the API server applies the JSON patch."""
     (change,) = changes
-    assert change["action"] == "json"
-    return json_patch(record, change["body"])
+    assert change.action == "json"
+    return json_patch(record, change.body)
 
 
 def event(record: dict[str, Any], name: str, step: str, details: dict[str, Any] | None = None,
@@ -103,8 +103,8 @@ def test_a_new_rollout_creates_its_record_and_hands_each_play_its_hosts() -> Non
     result = planned()
     assert result.refusals == [] and result.status == "new" and result.prepare
     (take,) = result.take
-    assert (take["action"], take["name"]) == ("create", pr.RECORD)
-    body = take["body"]
+    assert (take.action, take.name) == ("create", pr.RECORD)
+    body = take.body
     assert body["metadata"]["labels"]["gpushare.io/run"] == "rollout-timeslicing"
     assert body["metadata"]["annotations"][pr.HOLDER] == HOLDER
     assert body["metadata"]["annotations"]["gpushare.io/state"] == "in-progress"
@@ -129,7 +129,7 @@ def test_resume_takes_over_the_record_and_goes_on_at_the_first_step_not_continue
     assert result.status == "resume" and result.prepare  # the prepare is not recorded done yet
     assert result.hosts["widen"] == ["gpu-node-2", "mig"] and result.hosts["serial"] == [1, 1]
     (take,) = result.take
-    assert take["action"] == "json" and take["body"][0] == {
+    assert take.action == "json" and take.body[0] == {
         "op": "test", "path": "/metadata/annotations/gpushare.io~1rollout-holder", "value": HOLDER}
     taken = written(record, result.take)
     assert taken["metadata"]["annotations"][pr.HOLDER] == "rollout-timeslicing@control/5151/x"
@@ -168,14 +168,14 @@ def test_a_finished_rollout_with_another_plan_starts_a_new_one_keeping_the_old_r
     result = planned(record, replicas=[2, 8])
     assert result.status == "start-over"
     archive, delete, create = result.take
-    assert archive["action"] == "create" and archive["exists"] == "keep"
-    assert archive["name"] == f"{pr.RECORD}-20260105t100000z-0d1e2"
-    assert archive["body"]["data"] == record["data"]
-    assert archive["body"]["metadata"]["annotations"][pr.ARCHIVED] == "2026-01-05T10:00:00Z"
-    assert delete == {"action": "delete", "kind": "ConfigMap", "name": pr.RECORD, "namespace": "gpushare-system",
+    assert archive.action == "create" and archive.exists == "keep"
+    assert archive.name == f"{pr.RECORD}-20260105t100000z-0d1e2"
+    assert archive.body["data"] == record["data"]
+    assert archive.body["metadata"]["annotations"][pr.ARCHIVED] == "2026-01-05T10:00:00Z"
+    assert delete.as_dict() == {"action": "delete", "kind": "ConfigMap", "name": pr.RECORD, "namespace": "gpushare-system",
                       "preconditions": {"uid": "0d1e2f3a-0000", "resourceVersion": "1"},
                       "why": "make room for the new rollout's record"}
-    assert create["action"] == "create" and "kept as ConfigMap" in result.notes[0]
+    assert create.action == "create" and "kept as ConfigMap" in result.notes[0]
 
 
 def test_another_plan_while_one_is_in_progress_is_refused() -> None:
@@ -186,7 +186,7 @@ def test_another_plan_while_one_is_in_progress_is_refused() -> None:
 
 def test_start_over_abandons_the_rollout_in_progress() -> None:
     result = planned(event(new_record(), "started", "canary"), start_over=True)
-    assert result.status == "start-over" and [c["action"] for c in result.take] == ["create", "delete", "create"]
+    assert result.status == "start-over" and [c.action for c in result.take] == ["create", "delete", "create"]
     assert result.hosts["widen"] == ["gpu-node", "gpu-node-2", "mig"]
 
 
@@ -321,7 +321,7 @@ def test_every_write_first_tests_that_this_run_still_holds_the_record() -> None:
     rec = pr.RolloutRecord.of(record)
     changes = pr.write_changes("gpu-operator", rec.progress, "rollout-timeslicing@other/1/x", NOW, "", NOW, "why")
     with pytest.raises(PatchConflict, match="expected 'rollout-timeslicing@other/1/x'"):
-        json_patch(record, changes[0]["body"])
+        json_patch(record, changes[0].body)
 
 
 def test_the_rollout_record_is_a_run_record_of_the_rollout() -> None:

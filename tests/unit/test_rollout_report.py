@@ -96,7 +96,7 @@ def test_a_large_fleet_keeps_one_line_per_step_and_the_gate_tables_in_the_change
     hosts = [(f"h{i:03d}", f"node-{i:03d}") for i in range(200)]
     nodes = [{"metadata": {"name": n, "labels": {"nvidia.com/gpu.present": "true"}}} for _, n in hosts]
     result = plan({"record": None, "nodes": nodes}, settings(serial="10%"), hosts, NOW, {}, "h", False)
-    record = {**result.take[0]["body"], "metadata": {**result.take[0]["body"]["metadata"], "uid": "u", "resourceVersion": "1"}}
+    record = {**result.take[0].body, "metadata": {**result.take[0].body["metadata"], "uid": "u", "resourceVersion": "1"}}
     lines = report.summary_lines(record, "gpushare-system", False)
     assert len(result.progress.steps) == 12 and len(lines) == 1 + 2 + 12 + 2  # + change record, next
     assert next(line for line in lines if line.startswith("batch-1 ")).split()[1:5] == ["node-001,", "node-002,",

@@ -136,18 +136,18 @@ def test_the_seed_check_on_a_one_card_node() -> None:
     assert (check.node, check.host, check.resource, check.allocatable, check.free, check.replicas) == (
         "gpu-node", "trial", SHARED, 4, 4, 4)
     changes = planned.changes
-    assert [c["kind"] for c in changes["prepare"]] == ["Namespace"]
-    namespace = changes["prepare"][0]["body"]["metadata"]
+    assert [c.kind for c in changes["prepare"]] == ["Namespace"]
+    namespace = changes["prepare"][0].body["metadata"]
     assert namespace["labels"] == {"app.kubernetes.io/managed-by": "gpushare", "pod-security.kubernetes.io/enforce": "restricted",
                                    "pod-security.kubernetes.io/audit": "restricted", "pod-security.kubernetes.io/warn": "restricted"}
     assert namespace["annotations"] == {"gpushare.io/created-by": "verify-sharing"}
     (two,), (deployment,), (overflow,) = changes["two"], changes["deploy"], changes["overflow"]
-    assert (two["name"], overflow["name"], deployment["name"]) == (
+    assert (two.name, overflow.name, deployment.name) == (
         "gpu-share-check-gpu-node-two", "gpu-share-check-gpu-node-overflow", "gpu-share-check-gpu-node")
-    assert two["body"]["spec"]["containers"][0]["resources"] == {"limits": {SHARED: 2}}
-    assert deployment["body"]["spec"]["replicas"] == 4
-    template = deployment["body"]["spec"]["template"]
-    assert template["metadata"]["labels"] == deployment["body"]["spec"]["selector"]["matchLabels"] == {
+    assert two.body["spec"]["containers"][0]["resources"] == {"limits": {SHARED: 2}}
+    assert deployment.body["spec"]["replicas"] == 4
+    template = deployment.body["spec"]["template"]
+    assert template["metadata"]["labels"] == deployment.body["spec"]["selector"]["matchLabels"] == {
         "app": "gpu-share-check", "app.kubernetes.io/managed-by": "gpushare",
         "gpushare.io/share-check-node": "gpu-node", "gpushare.io/share-check": "replica"}
     spec = template["spec"]
@@ -161,7 +161,7 @@ def test_the_seed_check_on_a_one_card_node() -> None:
         "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": True,
         "seccompProfile": {"type": "RuntimeDefault"}}
     assert "hostPID" not in spec and "privileged" not in spec["containers"][0]["securityContext"]
-    assert changes["cleanup"] == [{"action": "delete", "kind": "Namespace", "name": "gpushare-share-check",
+    assert [c.as_dict() for c in changes["cleanup"]] == [{"action": "delete", "kind": "Namespace", "name": "gpushare-share-check",
                                    "why": "remove the check"}]
     assert planned.lines == [
         "Share check on gpu-node: 4 of 4 nvidia.com/gpu.shared free (1 GPU(s) x 4 replicas).",
@@ -174,13 +174,13 @@ def test_the_seed_check_on_a_one_card_node() -> None:
 
 def test_extra_namespace_labels_cannot_lift_pod_security() -> None:
     planned = make(namespace_labels={"team": "ml", "pod-security.kubernetes.io/enforce": "privileged"})
-    labels = planned.changes["prepare"][0]["body"]["metadata"]["labels"]
+    labels = planned.changes["prepare"][0].body["metadata"]["labels"]
     assert (labels["team"], labels["pod-security.kubernetes.io/enforce"]) == ("ml", "restricted")
 
 
 def test_the_pods_tolerate_the_taint_the_node_has_and_select_its_hostname() -> None:
     planned = make(cluster(nodes=[node(taint_value="present", hostname="host-7")]))
-    spec = planned.changes["deploy"][0]["body"]["spec"]["template"]["spec"]
+    spec = planned.changes["deploy"][0].body["spec"]["template"]["spec"]
     assert spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}]
     assert spec["nodeSelector"]["kubernetes.io/hostname"] == "host-7"
 
@@ -189,14 +189,14 @@ def test_a_node_named_differently_from_its_host() -> None:
     planned = make(cluster(nodes=[node("ip-10-0-0-7.ec2.internal")]), {"trial": "ip-10-0-0-7.ec2.internal"})
     assert planned.refusals == []
     assert planned.nodes[0].deployment == "gpu-share-check-ip-10-0-0-7.ec2.internal"
-    assert planned.changes["two"][0]["body"]["metadata"]["labels"]["gpushare.io/share-check-node"] == "ip-10-0-0-7.ec2.internal"
+    assert planned.changes["two"][0].body["metadata"]["labels"]["gpushare.io/share-check-node"] == "ip-10-0-0-7.ec2.internal"
 
 
 def test_without_refusal_the_pod_asking_for_two_is_skipped() -> None:
     planned = make(cluster(fail="false"))
     assert planned.changes["two"] == []
     assert planned.nodes[0].two_skipped == "failRequestsGreaterThanOne is off: the device plugin hands a pod 2 replicas"
-    assert make(fail_requests_greater_than_one="true").changes["two"][0]["name"] == "gpu-share-check-gpu-node-two"
+    assert make(fail_requests_greater_than_one="true").changes["two"][0].name == "gpu-share-check-gpu-node-two"
 
 
 def test_fewer_pods_than_free_skip_the_overflow() -> None:
@@ -222,7 +222,7 @@ def test_a_kept_check_is_replaced_and_does_not_count_as_taken() -> None:
     read = cluster(pods=kept, check_pods=[*kept, single], check_deployments=[deployment], check_namespace=namespace)
     planned = make(read)
     assert planned.nodes[0].free == 4 and planned.leftovers
-    assert [(c["action"], c["kind"], c["name"]) for c in planned.changes["prepare"]] == [
+    assert [(c.action, c.kind, c.name) for c in planned.changes["prepare"]] == [
         ("delete", "Deployment", "gpu-share-check-gpu-node"), ("delete", "Pod", "gpu-share-check-gpu-node-overflow")]
     assert planned.lines[-1] == "In namespace gpushare-share-check; removed afterwards."
 
@@ -230,7 +230,7 @@ def test_a_kept_check_is_replaced_and_does_not_count_as_taken() -> None:
 def test_a_namespace_the_check_did_not_create_is_kept() -> None:
     planned = make(cluster(check_namespace={"metadata": {"name": "gpushare-share-check"}}))
     assert not planned.namespace_ours and planned.changes["prepare"] == []
-    assert [(c["kind"], c["name"]) for c in planned.changes["cleanup"]] == [
+    assert [(c.kind, c.name) for c in planned.changes["cleanup"]] == [
         ("Deployment", "gpu-share-check-gpu-node"), ("Pod", "gpu-share-check-gpu-node-two"),
         ("Pod", "gpu-share-check-gpu-node-overflow")]
     assert planned.lines[-1] == "In namespace gpushare-share-check (not the check's own: it is kept); removed afterwards."

@@ -73,7 +73,7 @@ def test_the_run_record_and_the_lock_are_bookkeeping_the_cluster_objects_are_not
     assert bookkeeping(record) == "run record with the ClusterPolicy backup"
     assert bookkeeping(new_record("r", "ns", Intent("enable-mig"), None, NOW, {})) == "run record"
     take = lock.take(None, "gpushare-runbook-lock", "gpushare-system", "me", 300, NOW)
-    assert bookkeeping(take["body"]) == "runbook lock"
+    assert bookkeeping(take.body) == "runbook lock"
     assert bookkeeping(node({"gpu-mode": "shared"})) == ""
     assert bookkeeping({"kind": "ConfigMap", "metadata": {"name": "time-slicing-config"}}) == ""
 

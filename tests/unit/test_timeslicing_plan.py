@@ -43,8 +43,8 @@ def test_the_first_trial_records_then_configures_then_marks_the_node() -> None:
     assert result.refusals == []
     assert list(result.changes) == ["record", "configmap", "clusterpolicy", "nodes", "finish"]
 
-    record_body = result.changes["record"][0]["body"]
-    assert result.changes["record"][0]["action"] == "create" and record_body["metadata"]["name"] == result.record
+    record_body = result.changes["record"][0].body
+    assert result.changes["record"][0].action == "create" and record_body["metadata"]["name"] == result.record
     backed_up = Record.of(record_body)
     assert backed_up.clusterpolicy_backup == cluster["clusterpolicy"] and backed_up.state == "in-progress"
     assert backed_up.intent.configmap_created and backed_up.intent.keys_added == ["default", "shared"]
@@ -52,11 +52,11 @@ def test_the_first_trial_records_then_configures_then_marks_the_node() -> None:
     assert backed_up.backup_file == result.backup_file == "backups/clusterpolicy-20261201T100000Z.yaml"
 
     created = result.changes["configmap"][0]
-    assert created["action"] == "create"
-    assert yaml.safe_load(created["body"]["data"]["default"]) == {"version": "v1"}
-    assert yaml.safe_load(created["body"]["data"]["shared"])["sharing"]["timeSlicing"]["resources"] == [
+    assert created.action == "create"
+    assert yaml.safe_load(created.body["data"]["default"]) == {"version": "v1"}
+    assert yaml.safe_load(created.body["data"]["shared"])["sharing"]["timeSlicing"]["resources"] == [
         {"name": "nvidia.com/gpu", "replicas": 2}]
-    assert created["body"]["metadata"]["annotations"] == {"gpushare.io/managed-keys": "default,shared",
+    assert created.body["metadata"]["annotations"] == {"gpushare.io/managed-keys": "default,shared",
                                                           "gpushare.io/created-by": "enable-timeslicing"}
 
     policy = applied(cluster["clusterpolicy"], result.changes["clusterpolicy"])
@@ -268,7 +268,7 @@ def test_the_fleet_roll_threshold_counts_gpu_nodes_only() -> None:
 def test_a_pool_taint_the_operands_tolerate_needs_no_operand_change(tolerations: list[dict[str, Any]] | None) -> None:
     result = enable(read(policy=clusterpolicy(tolerations=tolerations)), ["gpu-node"])
     assert result.refusals == []
-    assert not any("/spec/daemonsets" in op["path"] for op in result.changes["clusterpolicy"][0]["body"])
+    assert not any("/spec/daemonsets" in op["path"] for op in result.changes["clusterpolicy"][0].body)
 
 
 def test_empty_tolerations_mean_the_assets_own_which_do_not_tolerate_another_key() -> None:
@@ -290,7 +290,7 @@ def test_a_confirmed_operand_roll_adds_the_toleration_to_the_assets_own() -> Non
         ASSET_TOLERATION, {"key": "gpu-mode", "operator": "Exists", "effect": "NoSchedule"}]
     note = next(n for n in result.notes if n.startswith("Confirmed"))
     assert "the upgrade controller then cordons each GPU node in turn" in note
-    intent = Record.of(result.changes["record"][0]["body"]).intent
+    intent = Record.of(result.changes["record"][0].body).intent
     assert FieldChange("/spec/daemonsets/tolerations", [], policy["spec"]["daemonsets"]["tolerations"]) in \
         intent.clusterpolicy
 
@@ -406,8 +406,8 @@ def test_the_tolerations_change_is_refused_if_someone_changed_them_meanwhile() -
 def test_no_pool_taint_needs_no_toleration() -> None:
     result = enable(read(), ["gpu-node"], pool_taint=False, pool_taint_key="gpu-mode")
     assert result.refusals == []
-    assert [c["action"] for c in result.changes["nodes"]] == ["merge"]
-    assert Mark.parse(result.changes["nodes"][0]["body"]["metadata"]["annotations"]["gpushare.io/timeslicing"]
+    assert [c.action for c in result.changes["nodes"]] == ["merge"]
+    assert Mark.parse(result.changes["nodes"][0].body["metadata"]["annotations"]["gpushare.io/timeslicing"]
                       ).taint_added is False
 
 
@@ -419,8 +419,8 @@ def test_no_pool_taint_needs_no_toleration() -> None:
 def test_a_node_keeps_its_own_taint_and_the_runbook_adds_none(own: dict[str, str], note: bool) -> None:
     result = enable(read([node("gpu-node", 1, taints=[own]), node("gpu-node-2", 8)]), ["gpu-node"])
     assert result.refusals == []
-    assert [c["action"] for c in result.changes["nodes"]] == ["merge"]
-    written = Mark.parse(result.changes["nodes"][0]["body"]["metadata"]["annotations"]["gpushare.io/timeslicing"])
+    assert [c.action for c in result.changes["nodes"]] == ["merge"]
+    written = Mark.parse(result.changes["nodes"][0].body["metadata"]["annotations"]["gpushare.io/timeslicing"])
     assert written.taint_added is False
     assert any("gpu-node keeps its own taint nvidia.com/gpu=dedicated:NoSchedule" in n for n in result.notes) is note
     assert not any("taint nvidia.com/gpu=shared" in line for line in result.lines if line.startswith("- gpu-node:"))
@@ -458,7 +458,7 @@ def test_changing_a_shared_key_of_nodes_all_in_the_limit_is_fine() -> None:
     cluster = enabled_read(shared=("gpu-node-2",), configmaps=[four_replicas()])
     result = enable(cluster, ["gpu-node", "gpu-node-2"])
     assert result.refusals == []
-    assert result.changes["configmap"][0]["body"]["data"] == {"shared": settings().shared_config()}
+    assert result.changes["configmap"][0].body["data"] == {"shared": settings().shared_config()}
     assert result.restart_nodes == ["gpu-node", "gpu-node-2"]  # their pods mounted the 4-replica config
 
 
@@ -475,7 +475,7 @@ def test_cluster_scope_changes_the_default_and_lets_the_operator_roll_every_node
     assert result.refusals == []
     policy = applied(cluster["clusterpolicy"], result.changes["clusterpolicy"])
     assert policy["spec"]["devicePlugin"]["config"] == {"name": CONFIGMAP, "default": "shared"}
-    assert "nvidia.com/device-plugin.config" not in result.changes["nodes"][0]["body"]["metadata"]["labels"]
+    assert "nvidia.com/device-plugin.config" not in result.changes["nodes"][0].body["metadata"]["labels"]
     assert result.restart_nodes == []
     assert sorted(result.expected["targets"]) == list(GPU_NODES)
     assert result.expected["targets"]["gpu-node-2"] == {"gpus": 8, "pool": False}
@@ -511,18 +511,18 @@ def test_a_re_run_adopts_the_interrupted_run_keeping_its_record_and_backup() -> 
     assert result.record == INTERRUPTED
     assert any(n.startswith(f"An earlier enable run was interrupted: record {INTERRUPTED}") for n in result.notes)
     [extend] = result.changes["record"]
-    assert (extend["action"], extend["name"]) == ("merge", INTERRUPTED)
-    assert set(extend["body"]["data"]) == {"intent.json"}  # the backup stays the interrupted run's
-    intent = json.loads(extend["body"]["data"]["intent.json"])
+    assert (extend.action, extend.name) == ("merge", INTERRUPTED)
+    assert set(extend.body["data"]) == {"intent.json"}  # the backup stays the interrupted run's
+    intent = json.loads(extend.body["data"]["intent.json"])
     assert intent["nodes"] == ["gpu-node", "gpu-node-2"]
     assert intent["configmap"] == {"name": CONFIGMAP, "created": True, "keys_added": ["default", "shared"]}
     assert intent["clusterpolicy"] == [{"path": "/spec/devicePlugin/config/name", "before": "", "after": CONFIGMAP},
                                        {"path": "/spec/devicePlugin/config/default", "before": "", "after": "default"}]
     assert result.changes["clusterpolicy"] == [] and result.changes["configmap"] == []
-    assert result.changes["finish"][0]["name"] == INTERRUPTED
+    assert result.changes["finish"][0].name == INTERRUPTED
     assert result.lines[-1].endswith("(the interrupted run's)")
-    marks = [Mark.parse(c["body"]["metadata"]["annotations"]["gpushare.io/timeslicing"])
-             for c in result.changes["nodes"] if c["action"] == "merge"]
+    marks = [Mark.parse(c.body["metadata"]["annotations"]["gpushare.io/timeslicing"])
+             for c in result.changes["nodes"] if c.action == "merge"]
     assert {m.run for m in marks} == {INTERRUPTED}
 
 
@@ -554,7 +554,7 @@ def test_a_re_run_merges_what_it_changes_into_the_interrupted_intent() -> None:
     cluster = read(configmaps=[record(INTERRUPTED, "enable-timeslicing", nodes=["gpu-node"], fields=fields,
                                       created=True, keys_added=["default", "shared"], backup=clusterpolicy())])
     result = enable(cluster, ["gpu-node"], pool_taint_key="gpu-mode", confirm_operand_roll=True)
-    intent = json.loads(result.changes["record"][0]["body"]["data"]["intent.json"])
+    intent = json.loads(result.changes["record"][0].body["data"]["intent.json"])
     assert [c["path"] for c in intent["clusterpolicy"]] == [
         "/spec/devicePlugin/config/name", "/spec/devicePlugin/config/default", "/spec/daemonsets/tolerations"]
     assert intent["clusterpolicy"][0]["before"] == ""
@@ -564,7 +564,7 @@ def test_an_interrupted_run_with_nothing_left_to_change_is_still_finished() -> N
     cluster = enabled_read(configmaps=[managed_configmap(), record(INTERRUPTED, "enable-timeslicing",
                                                                    nodes=["gpu-node"], backup=clusterpolicy())])
     result = enable(cluster, ["gpu-node"])
-    assert result.writes and result.changes["finish"][0]["name"] == INTERRUPTED
+    assert result.writes and result.changes["finish"][0].name == INTERRUPTED
     assert not result.lines[0].startswith("Nothing to change")
 
 
@@ -581,7 +581,7 @@ def test_another_replica_count_changes_the_key_and_restarts_its_readers() -> Non
     cluster = enabled_read()
     result = enable(cluster, ["gpu-node"], replicas=4)
     assert result.refusals == []
-    assert result.changes["configmap"][0]["body"]["data"] == {"shared": settings(replicas=4).shared_config()}
+    assert result.changes["configmap"][0].body["data"] == {"shared": settings(replicas=4).shared_config()}
     assert result.changes["clusterpolicy"] == [] and not result.rolls_fleet
     assert result.restart_nodes == ["gpu-node"]
     assert any("change shared" in line for line in result.lines)
@@ -591,7 +591,7 @@ def test_a_second_trial_node_reads_the_key_its_pods_can_already_see() -> None:
     result = enable(enabled_read(), ["gpu-node-2"])
     assert result.changes["configmap"] == [] and result.changes["clusterpolicy"] == []
     assert result.restart_nodes == []  # the config manager reloads on the label
-    assert [c["name"] for c in result.changes["nodes"]] == ["gpu-node-2", "gpu-node-2"]
+    assert [c.name for c in result.changes["nodes"]] == ["gpu-node-2", "gpu-node-2"]
     assert result.lines[-2] == "Not touched: gpu-node, gpu-node-mig"
 
 
@@ -602,7 +602,7 @@ def test_only_readers_that_cannot_see_the_configmap_or_run_an_old_template_resta
     stale["metadata"]["creationTimestamp"] = "2026-12-01T08:45:19Z"  # before the ConfigMap's write
     result = enable(cluster, ["gpu-node", "gpu-node-2"])
     assert result.restart_nodes == ["gpu-node-2"]
-    assert Record.of(result.changes["record"][0]["body"]).intent.nodes == ["gpu-node-2"]
+    assert Record.of(result.changes["record"][0].body).intent.nodes == ["gpu-node-2"]
 
 
 def test_readers_started_within_the_second_of_the_write_restart_unless_a_complete_run_names_them() -> None:
@@ -633,13 +633,13 @@ def test_the_operators_own_configmap_gets_the_key_and_keeps_its_default() -> Non
     result = enable(cluster, ["gpu-node"], configmap_name="operator-config")
     assert result.refusals == []
     [update] = result.changes["configmap"]
-    assert update["action"] == "merge"
-    assert set(update["body"]["data"]) == {"shared", "default"}
-    assert update["body"]["metadata"]["annotations"] == {"gpushare.io/managed-keys": "default,shared"}
+    assert update.action == "merge"
+    assert set(update.body["data"]) == {"shared", "default"}
+    assert update.body["metadata"]["annotations"] == {"gpushare.io/managed-keys": "default,shared"}
     assert result.changes["clusterpolicy"] == []  # already points there, its default stays
-    assert Record.of(result.changes["record"][0]["body"]).intent.keys_added == ["default", "shared"]
-    assert "configmap.yaml" in result.changes["record"][0]["body"]["data"]
-    assert result.backup_file == "" and Record.of(result.changes["record"][0]["body"]).backup_file == ""
+    assert Record.of(result.changes["record"][0].body).intent.keys_added == ["default", "shared"]
+    assert "configmap.yaml" in result.changes["record"][0].body["data"]
+    assert result.backup_file == "" and Record.of(result.changes["record"][0].body).backup_file == ""
 
 
 def test_under_on_delete_the_first_trial_restarts_the_target_and_waits_for_no_roll() -> None:

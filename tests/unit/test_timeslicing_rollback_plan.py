@@ -75,13 +75,13 @@ def test_the_last_shared_node_is_rolled_back_and_the_cluster_with_it() -> None:
     assert policy["spec"] == {**cluster["clusterpolicy"]["spec"], "devicePlugin": policy["spec"]["devicePlugin"]}
     assert result.expected["clusterpolicy"] == {NAME: "", DEFAULT: ""}
 
-    assert result.changes["configmap"] == [{
+    assert [c.as_dict() for c in result.changes["configmap"]] == [{
         "action": "delete", "kind": "ConfigMap", "name": CONFIGMAP, "namespace": NAMESPACE,
         "preconditions": {"uid": f"uid-{CONFIGMAP}"},
         "why": "delete the ConfigMap the enable runbook created, nothing uses it any more"}]
-    assert [c["name"] for c in result.changes["records"]] == [ENABLE_RECORD]
-    assert result.changes["records"][0]["body"]["metadata"]["annotations"]["gpushare.io/state"] == "rolled-back"
-    rollback_record = Record.of(result.changes["record"][0]["body"])
+    assert [c.name for c in result.changes["records"]] == [ENABLE_RECORD]
+    assert result.changes["records"][0].body["metadata"]["annotations"]["gpushare.io/state"] == "rolled-back"
+    rollback_record = Record.of(result.changes["record"][0].body)
     assert rollback_record.intent.nodes == ["gpu-node"] and rollback_record.clusterpolicy_backup is not None
     assert "evict 1 shared pod(s) (team-a/trainer-5d4f7b9c8-aaaaa)" in result.lines[1]
 
@@ -102,12 +102,12 @@ def test_only_the_fields_the_enable_changed_are_restored() -> None:
                     backup=clusterpolicy("", "all-off"))
     cluster = enabled_read(policy=clusterpolicy(CONFIGMAP, "all-off"), configmaps=[own, enable])
     result = roll_back(cluster, ["gpu-node"])
-    ops = result.changes["clusterpolicy"][0]["body"]
+    ops = result.changes["clusterpolicy"][0].body
     assert {op["path"] for op in ops} == {NAME}
     assert applied(cluster["clusterpolicy"], result.changes["clusterpolicy"])["spec"]["devicePlugin"]["config"] == {
         "name": "", "default": "all-off"}
     # not created by the runbook: only the key it added goes
-    assert result.changes["configmap"] == [{
+    assert [c.as_dict() for c in result.changes["configmap"]] == [{
         "action": "merge", "kind": "ConfigMap", "name": CONFIGMAP, "namespace": NAMESPACE,
         "body": {"data": {"shared": None}, "metadata": {"annotations": {"gpushare.io/managed-keys": None}}},
         "why": "remove the key(s) shared the enable runbook added"}]
@@ -131,7 +131,7 @@ def test_a_trials_rollback_keeps_the_cluster_prepared() -> None:
     result = roll_back(prepared_then_trial(), ["gpu-node"])
     assert result.refusals == [] and result.nodes == ["gpu-node"]
     assert not result.rolls_fleet and result.changes["clusterpolicy"] == [] and result.changes["configmap"] == []
-    assert [c["name"] for c in result.changes["records"]] == [ENABLE_RECORD]  # the prepare record stays live
+    assert [c.name for c in result.changes["records"]] == [ENABLE_RECORD]  # the prepare record stays live
     assert any(f"The cluster stays prepared for trials (prepare record {PREPARE_RECORD}" in n and
                "-e timeslicing_rollback_unprepare=true" in n for n in result.notes)
 
@@ -151,7 +151,7 @@ def test_removing_the_toleration_a_trial_added_rolls_every_operand(auto_upgrade:
     cluster["daemonsets"].append(daemonset("nvidia-device-plugin-mps-control-daemon", updated=0, desired=0))
     result = roll_back(cluster, ["gpu-node"], pool_taint_key="gpu-mode")  # the trial's pool taint
     assert result.refusals == [] and result.rolls_fleet and not result.restores_config
-    assert {op["path"] for op in result.changes["clusterpolicy"][0]["body"]} == {TOLERATIONS}
+    assert {op["path"] for op in result.changes["clusterpolicy"][0].body} == {TOLERATIONS}
     [roll] = [line for line in result.lines if line.startswith("  the operator re-renders")]
     assert roll.startswith("  the operator re-renders these DaemonSets, whose pods restart one node at a time: "
                            "gpu-feature-discovery on 3 GPU nodes, nvidia-device-plugin-daemonset on 3 GPU nodes; "
@@ -172,8 +172,8 @@ def test_undoing_the_preparation_too_restores_the_clusterpolicy_and_deletes_the_
     assert result.refusals == [] and result.rolls_fleet
     assert applied(cluster["clusterpolicy"], result.changes["clusterpolicy"])["spec"]["devicePlugin"]["config"] == {
         "name": "", "default": ""}
-    assert [c["action"] for c in result.changes["configmap"]] == ["delete"]
-    assert sorted(c["name"] for c in result.changes["records"]) == [PREPARE_RECORD, ENABLE_RECORD]
+    assert [c.action for c in result.changes["configmap"]] == ["delete"]
+    assert sorted(c.name for c in result.changes["records"]) == [PREPARE_RECORD, ENABLE_RECORD]
     assert not any("stays prepared" in n for n in result.notes)
 
 
@@ -186,7 +186,7 @@ def test_a_field_someone_changed_since_is_refused_unless_confirmed() -> None:
 
     confirmed = roll_back(cluster, ["gpu-node"], confirm_overwrite=True)
     assert confirmed.refusals == []
-    assert {"op": "test", "path": DEFAULT, "value": "tuned-by-alice"} in confirmed.changes["clusterpolicy"][0]["body"]
+    assert {"op": "test", "path": DEFAULT, "value": "tuned-by-alice"} in confirmed.changes["clusterpolicy"][0].body
     assert applied(cluster["clusterpolicy"], confirmed.changes["clusterpolicy"])["spec"]["devicePlugin"]["config"] \
         == {"name": "", "default": ""}
 
@@ -194,7 +194,7 @@ def test_a_field_someone_changed_since_is_refused_unless_confirmed() -> None:
 def test_a_field_already_back_is_left_alone() -> None:
     cluster = enabled_read(policy=clusterpolicy(CONFIGMAP, ""))
     result = roll_back(cluster, ["gpu-node"])
-    assert [op["path"] for op in result.changes["clusterpolicy"][0]["body"]] == [NAME, NAME]
+    assert [op["path"] for op in result.changes["clusterpolicy"][0].body] == [NAME, NAME]
 
 
 def test_tolerations_the_enable_added_are_removed_or_put_back() -> None:
@@ -217,8 +217,8 @@ def test_a_configmap_the_enable_created_keeps_what_someone_else_added() -> None:
     cm["metadata"]["annotations"]["gpushare.io/managed-keys"] = "default,shared"
     result = roll_back(enabled_read(configmaps=[cm, *enabled_read()["records"]]), ["gpu-node"])
     [cleanup] = result.changes["configmap"]
-    assert cleanup["action"] == "merge"
-    assert cleanup["body"]["data"] == {"default": None, "shared": None}
+    assert cleanup.action == "merge"
+    assert cleanup.body["data"] == {"default": None, "shared": None}
 
 
 def test_the_configmap_stays_while_the_clusterpolicy_still_points_at_it() -> None:
@@ -229,7 +229,7 @@ def test_the_configmap_stays_while_the_clusterpolicy_still_points_at_it() -> Non
     result = roll_back(cluster, ["gpu-node"], backup="clusterpolicy-20261201T090000Z.yaml", backup_text=text)
     assert result.refusals == []
     [cleanup] = result.changes["configmap"]
-    assert cleanup["action"] == "merge" and cleanup["body"]["data"] == {"shared": None}
+    assert cleanup.action == "merge" and cleanup.body["data"] == {"shared": None}
 
 
 # ---- what stays: others still share, or nothing to do -------------------------------------------------
@@ -276,8 +276,8 @@ def test_an_enable_interrupted_before_any_node_is_undone_at_the_cluster_level() 
     assert any(n.startswith(f"An enable run was interrupted: record {interrupted}") for n in result.notes)
     assert result.lines[0] == "Plan: roll back time-slicing on no node (cluster-level cleanup only)"
     assert applied(cluster["clusterpolicy"], result.changes["clusterpolicy"]) == clusterpolicy()
-    assert result.changes["configmap"][0]["action"] == "delete"
-    assert [c["name"] for c in result.changes["records"]] == [interrupted]
+    assert result.changes["configmap"][0].action == "delete"
+    assert [c.name for c in result.changes["records"]] == [interrupted]
 
 
 @pytest.mark.parametrize(("backup", "backup_file", "where"), [
@@ -315,7 +315,7 @@ def test_the_fields_of_several_enable_runs_go_back_to_the_first_ones_original() 
                     nodes=["gpu-node"], fields=[FieldChange(DEFAULT, "default", "shared")])
     cluster = enabled_read(policy=clusterpolicy(CONFIGMAP, "shared"), configmaps=[managed_configmap(), first, second])
     result = roll_back(cluster, ["gpu-node"], confirm_cluster_scope=True)
-    ops = result.changes["clusterpolicy"][0]["body"]
+    ops = result.changes["clusterpolicy"][0].body
     assert {"op": "test", "path": DEFAULT, "value": "shared"} in ops
     assert applied(cluster["clusterpolicy"], result.changes["clusterpolicy"])["spec"]["devicePlugin"]["config"] == {
         "name": "", "default": ""}
@@ -325,7 +325,7 @@ def test_the_fields_of_several_enable_runs_go_back_to_the_first_ones_original() 
 def test_a_node_cordoned_by_the_operator_stays_cordoned() -> None:
     cluster = enabled_read(nodes=[shared_node("gpu-node", 1, unschedulable=True), node("gpu-node-2", 8)])
     result = roll_back(cluster, ["gpu-node"])
-    assert "unschedulable" not in result.changes["stop"][0].get("spec", {})
+    assert "unschedulable" not in (result.changes["stop"][0].body or {}).get("spec", {})
     final = applied(cluster["nodes"][0], result.changes["stop"] + result.changes["restore"]
                     + result.changes["uncordon"])
     assert Node(final).unschedulable
@@ -336,13 +336,13 @@ def test_a_node_this_runbook_cordoned_in_an_interrupted_run_is_uncordoned() -> N
     cordoned = shared_node("gpu-node", 1, unschedulable=True,
                            annotations={"gpushare.io/cordoned-by": "rollback-timeslicing"})
     result = roll_back(enabled_read(nodes=[cordoned, node("gpu-node-2", 8)]), ["gpu-node"])
-    assert result.changes["uncordon"][0]["body"]["spec"] == {"unschedulable": None}
+    assert result.changes["uncordon"][0].body["spec"] == {"unschedulable": None}
 
 
 def test_a_taint_the_node_had_before_the_enable_stays() -> None:
     own = enabled_read(nodes=[shared_node("gpu-node", 1, own_taint=True), node("gpu-node-2", 8)])
     result = roll_back(own, ["gpu-node"])
-    assert not any(c["action"] == "untaint" for c in result.changes["restore"])
+    assert not any(c.action == "untaint" for c in result.changes["restore"])
 
 
 @pytest.mark.parametrize(("annotation", "taint", "removed"), [
@@ -355,7 +355,7 @@ def test_which_pool_taints_go(annotation: dict[str, str], taint: dict[str, str],
     tainted = node("gpu-node", 1, replicas=2, labels={"nvidia.com/device-plugin.config": "shared"},
                    taints=[taint], annotations=annotation)
     result = roll_back(enabled_read(nodes=[tainted, shared_node("gpu-node-2", 8)]), ["gpu-node"])
-    untaints = [c for c in result.changes["restore"] if c["action"] == "untaint"]
+    untaints = [c for c in result.changes["restore"] if c.action == "untaint"]
     assert bool(untaints) is removed
 
 
@@ -497,7 +497,7 @@ def test_a_rollback_interrupted_before_marking_itself_complete_is_finished_by_it
     enable = record(ENABLE_RECORD, "enable-timeslicing", state="rolled-back", nodes=["gpu-node"])
     result = roll_back(read(configmaps=[left, enable]), ["gpu-node"])
     assert result.writes and "gpushare-run-rollback-20261201t093000z-0c0c" in [
-        c["name"] for c in result.changes["finish"]]
+        c.name for c in result.changes["finish"]]
 
 
 # ---- where a failed run stopped ----------------------------------------------------------------------------
@@ -545,7 +545,7 @@ def test_the_plan_is_made_at_its_moment() -> None:
     later = plan(ClusterState.of(enabled_read()), [], rollback_settings(), ["gpu-node"], {},
                  NOW + dt.timedelta(hours=1))
     assert later.record.startswith("gpushare-run-rollback-20261201t110000z-")
-    assert later.changes["finish"][0]["body"]["metadata"]["annotations"]["gpushare.io/finished-at"] == \
+    assert later.changes["finish"][0].body["metadata"]["annotations"]["gpushare.io/finished-at"] == \
         "2026-12-01T11:00:00Z"
 
 

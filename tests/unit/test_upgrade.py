@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gpushare.simulator import upgrade as u
+from gpushare_testbed.simulator import upgrade as u
 
 POLICY: dict[str, Any] = {"autoUpgrade": True, "maxParallelUpgrades": 1, "maxUnavailable": "25%"}
 

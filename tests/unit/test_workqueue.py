@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 from gpushare.polling import wait_for
-from gpushare.simulator.workqueue import WorkQueue
+from gpushare_testbed.simulator.workqueue import WorkQueue
 
 
 def drain(queue: WorkQueue) -> list[str]:

@@ -11,6 +11,7 @@ from gpushare.baseline.readings import gpu_nodes, nvidia_smi, pending_pods, rece
 from gpushare.baseline.report import summary_lines, to_markdown
 from gpushare.baseline.thresholds import load_thresholds
 from gpushare.baseline.workloads import parse_facts
+from gpushare.prometheus import InputError
 
 
 def baseline_facts_error(entries: Any) -> str:
@@ -26,7 +27,7 @@ def baseline_thresholds_error(path: str | None) -> str:
     """Why the thresholds file is refused ('' when it is fine, or none is given)."""
     try:
         load_thresholds(Path(path) if path else None)
-    except BaselineInputError as err:
+    except InputError as err:
         return str(err)
     return ""
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gpushare.prometheus import InputError
+
 EXIT_OK, EXIT_BAD_INPUT, EXIT_NO_DATA, EXIT_ABSENT = 0, 2, 4, 5
 CANDIDATE, NOT_CANDIDATE, INSUFFICIENT = "candidate", "not-candidate", "insufficient-data"
 MIN_REPLICAS = 2  # the device plugin refuses time-slicing with fewer replicas
@@ -18,7 +20,7 @@ def duration(seconds: int) -> str:
     return f"{seconds}s"
 
 
-class BaselineInputError(ValueError):
+class BaselineInputError(InputError):
     """Bad input: the message says what to fix (exit 2)."""
 
 

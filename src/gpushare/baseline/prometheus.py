@@ -1,21 +1,18 @@
-"""Reading the baseline's series from Prometheus (HTTP API, standard library only), all queries
-at once, and folding them into one GpuSeries per GPU or MIG instance."""
+"""Reading the baseline's series from Prometheus (gpushare.prometheus), all queries at once, and
+folding them into one GpuSeries per GPU or MIG instance."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from urllib.error import HTTPError, URLError
-from urllib.parse import urlencode
-from urllib.request import Request, urlopen
 
 from gpushare.baseline.model import BaselineInputError, GpuKey, GpuSeries, PrometheusUnavailable, Workload, duration
 from gpushare.baseline.queries import DEFAULT_QUERIES, render
 from gpushare.dcgm_labels import host_of
-from gpushare.prometheus_answer import MalformedAnswer, PrometheusError, Series, read
+from gpushare.prometheus import client as prometheus
+from gpushare.prometheus.answer import Series
 
 
 @dataclass(frozen=True)
@@ -27,39 +24,36 @@ class Plan:
 
 
 class Client:
+    """The baseline's queries: any failure but a refused query means the baseline cannot be read."""
+
     def __init__(self, url: str, timeout_s: float) -> None:
-        self.url = url.rstrip("/")
-        self.timeout_s = timeout_s
+        self.prometheus = prometheus.Client(url, timeout_s)
+        self.url = self.prometheus.url
 
     def query(self, key: str, promql: str, end: int, window_s: int, step_s: int | None) -> list[Series]:
         """Instant query at `end`, or range query over the window at `step_s`; every series with its points."""
-        if step_s is None:
-            path, form = "query", {"query": promql, "time": str(end)}
-        else:
-            first = end - (math.ceil(window_s / step_s) - 1) * step_s
-            path, form = "query_range", {"query": promql, "start": str(first), "end": str(end), "step": str(step_s)}
-        request = Request(f"{self.url}/api/v1/{path}", data=urlencode(form).encode())  # noqa: S310 - the operator's Prometheus
         try:
-            with urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310 - the operator's URL
-                body = json.load(response)
-        except HTTPError as err:
-            detail = _error_text(err)
-            if err.code in (400, 422):
+            if step_s is None:
+                kind, series = self.prometheus.instant(promql, end)
+            else:
+                first = end - (math.ceil(window_s / step_s) - 1) * step_s
+                kind, series = self.prometheus.range(promql, first, end, step_s)
+        except prometheus.HttpFailure as err:
+            if err.refused:
                 raise BaselineInputError(
-                    f"queries.{key}: Prometheus refused the query (HTTP {err.code}: {detail}); "
+                    f"queries.{key}: Prometheus refused the query (HTTP {err.code}: {err.detail}); "
                     "fix it in the thresholds file") from None
-            raise PrometheusUnavailable(f"Prometheus at {self.url} answered HTTP {err.code} to queries.{key}: {detail}") from None
-        except (URLError, OSError) as err:
             raise PrometheusUnavailable(
-                f"Prometheus at {self.url} did not answer ({getattr(err, 'reason', err)}); "
+                f"Prometheus at {self.url} answered HTTP {err.code} to queries.{key}: {err.detail}") from None
+        except prometheus.Unanswered as err:
+            raise PrometheusUnavailable(
+                f"Prometheus at {self.url} did not answer ({err.reason}); "
                 "check --prometheus and that the server runs") from None
-        except json.JSONDecodeError:
+        except prometheus.NotJson:
             raise PrometheusUnavailable(f"{self.url} did not answer with Prometheus JSON; check the URL") from None
-        try:
-            kind, series = read(body)
-        except PrometheusError as err:
+        except prometheus.Reported as err:
             raise BaselineInputError(f"queries.{key}: Prometheus reported an error: {err}") from None
-        except MalformedAnswer as err:
+        except prometheus.Malformed as err:
             raise PrometheusUnavailable(
                 f"queries.{key}: the answer of {self.url} is not a Prometheus query result ({err}); "
                 "check that --prometheus is Prometheus's URL") from None
@@ -135,9 +129,3 @@ def _workload(labels: dict[str, str], workload_labels: list[str]) -> Workload | 
 def _mean(a: float, b: float) -> float:
     return (a + b) / 2
 
-
-def _error_text(err: HTTPError) -> str:
-    try:
-        return str(json.load(err).get("error", err.reason))
-    except (json.JSONDecodeError, AttributeError, OSError):
-        return str(err.reason)

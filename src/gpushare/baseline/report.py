@@ -8,7 +8,7 @@ from typing import Any
 
 from gpushare.baseline.evaluate import Report, thresholds_dict
 from gpushare.baseline.model import CANDIDATE, INSUFFICIENT, NOT_CANDIDATE, GpuVerdict, duration
-from gpushare.gates.timespec import format_time
+from gpushare.prometheus.timespec import format_time
 from gpushare.table import render_table
 
 VERDICTS = (CANDIDATE, NOT_CANDIDATE, INSUFFICIENT)

@@ -31,7 +31,7 @@ from gpushare.baseline.model import (
 )
 from gpushare.baseline.mode import recommend
 from gpushare.baseline.workloads import match
-from gpushare.gates.timespec import format_time
+from gpushare.prometheus.timespec import format_time
 
 
 @dataclass

@@ -6,7 +6,7 @@ from typing import Any
 
 from gpushare import output_dir
 from gpushare.change_record import record, report
-from gpushare.plugins.filters import plain
+from gpushare.ansible_values import plain
 
 
 def change_record_directory(given: str, cwd: str) -> dict[str, str]:

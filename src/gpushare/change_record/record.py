@@ -10,7 +10,7 @@ from typing import Any
 
 from gpushare.clock import stamp, utc_now
 from gpushare.model.node import GPU, PRODUCT, SHARED, Node, Pool, fingerprint_changes
-from gpushare.release_gates.report import table
+from gpushare.gates.report import from_dict, to_table
 from gpushare.runbook.records import BACKUP_LABEL, Record
 
 NOT_EVALUATED = {"evaluated": False, "verdict": "not evaluated", "reason": "the run stopped before the gates",
@@ -154,7 +154,7 @@ def _gates_section(gates: dict[str, Any], hosts: list[str]) -> list[str]:
                          if gates.get("verdict") == "rollback" else "none; the trial may continue")
     return lines + [f"Verdict: **{gates['verdict']}** (`gpushare gate` exit status {gates.get('exit_code')}); "
                     f"action: {action}.", "", f"Command: `{gates.get('command', '')}`", "",
-                    "```", table(gates), "```", ""]
+                    "```", to_table(from_dict(gates)), "```", ""]
 
 
 def render(snapshot: dict[str, Any], after: dict[str, Any], check: dict[str, Any], gates: dict[str, Any] | None,

@@ -6,7 +6,7 @@ from typing import Any
 
 from gpushare.dra import readiness
 from gpushare.dra.settings import Settings
-from gpushare.plugins.filters import plain
+from gpushare.ansible_values import plain
 from gpushare.runbook.inputs import NOTHING
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from gpushare.prometheus import InputError
 from typing import Literal
 
 from gpushare.gates.queries import DEFAULT_QUERIES
@@ -16,7 +18,7 @@ EXIT_CODES: dict[Status, int] = {"continue": 0, "rollback": 3, "hold": 4}
 EXIT_BAD_INPUT = 2
 
 
-class GateInputError(ValueError):
+class GateInputError(InputError):
     """Metrics, thresholds or options the gates cannot use; the message says what to fix."""
 
 

@@ -1,4 +1,4 @@
-"""Gate observations from Prometheus instant queries (standard library HTTP only).
+"""Gate observations from Prometheus instant queries (gpushare.prometheus).
 
 The trial is `(trial_end - window, trial_end]`; the baseline is the `baseline_window` right
 before it. P99 and queue time are read once per latency window over the trial (a window without
@@ -10,19 +10,16 @@ not answer is asked once, and the report says so once (`Observations.error`).
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, replace
-from urllib.error import HTTPError, URLError
-from urllib.parse import urlencode
-from urllib.request import Request, urlopen
 
 from gpushare.dcgm_labels import host_of
 from gpushare.gates.inputs import COUNT_KEYS, CONTEXT_KEYS, WINDOW_KEYS
 from gpushare.gates.model import GateInputError, Observations, Side, Thresholds
 from gpushare.gates.queries import render
-from gpushare.gates.timespec import format_duration, format_time
-from gpushare.prometheus_answer import MalformedAnswer, PrometheusError, Series, read
+from gpushare.prometheus import client as prometheus
+from gpushare.prometheus.answer import Series
+from gpushare.prometheus.timespec import format_duration, format_time
 
 
 # What an empty answer may mean, where the operator can act on it.
@@ -58,42 +55,60 @@ class QueryPlan:
 
 
 class PrometheusClient:
-    """Instant queries against /api/v1/query; after one connection failure it stops trying."""
+    """Instant queries; after one connection failure it stops trying."""
 
     def __init__(self, url: str, timeout_s: float) -> None:
-        self.url = url.rstrip("/")
-        self.timeout_s = timeout_s
+        self.prometheus = prometheus.Client(url, timeout_s)
+        self.url = self.prometheus.url
         self.unreachable: str | None = None
 
     def value(self, query: str, at: float) -> float | None:
         """The single value of `query` at unix time `at`; None when it returns no series or NaN."""
-        return _single_value(self._answer(query, at))
+        return single_value(*self._answer(query, at))
 
     def series(self, query: str, at: float) -> list[Series]:
         """Every series of the instant `query` at unix time `at`."""
-        kind, found = _read(self._answer(query, at))
+        kind, found = self._answer(query, at)
         if kind != "vector":
             raise QueryError(f"returned a {kind}; write an instant vector query")
         return found
 
-    def _answer(self, query: str, at: float) -> object:
+    def _answer(self, query: str, at: float) -> tuple[str, list[Series]]:
         if self.unreachable:
             raise Unreachable()
-        form = urlencode({"query": query, "time": f"{at:.3f}"}).encode()
         try:
-            with urlopen(Request(f"{self.url}/api/v1/query", data=form), timeout=self.timeout_s) as response:  # noqa: S310 - the operator's Prometheus
-                body = json.load(response)
-        except HTTPError as err:
-            raise QueryError(f"Prometheus answered HTTP {err.code}: {_error_text(err)}") from None
-        except (URLError, OSError) as err:
+            return self.prometheus.instant(query, at)
+        except prometheus.Unanswered as err:
             self.unreachable = (
-                f"Prometheus at {self.url} did not answer ({getattr(err, 'reason', err)}): check the URL and "
+                f"Prometheus at {self.url} did not answer ({err.reason}): check the URL and "
                 "that Prometheus is running, then evaluate again; gates without data hold"
             )
             raise Unreachable() from None
-        except json.JSONDecodeError:
-            raise QueryError(f"{self.url} did not answer with Prometheus JSON; check the URL") from None
-        return body
+        except prometheus.QueryFailure as err:
+            raise query_error(err, self.url) from None
+
+
+def query_error(failure: prometheus.QueryFailure, url: str) -> QueryError:
+    """The gate's hold reason for a query that got no usable answer (but an answer)."""
+    if isinstance(failure, prometheus.HttpFailure):
+        return QueryError(f"Prometheus answered HTTP {failure.code}: {failure.detail}")
+    if isinstance(failure, prometheus.NotJson):
+        return QueryError(f"{url} did not answer with Prometheus JSON; check the URL")
+    if isinstance(failure, prometheus.Reported):
+        return QueryError(f"Prometheus reported an error: {failure}")
+    return QueryError(f"the answer is not a Prometheus query result ({failure}); check that the URL is Prometheus")
+
+
+def single_value(kind: str, found: list[Series]) -> float | None:
+    """The one value of an instant query's answer; None when it has no series or NaN."""
+    if kind not in ("vector", "scalar"):
+        raise QueryError(f"returned a {kind}; write an instant (vector or scalar) query")
+    if len(found) > 1:
+        raise QueryError(f"returned {len(found)} series; aggregate it to one with sum(), avg() or max()")
+    if not found:
+        return None
+    value = found[0][1][0][1]
+    return None if math.isnan(value) else value
 
 
 def collect(plan: QueryPlan, thresholds: Thresholds, client: PrometheusClient | None = None) -> Observations:
@@ -205,31 +220,3 @@ def _scale_counts(side: Side, factor: float) -> Side:
     scaled = {key: None if (v := getattr(side, key)) is None else v * factor for key in COUNT_KEYS}
     return replace(side, **scaled)
 
-
-def _read(body: object) -> tuple[str, list[Series]]:
-    try:
-        return read(body)
-    except PrometheusError as err:
-        raise QueryError(f"Prometheus reported an error: {err}") from None
-    except MalformedAnswer as err:
-        raise QueryError(
-            f"the answer is not a Prometheus query result ({err}); check that the URL is Prometheus") from None
-
-
-def _single_value(body: object) -> float | None:
-    kind, found = _read(body)
-    if kind not in ("vector", "scalar"):
-        raise QueryError(f"returned a {kind}; write an instant (vector or scalar) query")
-    if len(found) > 1:
-        raise QueryError(f"returned {len(found)} series; aggregate it to one with sum(), avg() or max()")
-    if not found:
-        return None
-    value = found[0][1][0][1]
-    return None if math.isnan(value) else value
-
-
-def _error_text(err: HTTPError) -> str:
-    try:
-        return str(json.load(err).get("error", err.reason))
-    except (json.JSONDecodeError, AttributeError, OSError):
-        return str(err.reason)

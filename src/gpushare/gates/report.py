@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from typing import Any
 
-from gpushare.gates.model import Report
+from gpushare.gates.model import GateResult, Report
 from gpushare.table import render_table, wrap
 
 WIDTH = 120
@@ -19,6 +20,12 @@ def to_json(report: Report) -> str:
         },
         indent=2,
     )
+
+
+def from_dict(data: dict[str, Any]) -> Report:
+    """A report as `to_json` wrote it, read back (extra keys, as the runbook adds, are ignored)."""
+    return Report(data["verdict"], tuple(GateResult(**gate) for gate in data.get("gates") or []),
+                  dict(data.get("source") or {}), data.get("error"))
 
 
 def to_table(report: Report) -> str:

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from string import Template
 
 from gpushare.gates.model import GateInputError, Thresholds
 from gpushare.gates.queries import DEFAULT_QUERIES, PLACEHOLDERS
-from gpushare.gates.timespec import parse_duration
-from gpushare.runbook.inputs import bounded_number, read_document
+from gpushare.prometheus.thresholds import Bounds, numbers, query_overrides, xid_required
+from gpushare.prometheus.timespec import parse_duration
+from gpushare.runbook.inputs import read_document
 
 _OF_HEADROOM = "a fraction between 0 and 1 of the room from the baseline's P99 to the SLO"
-# key -> (kind, lower bound, upper bound or None, help); required keys have no default in Thresholds.
-_FIELDS: dict[str, tuple[type, float, float | None, str]] = {
+# Required keys have no default in Thresholds.
+_FIELDS: dict[str, Bounds] = {
     "throughput_min_gain": (float, 0, None, "a fraction such as 0.10 for +10%"),
     "p99_slo_ms": (float, 0, None, "milliseconds, above 0"),
     "p99_breach_windows": (int, 1, None, "a whole number of windows, at least 1"),
@@ -56,51 +56,12 @@ def parse_thresholds(document: object) -> Thresholds:
     missing = [key for key in REQUIRED if key not in document]
     if missing:
         raise GateInputError(f"thresholds: missing key(s) {', '.join(missing)}; set the operator's SLO for each")
-    values: dict[str, object] = {key: _value(key, document[key]) for key in _FIELDS if key in document}
+    values: dict[str, object] = numbers(document, _FIELDS, GateInputError)
+    if values.get("p99_slo_ms") == 0:
+        raise GateInputError(f"thresholds: p99_slo_ms is {document['p99_slo_ms']!r}; expected {_FIELDS['p99_slo_ms'][3]}")
     if "xid_required" in document:
-        values["xid_required"] = xid_required(document["xid_required"])
+        values["xid_required"] = xid_required(document["xid_required"], GateInputError)
     if "latency_window" in document:
-        values["latency_window_s"] = parse_duration(document["latency_window"], "thresholds: latency_window")
-    return Thresholds(**values, queries=_queries(document.get("queries", {})))
-
-
-def xid_required(value: object) -> bool:
-    """`xid_required` of a thresholds file (the gates' and the baseline's): false says the exporter
-    does not collect DCGM_FI_DEV_XID_ERRORS, so no Xid series is not a reason to wait."""
-    if not isinstance(value, bool):
-        raise GateInputError(f"thresholds: xid_required is {value!r}; expected true or false "
-                             "(false only when the exporter does not collect DCGM_FI_DEV_XID_ERRORS)")
-    return value
-
-
-def _value(key: str, value: object) -> float | int:
-    kind, low, high, expected = _FIELDS[key]
-    if not bounded_number(value, kind, low, high) or (key == "p99_slo_ms" and value == 0):
-        raise GateInputError(f"thresholds: {key} is {value!r}; expected {expected}")
-    return kind(value)
-
-
-def _queries(overrides: object) -> dict[str, str]:
-    if not isinstance(overrides, dict):
-        raise GateInputError("thresholds: queries must map metric keys to PromQL strings")
-    unknown = sorted(str(key) for key in set(overrides) - set(DEFAULT_QUERIES))
-    if unknown:
-        raise GateInputError(
-            f"thresholds: unknown query key(s) {', '.join(unknown)}; expected {', '.join(DEFAULT_QUERIES)}"
-        )
-    for name, text in overrides.items():
-        if not isinstance(text, str) or not text.strip():
-            raise GateInputError(f"thresholds: queries.{name} must be a non-empty PromQL string")
-        _check_placeholders(name, text)
-    return {**DEFAULT_QUERIES, **overrides}
-
-
-def _check_placeholders(name: str, text: str) -> None:
-    """Reject an override that uses an unknown placeholder, before any query is sent."""
-    try:
-        Template(text).substitute({key: "" for key in PLACEHOLDERS})
-    except (KeyError, ValueError) as err:
-        raise GateInputError(
-            f"thresholds: queries.{name} uses an unknown placeholder ({err}); "
-            f"available: {', '.join('$' + p for p in PLACEHOLDERS)} (write $$ for a literal $)"
-        ) from None
+        values["latency_window_s"] = parse_duration(document["latency_window"], "thresholds: latency_window", GateInputError)
+    overrides = query_overrides(document.get("queries", {}), DEFAULT_QUERIES, PLACEHOLDERS, error=GateInputError)
+    return Thresholds(**values, queries={**DEFAULT_QUERIES, **overrides})

@@ -35,27 +35,39 @@ class Change:
     preconditions: dict[str, str] = field(default_factory=dict)  # delete/replace: uid and/or resourceVersion
     why: str = ""  # one line for the operator
 
+    def __post_init__(self) -> None:
+        if not (self.kind and self.name):
+            raise ValueError(f"a change needs a kind and a name: {self!r}")
+        if self.action not in ACTIONS:
+            raise ValueError(f"change action must be one of {', '.join(ACTIONS)}, got {self.action!r}")
+        if self.exists not in ("fail", "keep"):
+            raise ValueError(f"exists must be fail or keep, got {self.exists!r}")
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Change:
         if not isinstance(data, dict):
             raise ValueError(f"a change is a mapping, got {data!r}")
-        unknown = set(data) - {"action", "kind", "name", "namespace", "body", "exists", "preconditions", "why"}
+        unknown = set(data) - set(_FIELDS)
         if unknown:
             raise ValueError(f"unknown keys in change: {', '.join(sorted(unknown))}")
         missing = [k for k in ("action", "kind", "name") if not data.get(k)]
         if missing:
             raise ValueError(f"a change needs {', '.join(missing)}: {data!r}")
-        change = cls(**{k: v for k, v in data.items() if v is not None or k == "body"})
-        if change.action not in ACTIONS:
-            raise ValueError(f"change action must be one of {', '.join(ACTIONS)}, got {change.action!r}")
-        if change.exists not in ("fail", "keep"):
-            raise ValueError(f"exists must be fail or keep, got {change.exists!r}")
-        return change
+        return cls(**{k: v for k, v in data.items() if v is not None or k == "body"})
+
+    def as_dict(self) -> dict[str, Any]:
+        """The change as the plan hands it to Ansible (gpushare_apply reads it back with from_dict):
+        its fields, those left at their defaults omitted."""
+        return {name: getattr(self, name) for name, default in _FIELDS.items() if getattr(self, name) != default}
 
     @property
     def title(self) -> str:
         where = f"{self.namespace}/" if self.namespace else ""
         return f"{self.kind} {where}{self.name}"
+
+
+_FIELDS = {"action": "", "kind": "", "name": "", "namespace": None, "body": None, "exists": "fail", "preconditions": {},
+           "why": ""}
 
 
 @dataclass

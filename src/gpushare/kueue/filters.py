@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpushare.k8s.changes import Change
 from gpushare.kueue import capacity, render
 from gpushare.kueue.description import Description, DescriptionError, parse
 from gpushare.kueue.status import parse_time
@@ -41,11 +42,11 @@ def plan(description: dict[str, Any], resources: dict[str, Any], check_mode: boo
     missing = [name for name in render.namespaces(parsed) if name not in names]
     skip = set(missing) if check_mode else set()
     objects = [o for o in render.plan(render.kueue_objects(parsed), existing) if o["metadata"].get("namespace") not in skip]
-    return {"missing_namespaces": missing, "changes": render.changes(objects, existing, missing)}
+    return {"missing_namespaces": missing, "changes": [c.as_dict() for c in render.changes(objects, existing, missing)]}
 
 
 def writes(plan_: dict[str, Any], check_mode: bool) -> str:
-    return render.writes(plan_["changes"], check_mode)
+    return render.writes([Change.from_dict(c) for c in plan_["changes"]], check_mode)
 
 
 def report(description: dict[str, Any], cluster_queues: list[dict[str, Any]]) -> str:

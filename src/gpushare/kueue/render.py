@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from gpushare.k8s.changes import Change
 from gpushare.k8s.changes import LAST_APPLIED
 from gpushare.kueue.description import Description, Team
 from gpushare.kueue.kinds import API_VERSION, condition
@@ -103,27 +104,22 @@ def namespaces(description: Description) -> list[str]:
 
 
 def changes(planned: Iterable[dict[str, Any]], existing: Iterable[Mapping[str, Any]],
-            missing_namespaces: Iterable[str]) -> list[dict[str, Any]]:
-    """The writes, as gpushare_apply changes: each missing namespace created, then each planned object
-    created, or merge-patched from its last applied description as `kubectl apply` patches a custom
-    resource (a field dropped from the description is removed; fields others set are kept)."""
+            missing_namespaces: Iterable[str]) -> list[Change]:
+    """The writes: each missing namespace created, then each planned object created, or merge-patched
+    from its last applied description as `kubectl apply` patches a custom resource (a field dropped
+    from the description is removed; fields others set are kept)."""
     current = {_key(obj): obj for obj in existing}
-    out: list[dict[str, Any]] = [{"action": "create", "kind": "Namespace", "name": name, "exists": "keep",
-                                  "body": {"apiVersion": "v1", "kind": "Namespace",
-                                           "metadata": {"name": name, "labels": dict(MANAGED_BY)}},
-                                  "why": "a team's namespace"} for name in missing_namespaces]
+    out = [Change("create", "Namespace", name, exists="keep", why="a team's namespace",
+                  body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": dict(MANAGED_BY)}})
+           for name in missing_namespaces]
     for obj in planned:
         meta = obj["metadata"]
         applied = {**obj, "metadata": {**meta, "annotations": {LAST_APPLIED: json.dumps(obj, sort_keys=True)}}}
-        change = {"kind": obj["kind"], "name": meta["name"], "namespace": meta.get("namespace"),
-                  "why": "as the description says"}
         actual = current.get(_key(obj))
-        if actual is None:
-            out.append({**change, "action": "create", "body": applied})
-            continue
-        last = (actual["metadata"].get("annotations") or {}).get(LAST_APPLIED)
-        out.append({**change, "action": "merge", "body": merge_patch_from(json.loads(last) if last else {}, applied,
-                                                                            actual)})
+        last = None if actual is None else (actual["metadata"].get("annotations") or {}).get(LAST_APPLIED)
+        action, body = ("create", applied) if actual is None else (
+            "merge", merge_patch_from(json.loads(last) if last else {}, applied, actual))
+        out.append(Change(action, obj["kind"], meta["name"], meta.get("namespace"), body, why="as the description says"))
     return out
 
 
@@ -195,9 +191,9 @@ def not_ready(description: Description, cluster_queues: Iterable[Mapping[str, An
     return problems
 
 
-def writes(changes: Iterable[Mapping[str, Any]], check_mode: bool) -> str:
-    """One line: what this run writes (or would write, in check mode), from its gpushare_apply changes."""
-    names = [f"{c['kind']} {c['namespace'] + '/' if c.get('namespace') else ''}{c['name']}" for c in changes]
+def writes(changes: Iterable[Change], check_mode: bool) -> str:
+    """One line: what this run writes (or would write, in check mode)."""
+    names = [c.title for c in changes]
     if not names:
         return "Nothing to change: the queues are as described."
     return f"{'CHECK MODE, nothing was changed. Would write' if check_mode else 'Written'}: {', '.join(names)}."

@@ -7,11 +7,8 @@ import datetime as dt
 import sys
 from pathlib import Path
 
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-
-from gpushare.kube import api_client
-from gpushare.kueue.kinds import GROUP, PLURALS, VERSION
+from gpushare.k8s.session import KindNotServed, Session
+from gpushare.kueue.kinds import GROUP, VERSION
 from gpushare.kueue.status import HEADERS, queue_statuses, rows
 from gpushare.table import render_table
 
@@ -31,16 +28,13 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    custom = client.CustomObjectsApi(api_client(args.kubeconfig, args.context))
+    session = Session(args.kubeconfig, args.context)
     try:
-        listed = {kind: custom.list_cluster_custom_object(GROUP, VERSION, PLURALS[kind])["items"]
-                  for kind in ("ClusterQueue", "LocalQueue", "Workload")}
-    except ApiException as err:
-        if err.status == 404:
-            print(f"error: this cluster serves no {GROUP}/{VERSION} queues: Kueue is not installed. "
-                  "Install Kueue v0.17.0 (the embedded cluster starts it unless `--without kueue`).", file=sys.stderr)
-            return 1
-        raise
+        listed = {kind: session.list(kind) for kind in ("ClusterQueue", "LocalQueue", "Workload")}
+    except KindNotServed:
+        print(f"error: this cluster serves no {GROUP}/{VERSION} queues: Kueue is not installed. "
+              "Install Kueue v0.17.0 (the embedded cluster starts it unless `--without kueue`).", file=sys.stderr)
+        return 1
     if not listed["ClusterQueue"]:
         print("no ClusterQueues on this cluster; create them with playbooks/queue-backfill.yml")
         return 0

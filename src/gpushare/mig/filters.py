@@ -8,7 +8,7 @@ from typing import Any
 from gpushare.clock import stamp, utc_now
 from gpushare.mig import plan, report
 from gpushare.mig.settings import MigSettings
-from gpushare.plugins.filters import plain, read_resources
+from gpushare.ansible_values import plain, read_resources
 from gpushare.runbook.state import ClusterState
 
 

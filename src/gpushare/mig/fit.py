@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from gpushare.mig.hardware import Profile
+from gpushare.gpu_catalog import MigProfile
 
 WHOLE = "whole GPU"
 
@@ -81,15 +81,15 @@ def parse_workloads(raw: Any) -> tuple[list[Workload], list[str]]:
     return workloads, problems
 
 
-def holds(profile: Profile, workload: Workload) -> bool:
+def holds(profile: MigProfile, workload: Workload) -> bool:
     return profile.memory_mib >= workload.need_mib
 
 
-def _size(profile: Profile) -> tuple[int, int, str]:
+def _size(profile: MigProfile) -> tuple[int, int, str]:
     return profile.memory_mib, profile.compute_slices, profile.name
 
 
-def smallest_fit(workload: Workload, profiles: Iterable[Profile]) -> Profile | None:
+def smallest_fit(workload: Workload, profiles: Iterable[MigProfile]) -> MigProfile | None:
     """The smallest instance (memory, then compute) that holds the workload; None when none does."""
     return min((p for p in profiles if holds(p, workload)), key=_size, default=None)
 
@@ -103,7 +103,7 @@ class Placement:
         return sum(self.placed.values(), Counter())
 
 
-def place(workloads: list[Workload], pool: Counter[str], profiles: dict[str, Profile]) -> Placement:
+def place(workloads: list[Workload], pool: Counter[str], profiles: dict[str, MigProfile]) -> Placement:
     """Every replica, largest need first, on the smallest free instance that holds it. A replica can
     use every instance at least as large as it needs, so these choices are nested and this greedy
     order places as many replicas as any placement can."""
@@ -120,7 +120,7 @@ def place(workloads: list[Workload], pool: Counter[str], profiles: dict[str, Pro
     return Placement(placed, +free)
 
 
-def room_left(workload: Workload, free: Counter[str], profiles: dict[str, Profile]) -> int:
+def room_left(workload: Workload, free: Counter[str], profiles: dict[str, MigProfile]) -> int:
     """How many more replicas of the workload the instances left could take."""
     return sum(n for k, n in free.items() if holds(profiles[k], workload))
 
@@ -130,7 +130,7 @@ class Fit:
     """The planner's answer for one node and one layout."""
 
     workloads: list[Workload]
-    profiles: dict[str, Profile]  # every instance kind of before and after, by name
+    profiles: dict[str, MigProfile]  # every instance kind of before and after, by name
     before: Counter[str] | None  # None: unknown (the MIG manager has not applied the current config)
     after: Counter[str]
     placement: Placement
@@ -174,6 +174,6 @@ class Fit:
         return rows
 
 
-def fit(workloads: list[Workload], profiles: dict[str, Profile], before: Counter[str] | None,
+def fit(workloads: list[Workload], profiles: dict[str, MigProfile], before: Counter[str] | None,
         after: Counter[str]) -> Fit:
     return Fit(workloads, profiles, before, after, place(workloads, after, profiles))

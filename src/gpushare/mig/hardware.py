@@ -1,8 +1,8 @@
-"""What the runbook knows of MIG-capable GPUs, read from gpushare.gpu_catalog: the PCI device IDs
-mig-parted's `device-filter` matches (per GFD product label), and each profile's compute slices,
-memory, memory slices and most instances per GPU. A profile the tables do not know (a newer
-product, a `+me` media variant) is read from its name, with its memory taken as the decimal
-gigabytes the name says: never more than the real size, so a fit found with it holds."""
+"""What the runbook knows of MIG-capable GPUs, read from gpushare.gpu_catalog (its MigProfile is
+the one profile model): the PCI device IDs mig-parted's `device-filter` matches (per GFD product
+label), and each profile's compute slices, memory, memory slices and most instances per GPU. A profile the tables do
+not know (a newer product, a `+me` media variant) is read from its name, with its memory taken as
+the decimal gigabytes the name says: never more than the real size, so a fit found with it holds."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from gpushare.gpu_catalog import PRODUCTS
+from gpushare.gpu_catalog import PRODUCTS, MigProfile
 
 PROFILE_NAME = re.compile(r"^(?P<compute>\d+)g\.(?P<gb>\d+)gb(?P<variant>[+-].+)?$")
 MIB_PER_GB = 1e9 / 2**20
@@ -18,26 +18,12 @@ MIB_PER_GB = 1e9 / 2**20
 KNOWN_PROFILES = frozenset(p for product in PRODUCTS.values() for p in product.mig_profiles)
 
 
-@dataclass(frozen=True)
-class Profile:
-    name: str
-    compute_slices: int
-    memory_mib: int
-    max_per_gpu: int | None  # None: not known for this product
-    exact: bool  # from the product's table; else read from the name (memory a lower bound)
-    memory_slices: int | None = None  # of the product's eight; None: not known (not exact)
-
-    @property
-    def memory_gib(self) -> float:
-        return self.memory_mib / 1024
-
-
-def from_name(name: str) -> Profile | None:
+def from_name(name: str) -> MigProfile | None:
     """A profile as its name describes it: `<compute>g.<memory>gb[+variant]`; None if it is not one."""
     match = PROFILE_NAME.match(name)
     if not match:
         return None
-    return Profile(name, int(match["compute"]), math.floor(int(match["gb"]) * MIB_PER_GB), None, False)
+    return MigProfile(name, int(match["compute"]), math.floor(int(match["gb"]) * MIB_PER_GB), None, False)
 
 
 def base_name(name: str) -> str:
@@ -53,20 +39,20 @@ class GpuModel:
     product: str
     device_ids: tuple[str, ...]  # empty: unknown, so a device-filter cannot be judged
     memory_mib: int  # 0: unknown
-    table: dict[str, Profile]  # exact profiles; empty when the product is not in the tables
+    table: dict[str, MigProfile]  # exact profiles; empty when the product is not in the tables
 
     @property
     def known(self) -> bool:
         return bool(self.table)
 
-    def profile(self, name: str) -> Profile | None:
+    def profile(self, name: str) -> MigProfile | None:
         """The exact profile, else (a variant of a known one) its memory, else what the name says."""
         if name in self.table:
             return self.table[name]
         guess = from_name(name)
         base = self.table.get(base_name(name))
         if guess is not None and base is not None:
-            return Profile(name, base.compute_slices, base.memory_mib, None, False)
+            return MigProfile(name, base.compute_slices, base.memory_mib, None, False)
         return guess
 
     def foreign(self, name: str) -> bool:
@@ -80,6 +66,4 @@ def model(product: str, memory_mib: int = 0) -> GpuModel:
     catalog = PRODUCTS.get(product)
     if catalog is None:
         return GpuModel(product, (), memory_mib, {})
-    table = {name: Profile(name, p.compute_slices, p.memory_mib, p.max_per_gpu, True, p.memory_slices)
-             for name, p in catalog.mig_profiles.items()}
-    return GpuModel(product, catalog.pci_device_ids, catalog.memory_mib or memory_mib, table)
+    return GpuModel(product, catalog.pci_device_ids, catalog.memory_mib or memory_mib, dict(catalog.mig_profiles))

@@ -11,12 +11,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpushare.k8s.changes import Change
 from gpushare import mig_layout
 from gpushare.clock import parse_time
 from gpushare.mig import parted
 from gpushare.mig.checks import stuck
 from gpushare.mig.fit import WHOLE, Fit, fit, smallest_fit
-from gpushare.mig.hardware import GpuModel, Profile, model
+from gpushare.gpu_catalog import MigProfile
+from gpushare.mig.hardware import GpuModel, model
 from gpushare.mig.settings import ENABLE, MARK, ROLLBACK, RUNBOOKS, Mark, MigSettings
 from gpushare.mig_layout import Layout
 from gpushare.mig_parted_config import MigConfigError, MigConfigSpec, parse_configs, yaml_key
@@ -88,10 +90,10 @@ def _pool(layout: Layout) -> Counter[str]:
     return mig_layout.instances(layout) + Counter({WHOLE: mig_layout.whole_gpus(layout)})
 
 
-def _profiles(gpu: GpuModel, memory_mib: int, layouts: list[Layout | None]) -> dict[str, Profile]:
+def _profiles(gpu: GpuModel, memory_mib: int, layouts: list[Layout | None]) -> dict[str, MigProfile]:
     names = {p for layout in layouts if layout for g in layout if g for p in g}
     found = {name: gpu.profile(name) for name in names}
-    return {WHOLE: Profile(WHOLE, 7, memory_mib, 1, True), **{k: v for k, v in found.items() if v is not None}}
+    return {WHOLE: MigProfile(WHOLE, 7, memory_mib, 1, True), **{k: v for k, v in found.items() if v is not None}}
 
 
 def _physical_gpus(node: Node, mark: Mark | None, configs: dict[str, list[MigConfigSpec]]) -> int | None:
@@ -352,7 +354,7 @@ def facts(node: Node) -> dict[str, Any]:
 
 
 def _changes(state: ClusterState, settings: MigSettings, plans: list[NodePlan], record: str,
-             invocation: dict[str, str], now: dt.datetime) -> dict[str, list[dict[str, Any]]]:
+             invocation: dict[str, str], now: dt.datetime) -> dict[str, list[Change]]:
     saved = {p.name: _kept(state.nodes[p.name]) for p in plans}
     intent = Intent(settings.runbook, [p.name for p in plans], node_labels=saved)
     cordon, reconfigure, uncordon = [], [], []
@@ -364,35 +366,31 @@ def _changes(state: ClusterState, settings: MigSettings, plans: list[NodePlan], 
         if p.cordon:
             body["spec"] = {"unschedulable": True}
             body["metadata"]["annotations"][CORDONED_BY] = settings.runbook
-        cordon.append({"action": "merge", "kind": "Node", "name": p.name, "body": body,
-                       "why": "stop new pods on the node (only if schedulable) and record its MIG config before"})
+        cordon.append(Change("merge", "Node", p.name, body=body, why="stop new pods on the node (only if schedulable) and record its MIG config before"))
         if p.relabel:
-            reconfigure.append({"action": "merge", "kind": "Node", "name": p.name,
-                                "body": {"metadata": {"labels": {MIG_CONFIG: p.config}}},
-                                "why": f"ask the MIG manager for {p.config}"})
+            reconfigure.append(Change("merge", "Node", p.name, body={"metadata": {"labels": {MIG_CONFIG: p.config}}},
+                                      why=f"ask the MIG manager for {p.config}"))
         finish: dict[str, Any] = {"metadata": {"annotations": {CORDONED_BY: None} if p.cordon else {}}}
         if p.cordon:
             finish["spec"] = {"unschedulable": None}
         if settings.runbook == ROLLBACK:
             finish["metadata"]["annotations"][MARK] = None
         if finish.get("spec") or finish["metadata"]["annotations"]:
-            uncordon.append({"action": "merge", "kind": "Node", "name": p.name, "body": finish,
-                             "why": "uncordon (only what the MIG runbooks cordoned)"})
+            uncordon.append(Change("merge", "Node", p.name, body=finish, why="uncordon (only what the MIG runbooks cordoned)"))
     names = {p.name for p in plans}
     earlier = [r for r in state.records if r.runbook in RUNBOOKS and r.state == "in-progress" and set(r.intent.nodes) & names]
     undone = ([r for r in state.records if r.runbook == ENABLE and r.state in ("in-progress", "complete")
                and set(r.intent.nodes) <= names] if settings.runbook == ROLLBACK else [])
-    finished = [{"action": "merge", "kind": "ConfigMap", "name": r.name, "namespace": settings.records_namespace,
-                 "body": state_patch("rolled-back" if r in undone else "complete", now),
-                 "why": "the enable is rolled back" if r in undone else "the interrupted run is finished by this one"}
+    finished = [Change("merge", "ConfigMap", r.name, namespace=settings.records_namespace, body=state_patch("rolled-back" if r in undone else "complete", now),
+                       why="the enable is rolled back" if r in undone else "the interrupted run is finished by this one")
                 for r in earlier + [u for u in undone if u not in earlier]]
     return {
-        "record": [{"action": "create", "kind": "ConfigMap", "name": record, "namespace": settings.records_namespace,
-                    "body": new_record(record, settings.records_namespace, intent, None, now, invocation),
-                    "why": "record the run and the node labels it changes"}],
+        "record": [Change("create", "ConfigMap", record, namespace=settings.records_namespace,
+                          body=new_record(record, settings.records_namespace, intent, None, now, invocation),
+                          why="record the run and the node labels it changes")],
         "cordon": cordon, "reconfigure": reconfigure, "uncordon": uncordon,
-        "finish": finished + [{"action": "merge", "kind": "ConfigMap", "name": record, "namespace": settings.records_namespace,
-                               "body": state_patch("complete", now), "why": "mark the run complete"}],
+        "finish": finished + [Change("merge", "ConfigMap", record, namespace=settings.records_namespace, body=state_patch("complete", now),
+                                     why="mark the run complete")],
     }
 
 

@@ -5,11 +5,8 @@ config readers, drain a node."""
 
 from __future__ import annotations
 
-import getpass
 import json
 import os
-import shlex
-import sys
 import time
 from importlib import import_module
 from pathlib import Path
@@ -21,6 +18,7 @@ from ansible.module_utils.errors import UnsupportedError
 from ansible.plugins.action import ActionBase
 
 from gpushare import yamltext
+from gpushare.ansible_values import invocation
 from gpushare.dra import probe
 from gpushare.dra.settings import Settings
 from gpushare.k8s.changes import Change, ChangeFailed, Outcome, apply_changes, diffs
@@ -31,7 +29,6 @@ from gpushare.model.node import packed, trimmed
 from gpushare.output_dir import refuse_link, write_new_file
 from gpushare.plugins.checks import CHECKS
 from gpushare.polling import DeadEnd, pauses
-from gpushare.redact import command_line
 from gpushare.runbook.records import bookkeeping
 
 
@@ -71,15 +68,6 @@ def validated(action: ActionBase, spec: dict[str, Any]) -> dict[str, Any]:
         problems = [f"unknown argument {e}" if isinstance(e, UnsupportedError) else f"{e}." for e in checked.errors.errors]
         raise AnsibleActionFail(f"{action._task.action}: {' '.join(problems)}")  # noqa: SLF001
     return checked.validated_parameters
-
-
-def invocation() -> dict[str, str]:
-    """The command line as typed (this process is ansible-playbook or its forked worker), the values of
-    `-e` variables other than the runbooks' documented inputs redacted, and the user."""
-    argv = command_line(list(sys.argv))
-    if argv:
-        argv[0] = Path(argv[0]).name
-    return {"command": shlex.join(argv), "user": os.environ.get("USER") or getpass.getuser()}
 
 
 class KubeAction(ActionBase):

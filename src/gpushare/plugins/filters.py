@@ -1,49 +1,15 @@
-"""The filters every runbook role shares (the lock, output paths, problem nodes) and the helpers
-every role's filters use (plain, read_resources); each role's own filters live in its package."""
+"""The filters every runbook role shares (the lock, output paths, problem nodes); each role's own
+filters live in its package, and the helpers they all use in gpushare.ansible_values."""
 
 from __future__ import annotations
 
 import os
 from typing import Any
 
-from ansible.template import is_trusted_as_template
-
+from gpushare.ansible_values import plain
 from gpushare.clock import utc_now
 from gpushare.output_dir import directory, output_path
 from gpushare.runbook import lock
-
-
-# Exactly these types carry no Ansible tag (a tagged value is an instance of a subclass), so they
-# are neither trusted templates nor in need of a copy.
-UNTAGGED = frozenset({str, int, float, bool, type(None)})
-
-
-def plain(value: Any) -> Any:
-    """Ansible's values as plain Python data (what the models and yaml expect). A string Ansible
-    trusts as a template is rendered; the rest is copied as stored, without rendering each value
-    through Ansible's lazy containers: on a 500-node read that rendering took most of a run."""
-    if type(value) in UNTAGGED:
-        return value
-    non_lazy = getattr(value, "_non_lazy_copy", None)  # ansible-core's lazy dict and list
-    raw = non_lazy() if non_lazy is not None else value
-    if isinstance(raw, dict):
-        return {str(k): plain(value[k] if _template(v) else v) for k, v in raw.items()}
-    if isinstance(raw, (list, tuple)):
-        return [plain(value[i] if _template(v) else v) for i, v in enumerate(raw)]
-    for native in (str, bool, int, float):  # tagged subclasses as the plain type
-        if isinstance(raw, native):
-            return native(raw)
-    return raw
-
-
-def _template(value: Any) -> bool:
-    return type(value) not in UNTAGGED and is_trusted_as_template(value)
-
-
-def read_resources(read: dict[str, Any]) -> dict[str, Any]:
-    """What a gpushare_read of a phase found, as ClusterState.of takes it."""
-    return {**(read.get("resources") or {}), "not_served": read.get("not_served") or [],
-            "nodes_version": (read.get("versions") or {}).get("nodes", "")}
 
 
 def gpushare_problem_nodes(problems: list[str], nodes: list[str]) -> list[str]:
@@ -58,7 +24,7 @@ def gpushare_lock(read: dict[str, Any], runbook: str, name: str, namespace: str,
     now = utc_now()
     holder = lock.holder_identity(runbook, now, os.getppid())
     return {"refusal": lock.refusal(lease, name, namespace, now), "holder": holder,
-            "take": [lock.take(lease, name, namespace, holder, int(duration), now)]}
+            "take": [lock.take(lease, name, namespace, holder, int(duration), now).as_dict()]}
 
 
 def gpushare_output_path(given: str | None, subdir: str) -> str:

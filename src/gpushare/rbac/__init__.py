@@ -11,12 +11,11 @@ from typing import Any
 
 import yaml
 
-from gpushare.binaries import REPO_ROOT
+from gpushare.collection_root import COLLECTION_ROOT
 from gpushare.polling import WaitTimeout, wait_for
-from gpushare.processes import ComponentError
 from gpushare.runbook.inputs import DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY, is_system_namespace
 
-MANIFESTS = REPO_ROOT / "deploy" / "rbac"
+MANIFESTS = COLLECTION_ROOT / "deploy" / "rbac"
 SERVICE_ACCOUNT_NAMESPACE = "gpushare-system"
 SERVICE_ACCOUNT = "gpushare-runbook"
 SERVICE_ACCOUNT_USER = f"system:serviceaccount:{SERVICE_ACCOUNT_NAMESPACE}:{SERVICE_ACCOUNT}"
@@ -32,7 +31,7 @@ WRITE_MODEL = "gpushare-write-model"
 CONFIGMAPS_POLICY = "gpushare-runbook-configmaps"
 
 
-class RbacError(ComponentError):
+class RbacError(RuntimeError):
     """deploy/rbac could not be read, rendered or applied; the message says why."""
 
 

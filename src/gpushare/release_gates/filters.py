@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpushare.plugins.filters import plain
+from gpushare.ansible_values import plain
 from gpushare.release_gates import plan, report
 
 

@@ -1,13 +1,12 @@
 """The release gates' report in the runbook: why the gate command gave no verdict, the verdict it
-printed (result), its table, and what the run does on that verdict (outcome)."""
+printed (result), and what the run does on that verdict (outcome). Its table is the gate command's
+own (gpushare.gates.report)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from gpushare.gates.model import GateResult, Report
-from gpushare.gates.report import to_table
 from gpushare.runbook.inputs import NOTHING, as_bool
 
 EXIT_VERDICTS = (0, 3, 4)  # continue, rollback, hold
@@ -36,17 +35,6 @@ def result(run: dict[str, Any], gates: dict[str, Any]) -> dict[str, Any]:
     report = json.loads(run["stdout"])
     return {**report, "evaluated": True, "exit_code": run["rc"], "command": " ".join(gates["argv"]),
             "thresholds": gates["thresholds"], "action": "none"}
-
-
-def report_of(result: dict[str, Any]) -> Report:
-    """The gate report a `release_gates_result` was printed from."""
-    return Report(result["verdict"], tuple(GateResult(**g) for g in result.get("gates") or []),
-                  dict(result.get("source") or {}), result.get("error"))
-
-
-def table(result: dict[str, Any]) -> str:
-    """The gate command's own table of this result."""
-    return to_table(report_of(result))
 
 
 def failing(result: dict[str, Any], status: str) -> str:

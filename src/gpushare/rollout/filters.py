@@ -7,8 +7,7 @@ import datetime as dt
 from typing import Any
 
 from gpushare.clock import utc_now
-from gpushare.plugins.actions import invocation
-from gpushare.plugins.filters import plain
+from gpushare.ansible_values import invocation, plain
 from gpushare.rollout import plan as planning
 from gpushare.rollout import progress as pr
 from gpushare.rollout import report
@@ -56,8 +55,9 @@ def rollout_record_update(record: dict[str, Any], event: str, step: str, details
         extra = settings.hold_interval
     valid = now + dt.timedelta(seconds=settings.lock_duration + extra)
     why = f"record {step or 'the rollout'}: {event}"
-    return pr.write_changes(settings.records_namespace, new, rec.holder, valid, report.change_record(new, rec.annotations),
-                            now, why)
+    changes = pr.write_changes(settings.records_namespace, new, rec.holder, valid, report.change_record(new, rec.annotations),
+                               now, why)
+    return [change.as_dict() for change in changes]
 
 
 def rollout_wait(record: dict[str, Any], step: str, what: str, inputs: dict[str, Any]) -> dict[str, Any]:

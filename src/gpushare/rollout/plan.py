@@ -9,6 +9,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from gpushare.k8s.changes import Change
 from gpushare.clock import parse_time, stamp
 from gpushare.model.node import Node
 from gpushare.rollout import progress as pr
@@ -25,7 +26,7 @@ class RolloutPlan(Plan):
     progress: pr.Progress | None = None
     prepare: bool = False
     holder: str = ""
-    take: list[dict[str, Any]] = field(default_factory=list)
+    take: list[Change] = field(default_factory=list)
     hosts: dict[str, list[Any]] = field(default_factory=lambda: {"widen": [], "serial": [], "raise": [], "undo": []})
     raise_steps: list[str] = field(default_factory=list)
     batch_steps: dict[str, str] = field(default_factory=dict)  # first host of a widen batch -> its step

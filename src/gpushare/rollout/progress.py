@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from gpushare.k8s.changes import Change
 from gpushare.bounded import load_json
 from gpushare.clock import parse_time, stamp
 from gpushare.k8s.patch import escape
@@ -149,12 +150,12 @@ def new_record_body(namespace: str, progress: Progress, holder: str, valid_until
 
 
 def take_changes(namespace: str, record: RolloutRecord | None, progress: Progress, holder: str, valid_until: dt.datetime,
-                 now: dt.datetime, invocation: dict[str, str], change_record: str, start_over: bool) -> list[dict[str, Any]]:
+                 now: dt.datetime, invocation: dict[str, str], change_record: str, start_over: bool) -> list[Change]:
     """The changes that make this run the rollout's holder: create the record; or, for a new
     rollout over a finished one, archive that one first; or take over the one it resumes."""
-    create = {"action": "create", "kind": "ConfigMap", "name": RECORD, "namespace": namespace,
-              "body": new_record_body(namespace, progress, holder, valid_until, now, invocation, change_record),
-              "why": "record the rollout (a second rollout cannot create it too)"}
+    create = Change("create", "ConfigMap", RECORD, namespace=namespace,
+                    body=new_record_body(namespace, progress, holder, valid_until, now, invocation, change_record),
+                    why="record the rollout (a second rollout cannot create it too)")
     if record is None:
         return [create]
     if start_over:
@@ -165,16 +166,15 @@ def take_changes(namespace: str, record: RolloutRecord | None, progress: Progres
                                "annotations": {**record.annotations, ARCHIVED: stamp(now)}}
         archive.setdefault("apiVersion", "v1")
         archive.setdefault("kind", "ConfigMap")
-        return [{"action": "create", "kind": "ConfigMap", "name": archive["metadata"]["name"], "namespace": namespace,
-                 "body": archive, "exists": "keep", "why": "keep the earlier rollout's record"},
-                {"action": "delete", "kind": "ConfigMap", "name": RECORD, "namespace": namespace,
-                 "preconditions": {"uid": metadata["uid"], "resourceVersion": metadata["resourceVersion"]},
-                 "why": "make room for the new rollout's record"}, create]
+        return [Change("create", "ConfigMap", archive["metadata"]["name"], namespace=namespace, body=archive, exists="keep",
+                       why="keep the earlier rollout's record"),
+                Change("delete", "ConfigMap", RECORD, namespace=namespace,
+                       preconditions={"uid": metadata["uid"], "resourceVersion": metadata["resourceVersion"]},
+                       why="make room for the new rollout's record"), create]
     ops = [{"op": "test", "path": _annotation(HOLDER), "value": record.holder},
            {"op": "add", "path": _annotation(HOLDER), "value": holder},
            {"op": "add", "path": _annotation(VALID_UNTIL), "value": stamp(valid_until)}]
-    return [{"action": "json", "kind": "ConfigMap", "name": RECORD, "namespace": namespace, "body": ops,
-             "why": "resume the rollout (this run holds its record now)"}]
+    return [Change("json", "ConfigMap", RECORD, namespace=namespace, body=ops, why="resume the rollout (this run holds its record now)")]
 
 
 def archive_name(record: RolloutRecord) -> str:
@@ -185,7 +185,7 @@ def archive_name(record: RolloutRecord) -> str:
 
 
 def write_changes(namespace: str, progress: Progress, holder: str, valid_until: dt.datetime, change_record: str,
-                  now: dt.datetime, why: str) -> list[dict[str, Any]]:
+                  now: dt.datetime, why: str) -> list[Change]:
     """One write of the progress, only while this run still holds the record."""
     ops: list[dict[str, Any]] = [
         {"op": "test", "path": _annotation(HOLDER), "value": holder},
@@ -196,7 +196,7 @@ def write_changes(namespace: str, progress: Progress, holder: str, valid_until: 
     if progress.outcome in FINAL:
         ops += [{"op": "add", "path": _annotation(STATE), "value": progress.outcome},
                 {"op": "add", "path": _annotation(FINISHED), "value": stamp(now)}]
-    return [{"action": "json", "kind": "ConfigMap", "name": RECORD, "namespace": namespace, "body": ops, "why": why}]
+    return [Change("json", "ConfigMap", RECORD, namespace=namespace, body=ops, why=why)]
 
 
 # ---- events ----------------------------------------------------------------------------------------

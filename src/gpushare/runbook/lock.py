@@ -13,6 +13,7 @@ import socket
 from pathlib import Path
 from typing import Any, Callable
 
+from gpushare.k8s.changes import Change
 from gpushare.clock import parse_time, stamp
 
 MICRO = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -114,7 +115,7 @@ def refusal(lease: dict[str, Any] | None, name: str, namespace: str, now: dt.dat
 
 
 def take(lease: dict[str, Any] | None, name: str, namespace: str, holder: str, duration_s: int,
-         now: dt.datetime) -> dict[str, Any]:
+         now: dt.datetime) -> Change:
     """The change that takes the lock (create, or replace an expired Lease at the version read)."""
     moment = now.strftime(MICRO)
     body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
@@ -122,13 +123,11 @@ def take(lease: dict[str, Any] | None, name: str, namespace: str, holder: str, d
             "spec": {"holderIdentity": holder, "acquireTime": moment, "renewTime": moment,
                      "leaseDurationSeconds": int(duration_s)}}
     if lease is None:
-        return {"action": "create", "kind": "Lease", "name": name, "namespace": namespace, "body": body,
-                "why": "take the runbook lock"}
+        return Change("create", "Lease", name, namespace=namespace, body=body, why="take the runbook lock")
     version = lease["metadata"]["resourceVersion"]
     body["metadata"]["resourceVersion"] = version
-    return {"action": "replace", "kind": "Lease", "name": name, "namespace": namespace, "body": body,
-            "preconditions": {"resourceVersion": version},
-            "why": f"take over the runbook lock of {_gone(status(lease, now))}"}
+    return Change("replace", "Lease", name, namespace=namespace, body=body, preconditions={"resourceVersion": version},
+                  why=f"take over the runbook lock of {_gone(status(lease, now))}")
 
 
 def _gone(current: dict[str, Any]) -> str:

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from gpushare.k8s.changes import Change
+
 
 @dataclass
 class Plan:
@@ -15,7 +17,7 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
-    changes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    changes: dict[str, list[Change]] = field(default_factory=dict)
     record: str = ""  # the run record, written before the first change
     expected: dict[str, Any] = field(default_factory=dict)
 
@@ -34,4 +36,6 @@ def _plain(value: Any) -> Any:
         return value.as_dict()
     if isinstance(value, list):
         return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
     return value

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpushare.plugins.filters import plain
+from gpushare.ansible_values import plain
 from gpushare.runbook.inputs import NOTHING
 from gpushare.share_check import plan as planning
 from gpushare.share_check import report

@@ -8,6 +8,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpushare.k8s.changes import Change
 from gpushare import device_plugin_config as dpc
 from gpushare.model.node import GPU, Node
 from gpushare.model.pods import Pod
@@ -177,29 +178,29 @@ def pod_spec(inputs: Inputs, check: NodeCheck, request: int) -> dict[str, Any]:
     }
 
 
-def _pod(inputs: Inputs, check: NodeCheck, name: str, role: str, request: int, why: str) -> dict[str, Any]:
+def _pod(inputs: Inputs, check: NodeCheck, name: str, role: str, request: int, why: str) -> Change:
     body = {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": inputs.namespace, "labels": labels(inputs, check, role),
                          "annotations": CREATED_BY},
             "spec": pod_spec(inputs, check, request)}
-    return {"action": "create", "kind": "Pod", "name": name, "namespace": inputs.namespace, "body": body, "why": why}
+    return Change("create", "Pod", name, namespace=inputs.namespace, body=body, why=why)
 
 
-def _deployment(inputs: Inputs, check: NodeCheck) -> dict[str, Any]:
+def _deployment(inputs: Inputs, check: NodeCheck) -> Change:
     pod_labels = labels(inputs, check, "replica")
     body = {"apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": check.deployment, "namespace": inputs.namespace,
                          "labels": {k: v for k, v in pod_labels.items() if k != ROLE_LABEL}, "annotations": CREATED_BY},
             "spec": {"replicas": check.replicas, "selector": {"matchLabels": pod_labels},
                      "template": {"metadata": {"labels": pod_labels}, "spec": pod_spec(inputs, check, 1)}}}
-    return {"action": "create", "kind": "Deployment", "name": check.deployment, "namespace": inputs.namespace,
-            "body": body, "why": f"{check.replicas} pods asking for 1 {check.resource} each"}
+    return Change("create", "Deployment", check.deployment, namespace=inputs.namespace, body=body,
+                  why=f"{check.replicas} pods asking for 1 {check.resource} each")
 
 
-def _removal(inputs: Inputs, checks: list[NodeCheck], ours: bool, why: str) -> list[dict[str, Any]]:
+def _removal(inputs: Inputs, checks: list[NodeCheck], ours: bool, why: str) -> list[Change]:
     if ours:
-        return [{"action": "delete", "kind": "Namespace", "name": inputs.namespace, "why": why}]
-    return [{"action": "delete", "kind": kind, "name": name, "namespace": inputs.namespace, "why": why}
+        return [Change("delete", "Namespace", inputs.namespace, why=why)]
+    return [Change("delete", kind, name, namespace=inputs.namespace, why=why)
             for c in checks for kind, name in (("Deployment", c.deployment), ("Pod", c.two), ("Pod", c.overflow))]
 
 
@@ -234,13 +235,10 @@ def plan(read: dict[str, Any], inputs: Inputs, targets: dict[str, str]) -> Share
             and not (o["kind"] == "Pod" and Pod(o).controller)]
     result.leftovers = bool(kept) or any(((p.get("metadata") or {}).get("labels") or {}).get(NODE_LABEL) in names
                                          for p in read.get("check_pods") or [])
-    prepare = [] if namespace else [{
-        "action": "create", "kind": "Namespace", "name": inputs.namespace, "why": "the share check's namespace",
-        "body": {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+    prepare = [] if namespace else [Change("create", "Namespace", inputs.namespace, body={"apiVersion": "v1", "kind": "Namespace", "metadata": {
             "name": inputs.namespace, "labels": {**inputs.namespace_labels, **MANAGED, **POD_SECURITY},
-            "annotations": CREATED_BY}}}]
-    prepare += [{"action": "delete", "kind": o["kind"], "name": o["metadata"]["name"], "namespace": inputs.namespace,
-                 "why": "an earlier check of this node, kept"} for o in kept]
+            "annotations": CREATED_BY}}, why="the share check's namespace")]
+    prepare += [Change("delete", o["kind"], o["metadata"]["name"], namespace=inputs.namespace, why="an earlier check of this node, kept") for o in kept]
     result.changes = {
         "prepare": prepare,
         "two": [_pod(inputs, c, c.two, "two", 2, "asks for 2: the device plugin must refuse it")

@@ -7,7 +7,7 @@ from typing import Any
 
 from gpushare.clock import utc_now
 from gpushare.model.node import unpacked
-from gpushare.plugins.filters import plain, read_resources
+from gpushare.ansible_values import plain, read_resources
 from gpushare.runbook import records
 from gpushare.runbook.state import ClusterState
 from gpushare.timeslicing import report

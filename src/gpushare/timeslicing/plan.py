@@ -10,6 +10,7 @@ from typing import Any
 from gpushare import device_plugin_config as dpc
 from gpushare import driver_upgrade as du
 from gpushare import mps
+from gpushare.k8s.changes import Change
 from gpushare.model.node import CONFIG_LABEL, MARK, Mark, Node
 from gpushare.model.operands import CONFIG_READERS, MPS
 from gpushare.model.taints import Taint, tolerated
@@ -178,7 +179,7 @@ def _key_users(state: ClusterState, settings: Settings, key: str) -> list[str]:
     return sorted(set(users))
 
 
-def _node_change(node: Node, settings: Settings, record: str) -> tuple[list[dict[str, Any]], bool]:
+def _node_change(node: Node, settings: Settings, record: str) -> tuple[list[Change], bool]:
     """The node's label/annotation merge patch and, when the pool taint is missing, the taint patch."""
     pool = settings.pool
     labels: dict[str, str] = {}
@@ -201,11 +202,9 @@ def _node_change(node: Node, settings: Settings, record: str) -> tuple[list[dict
             body["metadata"]["labels"] = labels
         if annotations:
             body["metadata"]["annotations"] = annotations
-        changes.append({"action": "merge", "kind": "Node", "name": node.name, "body": body,
-                        "why": "select the shared config and join the shared pool"})
+        changes.append(Change("merge", "Node", node.name, body=body, why="select the shared config and join the shared pool"))
     if add_taint:
-        changes.append({"action": "taint", "kind": "Node", "name": node.name, "body": pool.taint.as_dict(),
-                        "why": f"taint the shared pool ({pool.taint})"})
+        changes.append(Change("taint", "Node", node.name, body=pool.taint.as_dict(), why=f"taint the shared pool ({pool.taint})"))
     return changes, bool(existing and existing != pool.taint)
 
 
@@ -437,9 +436,8 @@ def _plan_changes(result: EnablePlan, state: ClusterState, settings: Settings, t
     intent of the interrupted run this one finishes (its record is `record`)."""
     cm = state.configmaps.get(settings.configmap)
     configmap_changes = _configmap_changes(state, settings, wanted)
-    policy_changes = ([{"action": "json", "kind": "ClusterPolicy", "name": settings.clusterpolicy,
-                        "body": field_ops(state.clusterpolicy or {}, wanted.field_changes),
-                        "why": "point the device plugin at the ConfigMap"}] if wanted.field_changes else [])
+    policy_changes = ([Change("json", "ClusterPolicy", settings.clusterpolicy, body=field_ops(state.clusterpolicy or {}, wanted.field_changes),
+                              why="point the device plugin at the ConfigMap")] if wanted.field_changes else [])
     node_changes, changing_nodes = _node_changes(result, state, settings, targets, record)
     restart = _restarts(state, settings, targets, wanted, bool(configmap_changes))
     result.restart_nodes = sorted(restart)
@@ -461,8 +459,7 @@ def _plan_changes(result: EnablePlan, state: ClusterState, settings: Settings, t
     result.changes = {
         "record": _record_changes(state, settings, record, intent, adopted, invocation, now, result.backup_file),
         "configmap": configmap_changes, "clusterpolicy": policy_changes, "nodes": node_changes,
-        "finish": [{"action": "merge", "kind": "ConfigMap", "name": record, "namespace": settings.records_namespace,
-                    "body": state_patch("complete", now), "why": "mark this run complete"}],
+        "finish": [Change("merge", "ConfigMap", record, namespace=settings.records_namespace, body=state_patch("complete", now), why="mark this run complete")],
     }
     result.expected = _expected(state, settings, wanted.affected, targets, result.rolls_fleet,
                                 driver_upgrades(state, wanted.field_changes))
@@ -470,34 +467,32 @@ def _plan_changes(result: EnablePlan, state: ClusterState, settings: Settings, t
                           cm is None, wanted.data)
 
 
-def _configmap_changes(state: ClusterState, settings: Settings, wanted: Wanted) -> list[dict[str, Any]]:
+def _configmap_changes(state: ClusterState, settings: Settings, wanted: Wanted) -> list[Change]:
     """Create the ConfigMap with the configs, or merge in the keys that differ."""
     cm = state.configmaps.get(settings.configmap)
     data, desired = wanted.data, wanted.desired
     managed = state.managed_keys(settings.configmap)
     managed_wanted = ",".join(sorted(set(managed) | {settings.key} | ({DEFAULT_KEY} if DEFAULT_KEY not in data else set())))
     if cm is None:
-        return [{"action": "create", "kind": "ConfigMap", "name": settings.configmap, "namespace": settings.namespace,
-                 "why": "the device-plugin configs", "body": {
+        return [Change("create", "ConfigMap", settings.configmap, namespace=settings.namespace, body={
                      "apiVersion": "v1", "kind": "ConfigMap",
                      "metadata": {"name": settings.configmap, "namespace": settings.namespace,
                                   "labels": {"app.kubernetes.io/managed-by": "gpushare"},
                                   "annotations": {"gpushare.io/managed-keys": managed_wanted,
                                                   "gpushare.io/created-by": RUNBOOK}},
-                     "data": desired}}]
+                     "data": desired}, why="the device-plugin configs")]
     annotations = (cm.get("metadata") or {}).get("annotations") or {}
     if desired == data and annotations.get("gpushare.io/managed-keys") == managed_wanted:
         return []
-    return [{"action": "merge", "kind": "ConfigMap", "name": settings.configmap, "namespace": settings.namespace,
-             "why": "the device-plugin configs",
-             "body": {"metadata": {"annotations": {"gpushare.io/managed-keys": managed_wanted}},
-                      "data": {k: v for k, v in desired.items() if data.get(k) != v}}}]
+    return [Change("merge", "ConfigMap", settings.configmap, namespace=settings.namespace,
+                   body={"metadata": {"annotations": {"gpushare.io/managed-keys": managed_wanted}},
+                      "data": {k: v for k, v in desired.items() if data.get(k) != v}}, why="the device-plugin configs")]
 
 
 def _node_changes(result: EnablePlan, state: ClusterState, settings: Settings, targets: list[str],
-                  record: str) -> tuple[list[dict[str, Any]], list[str]]:
+                  record: str) -> tuple[list[Change], list[str]]:
     """Each target's label, annotation and taint patches, and the targets that change."""
-    node_changes: list[dict[str, Any]] = []
+    node_changes: list[Change] = []
     changing_nodes = []
     for name in sorted(set(targets)):
         changes, keeps_own = _node_change(state.nodes[name], settings, record)
@@ -526,18 +521,16 @@ def _restarts(state: ClusterState, settings: Settings, targets: list[str], wante
 
 
 def _record_changes(state: ClusterState, settings: Settings, record: str, intent: Intent, adopted: Intent | None,
-                    invocation: dict[str, str], now: dt.datetime, backup_file: str) -> list[dict[str, Any]]:
+                    invocation: dict[str, str], now: dt.datetime, backup_file: str) -> list[Change]:
     """The run record, written before the first change (or the interrupted run's, extended)."""
     if adopted is not None:
-        return [{"action": "merge", "kind": "ConfigMap", "name": record, "namespace": settings.records_namespace,
-                 "why": "extend the interrupted run's record",
-                 "body": {"data": {"intent.json": _intent_json(_merge(adopted, intent))}}}]
+        return [Change("merge", "ConfigMap", record, namespace=settings.records_namespace,
+                       body={"data": {"intent.json": _intent_json(_merge(adopted, intent))}}, why="extend the interrupted run's record")]
     body = new_record(record, settings.records_namespace, intent, state.clusterpolicy, now, invocation, backup_file)
     cm = state.configmaps.get(settings.configmap)
     if cm is not None:
         body["data"]["configmap.yaml"] = _dump(cm)
-    return [{"action": "create", "kind": "ConfigMap", "name": record, "namespace": settings.records_namespace,
-             "body": body, "why": "record this run and back up the ClusterPolicy"}]
+    return [Change("create", "ConfigMap", record, namespace=settings.records_namespace, body=body, why="record this run and back up the ClusterPolicy")]
 
 
 def writes_configmap(state: ClusterState, settings: Settings) -> list[str]:
@@ -644,6 +637,6 @@ def _lines(state: ClusterState, settings: Settings, result: EnablePlan, affected
     lines.append("Not touched: " + (", ".join(others) if others else "no other GPU node")
                  + (" (only the operator's roll above restarts pods there)" if result.rolls_fleet and others else ""))
     lines.append(f"Record and ClusterPolicy backup: ConfigMap {settings.records_namespace}/{result.record}"
-                 + (", written before the first change" if result.changes.get("record", [{}])[0].get("action") == "create"
+                 + (", written before the first change" if result.changes["record"][0].action == "create"
                     else " (the interrupted run's)"))
     return lines

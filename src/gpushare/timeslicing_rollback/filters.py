@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpushare.clock import utc_now
-from gpushare.plugins.filters import plain, read_resources
+from gpushare.ansible_values import plain, read_resources
 from gpushare.runbook.state import ClusterState
 from gpushare.timeslicing_rollback import checks, report
 from gpushare.timeslicing_rollback.plan import plan as rollback_plan, progress

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpushare.bounded import Unreadable, load_yaml
+from gpushare.k8s.changes import Change
 from gpushare.k8s.patch import json_patch, resolve
 from gpushare.model.node import CONFIG_LABEL, CORDONED_BY, MARK, Node, Pool
 from gpushare.model.pods import UNSCHEDULABLE, Pod, outlasting_drain
@@ -439,7 +440,7 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
 
 
 def _configmap_cleanup(state: ClusterState, settings: RollbackSettings, live: list[Record], keys: set[str],
-                       restore_ops: list[FieldChange], kept_keys: set[str]) -> list[dict[str, Any]]:
+                       restore_ops: list[FieldChange], kept_keys: set[str]) -> list[Change]:
     """Delete the ConfigMap the enable runs created once nothing points at it, else remove the keys
     they added (never the `default` key a ClusterPolicy still points at, nor `kept_keys`)."""
     names = {settings.configmap} - {""}  # never another a record names (unrestorable refuses those)
@@ -456,23 +457,22 @@ def _configmap_cleanup(state: ClusterState, settings: RollbackSettings, live: li
             set(state.managed_keys(name)))
         data = set((cm.get("data") or {}).keys())
         if created and not still_pointed and data <= (added | keys):
-            changes.append({"action": "delete", "kind": "ConfigMap", "name": name, "namespace": settings.namespace,
-                            "preconditions": {"uid": cm["metadata"]["uid"]},
-                            "why": "delete the ConfigMap the enable runbook created, nothing uses it any more"})
+            changes.append(Change("delete", "ConfigMap", name, namespace=settings.namespace, preconditions={"uid": cm["metadata"]["uid"]},
+                                  why="delete the ConfigMap the enable runbook created, nothing uses it any more"))
         else:
             removable = sorted((data & (added | keys)) - ({DEFAULT_KEY} if still_pointed else set()) - kept_keys)
             if removable:
                 left = sorted(set(state.managed_keys(name)) - set(removable))
-                changes.append({"action": "merge", "kind": "ConfigMap", "name": name, "namespace": settings.namespace,
-                                "body": {"data": {k: None for k in removable},
-                                         "metadata": {"annotations": {"gpushare.io/managed-keys": ",".join(left) or None}}},
-                                "why": f"remove the key(s) {', '.join(removable)} the enable runbook added"})
+                body = {"data": {k: None for k in removable},
+                        "metadata": {"annotations": {"gpushare.io/managed-keys": ",".join(left) or None}}}
+                changes.append(Change("merge", "ConfigMap", name, namespace=settings.namespace, body=body,
+                                      why=f"remove the key(s) {', '.join(removable)} the enable runbook added"))
     return changes
 
 
 def _changes(state: ClusterState, settings: RollbackSettings, result: RollbackPlan, rolled: list[str],
-             restore_ops: list[FieldChange], configmap_changes: list[dict[str, Any]], live: list[Record],
-             intent: Intent, invocation: dict[str, str], now: dt.datetime) -> dict[str, list[dict[str, Any]]]:
+             restore_ops: list[FieldChange], configmap_changes: list[Change], live: list[Record],
+             intent: Intent, invocation: dict[str, str], now: dt.datetime) -> dict[str, list[Change]]:
     keys = shared_keys(state, settings)
     record = new_record(result.record, settings.records_namespace, intent, state.clusterpolicy if restore_ops else None,
                         now, invocation)
@@ -484,36 +484,29 @@ def _changes(state: ClusterState, settings: RollbackSettings, result: RollbackPl
         if cordon:
             body["spec"] = {"unschedulable": True}
             body["metadata"]["annotations"] = {CORDONED_BY: RUNBOOK}
-        stop.append({"action": "merge", "kind": "Node", "name": name, "body": body,
-                     "why": "stop new shared scheduling: cordon and leave the shared pool"})
+        stop.append(Change("merge", "Node", name, body=body, why="stop new shared scheduling: cordon and leave the shared pool"))
         labels = {CONFIG_LABEL: None} if node.config_label in keys else {}
         if labels:
-            restore.append({"action": "merge", "kind": "Node", "name": name, "body": {"metadata": {"labels": labels}},
-                            "why": "back to the default (whole-card) config"})
+            restore.append(Change("merge", "Node", name, body={"metadata": {"labels": labels}}, why="back to the default (whole-card) config"))
         mark = node.mark
         taint = node.pool_taint(settings.pool)
         if taint and (mark is None or not mark.valid or mark.taint_added) and (taint == settings.pool.taint):
-            restore.append({"action": "untaint", "kind": "Node", "name": name, "body": taint.as_dict(),
-                            "why": f"remove the pool taint {taint}"})
+            restore.append(Change("untaint", "Node", name, body=taint.as_dict(), why=f"remove the pool taint {taint}"))
         finish: dict[str, Any] = {"metadata": {"annotations": {MARK: None, CORDONED_BY: None}}}
         if cordon:
             finish["spec"] = {"unschedulable": None}
-        uncordon.append({"action": "merge", "kind": "Node", "name": name, "body": finish,
-                         "why": "uncordon (only what this run cordoned) and drop the runbook's marks"})
+        uncordon.append(Change("merge", "Node", name, body=finish, why="uncordon (only what this run cordoned) and drop the runbook's marks"))
     policy = []
     if restore_ops:
-        policy.append({"action": "json", "kind": "ClusterPolicy", "name": settings.clusterpolicy,
-                       "body": _restore_ops(state.clusterpolicy or {}, restore_ops),
-                       "why": "restore the fields the enable runs changed"})
-    records = [{"action": "merge", "kind": "ConfigMap", "name": r.name, "namespace": settings.records_namespace,
-                "body": state_patch("rolled-back", now), "why": "the enable run is rolled back"} for r in live]
+        policy.append(Change("json", "ClusterPolicy", settings.clusterpolicy, body=_restore_ops(state.clusterpolicy or {}, restore_ops),
+                             why="restore the fields the enable runs changed"))
+    records = [Change("merge", "ConfigMap", r.name, namespace=settings.records_namespace, body=state_patch("rolled-back", now),
+                      why="the enable run is rolled back") for r in live]
     return {
-        "record": [{"action": "create", "kind": "ConfigMap", "name": result.record, "namespace": settings.records_namespace,
-                    "body": record, "why": "record this rollback"}],
+        "record": [Change("create", "ConfigMap", result.record, namespace=settings.records_namespace, body=record, why="record this rollback")],
         "stop": stop, "restore": restore, "clusterpolicy": policy, "configmap": configmap_changes,
         "records": records if result.restore_cluster else [], "uncordon": uncordon,
-        "finish": [{"action": "merge", "kind": "ConfigMap", "name": name, "namespace": settings.records_namespace,
-                    "body": state_patch("complete", now), "why": "mark the rollback complete"}
+        "finish": [Change("merge", "ConfigMap", name, namespace=settings.records_namespace, body=state_patch("complete", now), why="mark the rollback complete")
                    for name in [r.name for r in state.interrupted(RUNBOOK)] + [result.record]],
     }
 
@@ -543,7 +536,7 @@ def _nothing_line(state: ClusterState, targets: list[str]) -> str:
 
 
 def _lines(state: ClusterState, settings: RollbackSettings, result: RollbackPlan, rolled: list[str], users: list[str],
-           restore_ops: list[FieldChange], configmap_changes: list[dict[str, Any]], evictable: list[Pod]) -> list[str]:
+           restore_ops: list[FieldChange], configmap_changes: list[Change], evictable: list[Pod]) -> list[str]:
     lines = [f"Plan: roll back time-slicing on {', '.join(rolled) or 'no node (cluster-level cleanup only)'}"]
     lines += [f"  note: {n}" for n in result.notes]
     lines += [f"  WARNING: {w}" for w in result.warnings]
@@ -561,7 +554,7 @@ def _lines(state: ClusterState, settings: RollbackSettings, result: RollbackPlan
     if result.rolls_fleet:
         lines.append(operator_roll(state, sorted(state.operands) if any(c.path == TOLERATIONS for c in restore_ops)
                                    else [o.name for o in state.config_readers()]))
-    lines += [f"- {c['kind']} {c['namespace']}/{c['name']}: {c['why']}" for c in configmap_changes]
+    lines += [f"- {c.title}: {c.why}" for c in configmap_changes]
     if users:
         lines.append(f"- ClusterPolicy and ConfigMap stay: {', '.join(users)} still use(s) the shared config")
     others = [n.name for n in state.gpu_nodes if n.name not in rolled]

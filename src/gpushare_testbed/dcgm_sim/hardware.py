@@ -1,0 +1,58 @@
+"""Which GPUs (and MIG instances) the simulated nodes hold, read from the Node objects, and which
+workload profile each one runs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gpushare_testbed.dcgm_sim.exposition import SimGpu
+from gpushare_testbed.dcgm_sim.profiles import FLEET_PROFILES, Profile
+from gpushare_testbed.fleet import HARDWARE_ANNOTATION
+from gpushare.gpu_catalog import product as lookup_product
+from gpushare_testbed.simulator.mig import devices
+from gpushare_testbed.simulator.mig_manager import applied_layout
+
+@dataclass(frozen=True)
+class NodeHardware:
+    name: str
+    count: int
+    product: str
+    mig_layout: tuple[tuple[str, ...] | None, ...] = ()  # per GPU: its MIG devices, None with MIG off
+
+
+def node_hardware(nodes: Iterable[Any]) -> list[NodeHardware]:
+    """The simulated hardware of Node objects (client models or dicts), GPU nodes only, by name."""
+    found = []
+    for node in nodes:
+        meta = node["metadata"] if isinstance(node, dict) else node.metadata.to_dict()
+        hardware = (meta.get("annotations") or {}).get(HARDWARE_ANNOTATION)
+        if not hardware:
+            continue
+        spec = json.loads(hardware)
+        layout = applied_layout(meta.get("annotations") or {}, int(spec["count"]))
+        found.append(NodeHardware(meta["name"], int(spec["count"]), spec["product"],
+                                  tuple(tuple(devices(gpu)) if gpu is not None else None for gpu in layout)))
+    return sorted(found, key=lambda n: n.name)
+
+
+def fleet_gpus(nodes: Sequence[NodeHardware], profiles: Sequence[Profile] = FLEET_PROFILES) -> list[SimGpu]:
+    """Every GPU of the fleet, or its MIG instances; profiles handed out in order, round robin."""
+    gpus: list[SimGpu] = []
+    position = 0
+    for node in nodes:
+        product = lookup_product(node.product)
+        for index in range(node.count):
+            profile = profiles[position % len(profiles)]
+            position += 1
+            mig = node.mig_layout[index] if index < len(node.mig_layout) else None
+            if mig is None:
+                gpus.append(SimGpu(node.name, index, node.product, product.memory_mib, profile))
+                continue
+            # MIG mode on: DCGM reports the instances only (none when the GPU has no instances).
+            for instance, name in enumerate(mig, start=1):
+                memory = product.mig_profiles[name].memory_mib
+                gpus.append(SimGpu(node.name, index, node.product, memory, profile, name, instance))
+    return gpus
