@@ -39,3 +39,34 @@ Feature: Bad input is refused before anything is written
       | a rollback from a backup that is not there | the cluster is as the GPU Operator installed it                             | rollback-timeslicing.yml -l gpu-node -e timeslicing_rollback_backup=gpushare-run-nope | No run record 'gpushare-run-nope'                                              |
       | run records of an earlier gpushare      | an earlier gpushare left its run record in the operator namespace              | rollback-timeslicing.yml -l gpu-node                                             | Run records of an earlier gpushare are in the operator namespace                    |
       | a runbooks' namespace that is not there | the cluster is as the GPU Operator installed it                                | enable-timeslicing.yml -l gpu-node -e gpu_operator_records_namespace=gpushare-nowhere | Namespace 'gpushare-nowhere', where the runbooks keep their run records        |
+
+  # GPU Operator v26.7: with a GPUCluster (its DRA stack) beside a ClusterPolicy the operator reconciles
+  # neither (controllers/clusterpolicy_controller.go); a change to the ClusterPolicy would do nothing.
+  @embedded
+  Scenario Outline: A GPUCluster beside the ClusterPolicy stops <runbook> before any write
+    Given the GPU Operator is also managed by a GPUCluster
+    When the operator runs "<command>"
+    Then the run is refused with "GPUCluster 'gpu-cluster' (the GPU Operator's DRA stack, nvidia.com/v1alpha1) exists beside ClusterPolicy 'cluster-policy': the GPU Operator reconciles neither"
+    And the run is refused with "delete the GPUCluster"
+    And the run is refused with "Nothing was changed."
+    And the run never says "restore"
+    And nothing was written to the cluster
+    And the ClusterPolicy is notReady, saying "ClusterPolicy and GPUCluster cannot co-exist"
+
+    Examples:
+      | runbook              | command                                                  |
+      | enable-timeslicing   | enable-timeslicing.yml -l gpu-node                       |
+      | enable-mps           | enable-mps.yml -l gpu-node                               |
+      | rollback-timeslicing | rollback-timeslicing.yml -l gpu-node                     |
+      | enable-mig           | enable-mig.yml -l gpu-node-mig -e mig_config=all-1g.5gb  |
+      | rollback-mig         | rollback-mig.yml -l gpu-node-mig                         |
+
+  @embedded
+  Scenario: A GPU Operator on the DRA stack alone is told to share through DRA, never to restore a ClusterPolicy
+    Given the ClusterPolicy has been deleted
+    And the GPU Operator is managed by a GPUCluster
+    When the operator runs "enable-timeslicing.yml -l gpu-node"
+    Then the run is refused with "This cluster's GPU Operator runs the DRA stack (GPUCluster 'gpu-cluster', nvidia.com/v1alpha1), not a ClusterPolicy"
+    And the run is refused with "Share GPUs with the DRA driver's ResourceClaims instead"
+    And the run never says "restore"
+    And nothing was written to the cluster

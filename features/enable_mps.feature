@@ -124,3 +124,14 @@ Feature: Enabling MPS on a trial node
     Then the run succeeds
     When the operator runs "enable-mps.yml -l gpu-node-mig"
     Then the run is refused with "MPS sharing is not supported for MIG devices"
+
+  # MIG enabled with nvidia-smi (no MIG manager on the node, its label still all-disabled): GFD's
+  # product label and the plugin's resources show it (k8s-device-plugin internal/lm/mig-strategy.go).
+  @embedded
+  Scenario: MIG enabled outside the MIG manager is read from the hardware and refused in the plugin's words
+    Given the operator has turned off "mig-manager" on "gpu-node-mig"
+    And MIG was enabled by hand on "gpu-node-mig" with 7 "1g.5gb" per GPU
+    When the operator runs "enable-mps.yml -l gpu-node-mig"
+    Then the run is refused with "gpu-node-mig has MIG enabled on its cards (nvidia.com/gpu.product=NVIDIA-A100-SXM4-40GB-MIG-1g.5gb), though not by the MIG manager (nvidia.com/mig.config=all-disabled): MPS sharing is not supported for MIG devices"
+    And the run is refused with "Nothing was changed."
+    And nothing was written to the cluster

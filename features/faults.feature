@@ -67,3 +67,48 @@ Feature: The faults of a change window leave nothing half done and nothing lost
     Then the rollback succeeds
     And node "gpu-node" advertises 1 "nvidia.com/gpu"
     And the ClusterPolicy is as before
+
+  # k8s-device-plugin keeps a card's health in its process (internal/rm/health.go): after an Xid the
+  # card is out of service only until the plugin reloads, and enabling sharing reloads it.
+  @embedded
+  Scenario Outline: A card that fell off the bus stops <runbook> before sharing would expose it again
+    Given GPU 3 of "gpu-node-2" has fallen off the bus (Xid 79)
+    When the operator runs "<command>"
+    Then the run is refused with "gpu-node-2: 1 of its 8 GPUs unhealthy (nvidia.com/gpu allocatable 7 of capacity 8)"
+    And the run is refused with "drain the node and repair or reset it"
+    And the run is refused with "Nothing was changed."
+    And nothing was written to the cluster
+    And the card on "gpu-node-2" was unhealthy while the run acted
+    When the device plugin on "gpu-node-2" restarts
+    Then node "gpu-node-2" advertises every GPU again: the restarted plugin forgot the fault
+
+    Examples:
+      | runbook            | command                              |
+      | enable-timeslicing | enable-timeslicing.yml -l gpu-node-2 |
+      | enable-mps         | enable-mps.yml -l gpu-node-2         |
+
+  # NVIDIA/k8s-device-plugin#1645 (open): a plugin start on a labelled node (here the reload the
+  # trial's config label causes) may register 0 devices, Running and Ready, until its pod restarts.
+  # The verify restarts that pod once, on the target only.
+  @embedded
+  Scenario: A device plugin that starts advertising no GPU is restarted once, and the enable succeeds
+    Given the trial node is "gpu-node"
+    And the next device-plugin start on "gpu-node" advertises no GPU
+    When the operator runs "enable-timeslicing.yml -l gpu-node"
+    Then the run succeeds
+    And the output says "Restart the device plugin once where it is Ready but advertises no GPU (NVIDIA/k8s-device-plugin#1645): gpu-node"
+    And the fault hit a device-plugin start on "gpu-node" while the run acted
+    And node "gpu-node" advertises 2 "nvidia.com/gpu.shared"
+    And every GPU node not targeted is exactly as before
+
+  @embedded
+  Scenario: A device plugin that advertises no GPU again after its restart fails the enable with what to do
+    Given the trial node is "gpu-node"
+    And the next 2 device-plugin starts on "gpu-node" advertise no GPU
+    When the operator runs "enable-timeslicing.yml -l gpu-node"
+    Then the run fails saying "gpu-node: its device plugin advertises no GPU again after the restart this run did"
+    And the run fails saying "one more restart is not tried"
+    And the fault hit a device-plugin start on "gpu-node" while the run acted
+    When the operator rolls back time-slicing on "gpu-node"
+    Then the rollback succeeds
+    And node "gpu-node" advertises 1 "nvidia.com/gpu"

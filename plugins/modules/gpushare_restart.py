@@ -34,6 +34,11 @@ options:
     description: Restart every reader on O(nodes).
     type: bool
     default: false
+  daemonsets:
+    description: The readers to restart, by DaemonSet name (the device plugin's alone, say); all of them when empty.
+    type: list
+    elements: str
+    default: []
   timeout:
     description: Seconds to wait for the new pods to be Ready.
     type: float

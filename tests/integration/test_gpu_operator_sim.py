@@ -322,24 +322,51 @@ def test_deleting_the_clusterpolicy_removes_every_operand_and_a_new_one_brings_t
     wait_all_show(cluster, counts, 1)
 
 
+def _policy_status(cluster: Cluster, name: str) -> dict[str, Any]:
+    return cluster.custom.get_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, name).get("status") or {}
+
+
 def test_a_second_clusterpolicy_is_ignored_and_changes_nothing(clean_cluster: Cluster) -> None:
-    """The operator reconciles the oldest ClusterPolicy and sets `status.state: ignored` on the others;
-    a change to an ignored one renders nothing."""
+    """The operator reconciles the oldest ClusterPolicy and leaves the others alone: no status
+    written on them (v26.7 getSingletonClusterPolicy; its `ignored` state stays in memory), and a
+    change to one renders nothing."""
     cluster = clean_cluster
     hashes = daemonset_hashes(cluster)
     second = {**cp.default_instance(), "metadata": {"name": "gpu-cluster-policy"}}
     second["spec"]["devicePlugin"] = {**second["spec"].get("devicePlugin", {}), "config": {"name": "no-such-map"}}
     cluster.custom.create_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, second)
     try:
-        def state(name: str) -> str:
-            policy = cluster.custom.get_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, name)
-            return (policy.get("status") or {}).get("state", "")
-
-        wait_for(lambda: state("gpu-cluster-policy") == "ignored", TIMEOUT_S, "the newer ClusterPolicy marked ignored")
-        assert state(cp.CLUSTER_POLICY) == "ready"
-        assert daemonset_hashes(cluster) == hashes
+        stays(lambda: daemonset_hashes(cluster) == hashes and not _policy_status(cluster, "gpu-cluster-policy"), 3,
+              "the operand DaemonSets or the newer ClusterPolicy's status")
+        assert _policy_status(cluster, cp.CLUSTER_POLICY).get("state") == "ready"
     finally:
         cluster.custom.delete_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, "gpu-cluster-policy")
+
+
+def test_a_gpucluster_beside_the_clusterpolicy_stops_its_reconciliation(clean_cluster: Cluster) -> None:
+    """GPU Operator v26.7: with a GPUCluster present the ClusterPolicy is notReady with the conflict
+    as its Error condition and a change to it renders nothing; once the GPUCluster is gone the
+    operator reconciles it again (ready, its conditions cleared)."""
+    cluster = clean_cluster
+    hashes = daemonset_hashes(cluster)
+    cluster.custom.create_cluster_custom_object(cp.GROUP, cp.GPUCLUSTER_VERSION, cp.GPUCLUSTER_PLURAL, {
+        "apiVersion": f"{cp.GROUP}/{cp.GPUCLUSTER_VERSION}", "kind": "GPUCluster", "metadata": {"name": "gpu-cluster"}})
+    try:
+        def error() -> str:
+            status = _policy_status(cluster, cp.CLUSTER_POLICY)
+            return next((c["message"] for c in status.get("conditions") or [] if c["type"] == "Error"
+                         and c["status"] == "True" and status.get("state") == "notReady"), "")
+
+        assert wait_for(error, TIMEOUT_S, "the ClusterPolicy notReady") == cp.gpucluster_conflict("gpu-cluster")
+        cluster.custom.patch_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY, {
+            "spec": {"toolkit": {"env": [{"name": "GPUSHARE_TEST", "value": "1"}]}}})
+        stays(lambda: daemonset_hashes(cluster) == hashes, 3, "the operand DaemonSets")
+    finally:
+        cluster.custom.delete_cluster_custom_object(cp.GROUP, cp.GPUCLUSTER_VERSION, cp.GPUCLUSTER_PLURAL, "gpu-cluster")
+        cluster.custom.patch_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY, {
+            "spec": {"toolkit": {"env": None}}})
+    wait_for(lambda: daemonset_hashes(cluster) == hashes and _policy_status(cluster, cp.CLUSTER_POLICY).get(
+        "state") == "ready", TIMEOUT_S, "the operands as before and the ClusterPolicy ready once the GPUCluster is gone")
 
 
 def test_operand_marked_not_ready_by_the_node_lifecycle_controller_is_ready_again(clean_cluster: Cluster) -> None:

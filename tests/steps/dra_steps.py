@@ -17,6 +17,7 @@ from pytest_bdd import given, parsers, then
 from gpushare.dra.pool import Pool
 from gpushare.polling import wait_for
 from gpushare_testbed.gpu_identity import gpu_uuid
+from gpushare_testbed.simulator import clusterpolicy as cp
 from tests.steps.runbook_steps import RunbookRun
 from tests.support.cluster import DRA_CHECK_LABEL, Cluster, embedded_cluster
 
@@ -38,12 +39,19 @@ def readiness_lines(run: RunbookRun) -> list[str]:
 
 @pytest.fixture
 def gpucluster(kube: Cluster) -> Iterator[str]:
-    """A GPUCluster (its CRD installed for the scenario), removed with its CRD afterwards. Embedded
-    cluster only: on another, a GPU Operator may own that CRD."""
+    """A GPUCluster, removed afterwards, with its CRD when the cluster had none (the simulator installs
+    it, as GPU Operator v26.7's chart does). Embedded cluster only: on another, it would stop the GPU
+    Operator."""
     if not kube.embedded:
-        pytest.skip("installing and deleting the GPUCluster CRD is for the embedded cluster only")
+        pytest.skip("a GPUCluster stops a real GPU Operator; embedded cluster only")
     crds = client.ApiextensionsV1Api(kube.api)
-    crds.create_custom_resource_definition(GPUCLUSTER_CRD)
+    created_crd = False
+    try:
+        crds.create_custom_resource_definition(GPUCLUSTER_CRD)
+        created_crd = True
+    except ApiException as err:
+        if err.status != 409:
+            raise
 
     def established() -> bool:
         conditions = crds.read_custom_resource_definition("gpuclusters.nvidia.com").status.conditions or []
@@ -54,15 +62,31 @@ def gpucluster(kube: Cluster) -> Iterator[str]:
         "apiVersion": "nvidia.com/v1alpha1", "kind": "GPUCluster", "metadata": {"name": "gpu-cluster"}})
     yield "gpu-cluster"
     try:
-        crds.delete_custom_resource_definition("gpuclusters.nvidia.com")
+        if created_crd:
+            crds.delete_custom_resource_definition("gpuclusters.nvidia.com")
+        else:
+            kube.custom.delete_cluster_custom_object("nvidia.com", "v1alpha1", "gpuclusters", "gpu-cluster")
     except ApiException as err:
         if err.status != 404:
             raise
 
 
-@given("the GPU Operator is also managed by a GPUCluster")
+@given(parsers.re("the GPU Operator is (?:also )?managed by a GPUCluster$"))
 def a_gpucluster(gpucluster: str) -> None:
     assert gpucluster
+
+
+@then(parsers.parse('the ClusterPolicy is notReady, saying "{message}"'))
+def clusterpolicy_not_ready(kube: Cluster, message: str) -> None:
+    """What the operator wrote on the ClusterPolicy (status.state and its Error condition)."""
+    def said() -> bool:
+        status = kube.custom.get_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY).get(
+            "status") or {}
+        errors = [c.get("message", "") for c in status.get("conditions") or [] if c.get("type") == "Error"
+                  and c.get("status") == "True"]
+        return status.get("state") == "notReady" and any(message in e for e in errors)
+
+    wait_for(said, 60, f"ClusterPolicy {cp.CLUSTER_POLICY} notReady with an Error condition saying {message!r}")
 
 
 @given("the embedded cluster, its feature gates as released", target_fixture="kube")

@@ -30,6 +30,7 @@ from gpushare_testbed.controlplane import StateDir
 from gpushare.k8s.session import Session
 from gpushare.polling import wait_for
 from gpushare_testbed.processes import recorded_pid
+from gpushare_testbed.simulator.operands import DEVICE_PLUGIN
 from tests.steps.runbook_steps import RunbookRun, parse_command
 from tests.support.ansible import PlaybookRun, inventory_limit
 from tests.support.cluster import REPO, Cluster
@@ -41,6 +42,10 @@ MOMENT_TIMEOUT_S = 120
 RUN_SLACK_S = 60
 SHARE_CHECK_NAMESPACE = "gpushare-share-check"
 PLUGIN_FAULT = "sim.gpushare.io/device-plugin-fault"
+XID = "sim.gpushare.io/xid-gpus"  # gpushare_testbed.simulator.node_agent.XID_ANNOTATION
+ZERO_STARTS = "sim.gpushare.io/device-plugin-zero-starts"  # gpushare_testbed.simulator.node_agent.ZERO_START_ANNOTATION
+ZERO_DEVICES_REASON = "SimulatedZeroDevices"
+GPU = "nvidia.com/gpu"
 
 
 @dataclass
@@ -241,6 +246,65 @@ def _renewers_of(owner: int) -> list[int]:
 def plugin_fault(kube: Cluster, node: str, message: str) -> None:
     _embedded_only(kube, "a device-plugin fault")
     kube.core.patch_node(node, {"metadata": {"annotations": {PLUGIN_FAULT: message}}})
+
+
+# ---- an unhealthy card ---------------------------------------------------------------------------------
+def _unhealthy(kube: Cluster, node: str) -> tuple[str, str] | None:
+    """(allocatable, capacity) of the node's nvidia.com/gpu while below it, else None."""
+    status = kube.node(node).status
+    found = ((status.allocatable or {}).get(GPU, "0"), (status.capacity or {}).get(GPU, "0"))
+    return found if int(found[0]) < int(found[1]) else None
+
+
+@given(parsers.parse('GPU {index:d} of "{node}" has fallen off the bus (Xid 79)'))
+def gpu_off_the_bus(kube: Cluster, node: str, index: int) -> None:
+    """The device plugin's health check marks the card's devices unhealthy: allocatable drops, the
+    capacity stays (the simulator's Xid fault, on the plugin running now)."""
+    _embedded_only(kube, "an Xid fault")
+    kube.core.patch_node(node, {"metadata": {"annotations": {XID: json.dumps({"gpus": [index], "at": time.time()})}}})
+    wait_for(lambda: _unhealthy(kube, node), MOMENT_TIMEOUT_S, f"the device plugin on {node} to report GPU {index} unhealthy")
+
+
+@then(parsers.parse('the card on "{node}" was unhealthy while the run acted'))
+def unhealthy_throughout(kube: Cluster, node: str) -> None:
+    """Unhealthy before the run (the Given waited for it) and still after: the fault held while it ran."""
+    assert _unhealthy(kube, node), f"{node} advertises every GPU again: the fault did not last through the run"
+
+
+@when(parsers.parse('the device plugin on "{node}" restarts'))
+def plugin_restarts(kube: Cluster, node: str) -> None:
+    [pod] = kube.core.list_namespaced_pod(kube.operator_namespace, field_selector=f"spec.nodeName={node}",
+                                          label_selector=f"app={DEVICE_PLUGIN}").items
+    kube.core.delete_namespaced_pod(pod.metadata.name, kube.operator_namespace)
+
+
+@then(parsers.parse('node "{node}" advertises every GPU again: the restarted plugin forgot the fault'))
+def every_gpu_again(kube: Cluster, node: str) -> None:
+    wait_for(lambda: _unhealthy(kube, node) is None and int((kube.node(node).status.allocatable or {}).get(GPU, "0")),
+             MOMENT_TIMEOUT_S, f"{node} to advertise every GPU")
+
+
+# ---- a device plugin that advertises no GPU (NVIDIA/k8s-device-plugin#1645) ----------------------------
+ZERO_STARTS_STEP = r'the next (?:(?P<count>\d+) )?device-plugin starts? on "(?P<node>[^"]+)" advertises? no GPU$'
+
+
+@given(parsers.re(ZERO_STARTS_STEP))
+def zero_device_starts(kube: Cluster, node: str, count: str | None) -> None:
+    _embedded_only(kube, "a device plugin that registers no device")
+    kube.core.patch_node(node, {"metadata": {"annotations": {ZERO_STARTS: count or "1"}}})
+
+
+@then(parsers.parse('the fault hit a device-plugin start on "{node}" while the run acted'))
+def zero_start_during_run(kube: Cluster, runbook_run: RunbookRun, node: str) -> None:
+    """Armed before the run, spent by a start of the plugin on the node during it (its event is
+    dated within the run, in whole seconds)."""
+    assert runbook_run.elapsed_s is not None
+    started = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=runbook_run.elapsed_s + 1)
+    assert ZERO_STARTS not in (kube.node(node).metadata.annotations or {}), "the fault is still armed: no start hit it"
+    events = kube.core.list_namespaced_event(kube.operator_namespace, field_selector=f"reason={ZERO_DEVICES_REASON}").items
+    hits = [e for e in events if e.involved_object.name.startswith(f"{DEVICE_PLUGIN}-") and e.message.startswith(f"{node}: ")
+            and (e.last_timestamp or e.first_timestamp) >= started.replace(microsecond=0)]
+    assert hits, f"no {ZERO_DEVICES_REASON} event of {node} since the run started: {[e.message for e in events]}"
 
 
 @then(parsers.parse('the run fails within its timeouts naming "{node}", the container "{container}" and "{message}"'))

@@ -31,6 +31,7 @@ STALL = "sim.gpushare.io/mig-stall"
 REBOOT = "sim.gpushare.io/mig-reboot-required"
 CLIENT_TIMEOUT = "sim.gpushare.io/mig-client-timeout-seconds"
 DISCOVERY = "sim.gpushare.io/mig-discovery"
+LAYOUT = "sim.gpushare.io/mig-layout"  # the simulated cards' MIG devices (gpushare_testbed.simulator.mig_manager)
 HOLD = "gpushare.test/hold"  # a finalizer that keeps a pod terminating
 MIG_MANAGER = "nvidia-mig-manager"
 WORKLOAD = "gpu-workload"
@@ -239,6 +240,40 @@ def component_off(kube: Cluster, deploy_labels: list[tuple[str, str]], component
     key = f"nvidia.com/gpu.deploy.{component}"
     kube.core.patch_node(node, {"metadata": {"labels": {key: "false"}}})
     deploy_labels.append((node, key))
+
+
+def _restart_device_plugin(kube: Cluster, node: str) -> None:
+    for pod in kube.core.list_namespaced_pod(kube.operator_namespace, label_selector="app=nvidia-device-plugin-daemonset",
+                                             field_selector=f"spec.nodeName={node}").items:
+        kube.core.delete_namespaced_pod(pod.metadata.name, kube.operator_namespace)
+
+
+@pytest.fixture
+def mig_by_hand_nodes(kube: Cluster) -> Iterator[list[tuple[str, str]]]:
+    """(node, its whole cards) a scenario put in MIG mode by hand: back to whole cards afterwards,
+    the device plugin restarted onto them."""
+    nodes: list[tuple[str, str]] = []
+    yield nodes
+    for node, gpus in nodes:
+        _node_annotation(kube, node, LAYOUT, None)
+        _restart_device_plugin(kube, node)
+        wait_for(lambda: (kube.node(node).status.allocatable or {}).get("nvidia.com/gpu") == gpus, TIMEOUT_S,
+                 f"{node} to advertise its {gpus} whole cards again")
+
+
+@given(parsers.parse('MIG was enabled by hand on "{node}" with {count:d} "{profile}" per GPU'))
+def mig_by_hand(kube: Cluster, mig_by_hand_nodes: list[tuple[str, str]], node: str, count: int, profile: str) -> None:
+    """nvidia-smi on the node, no MIG manager (its label keeps saying all-disabled): the simulated
+    hardware's layout, then the device plugin restarted onto it (a MIG mode change resets the cards)."""
+    if not kube.embedded:
+        pytest.skip("enabling MIG by hand changes the simulated hardware; embedded cluster only")
+    gpus = int((kube.node(node).metadata.labels or {})["nvidia.com/gpu.count"])
+    _node_annotation(kube, node, LAYOUT, json.dumps([[profile] * count] * gpus))
+    mig_by_hand_nodes.append((node, str(gpus)))
+    _restart_device_plugin(kube, node)
+    wait_for(lambda: (kube.node(node).metadata.labels or {}).get("nvidia.com/gpu.product", "").endswith(f"-MIG-{profile}")
+             and (kube.node(node).status.allocatable or {}).get("nvidia.com/gpu") == str(count * gpus), TIMEOUT_S,
+             f"GFD to label {node}'s MIG devices and the device plugin to advertise them")
 
 
 @pytest.fixture

@@ -413,6 +413,11 @@ def output_says(kube: Cluster, runbook_inventory: Path, runbook_run: RunbookRun,
     assert expected in " ".join(runbook_run.run.stdout.split()), runbook_run.run.stdout[-3000:]
 
 
+@then(parsers.parse('the run never says "{text}"'))
+def run_never_says(runbook_run: RunbookRun, text: str) -> None:
+    assert text.lower() not in runbook_run.run.stdout.lower(), runbook_run.run.stdout[-3000:]
+
+
 @then(parsers.parse('the report shows node "{node}" with {gpus:d} physical GPUs, {replicas:d} replicas '
                     'and {shared:d} shared'))
 def report_shows(runbook_run: RunbookRun, node: str, gpus: int, replicas: int, shared: int) -> None:

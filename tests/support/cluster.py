@@ -162,7 +162,8 @@ DRA_CHECK_LABEL = "gpushare.io/dra-pilot-check"  # the DRA pilot verify's claim 
 DRA_PILOT_CLASS = "gpu-pilot.gpushare.io"
 SCENARIO_ANNOTATION_PREFIXES = ("gpushare.io/", "sim.gpushare.io/mig-reboot", "sim.gpushare.io/mig-stall",
                                 "sim.gpushare.io/mig-client-timeout", "sim.gpushare.io/mig-discovery",
-                                "sim.gpushare.io/device-plugin-fault", "sim.gpushare.io/endpoint-stop-grace")
+                                "sim.gpushare.io/device-plugin-fault", "sim.gpushare.io/endpoint-stop-grace",
+                                "sim.gpushare.io/xid-gpus", "sim.gpushare.io/device-plugin-zero-starts")
 DEPLOY_LABEL_PREFIX = "nvidia.com/gpu.deploy."
 RESET_TIMEOUT_S = 120
 
@@ -204,7 +205,7 @@ def delete_dra_pilot_objects(cluster: Cluster) -> None:
 
 def reset_embedded(cluster: Cluster) -> None:
     """Put the embedded cluster back to its freshly started state between scenarios: the chart's
-    ClusterPolicy, no scenario objects, every operand rolled out and every GPU node whole."""
+    ClusterPolicy and no GPUCluster, no scenario objects, every operand rolled out and every GPU node whole."""
     from gpushare_testbed.simulator import clusterpolicy as cp
 
     core = cluster.core
@@ -219,6 +220,10 @@ def reset_embedded(cluster: Cluster) -> None:
                 core.delete_namespaced_config_map(cm.metadata.name, ns)
         for lease in coordination.list_namespaced_lease(ns).items:
             coordination.delete_namespaced_lease(lease.metadata.name, ns)
+    for gpucluster in cluster.custom.list_cluster_custom_object(cp.GROUP, cp.GPUCLUSTER_VERSION,
+                                                                cp.GPUCLUSTER_PLURAL)["items"]:
+        cluster.custom.delete_cluster_custom_object(cp.GROUP, cp.GPUCLUSTER_VERSION, cp.GPUCLUSTER_PLURAL,
+                                                    gpucluster["metadata"]["name"])
     try:
         policy = cluster.custom.get_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY)
     except client.exceptions.ApiException as err:

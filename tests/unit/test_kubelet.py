@@ -3,8 +3,11 @@ of a config-managed pod as kubectl reads it, and the plugin's Allocate check for
 
 from __future__ import annotations
 
+import json
+
 from gpushare_testbed.simulator.config_manager import ManagedPod
 from gpushare_testbed.simulator.kubelet import ENDPOINT_STOP_GRACE_S, admission_rejection, managed_pod_status, node_resources
+from gpushare_testbed.simulator.node_agent import PluginLoad, unhealthy_devices
 from gpushare_testbed.simulator.nvidia_judge import NO_SHARING, PluginConfig, Sharing
 
 POD = {
@@ -50,6 +53,26 @@ def test_a_plugin_serving_a_resource_again_ends_its_grace_period() -> None:
     assert stopped == {}
     # stopping again starts a new grace period
     assert node_resources(None, {"nvidia.com/gpu": "8"}, stopped, 20, GRACE)[2] == 20 + GRACE
+
+
+def test_devices_the_plugin_reports_unhealthy_stay_in_capacity_not_in_allocatable() -> None:
+    assert node_resources({"nvidia.com/gpu.shared": 8}, {}, {}, 0, GRACE, {"nvidia.com/gpu.shared": 2}) == (
+        {"nvidia.com/gpu.shared": "8"}, {"nvidia.com/gpu.shared": "6"}, None)
+
+
+def test_an_xid_makes_the_running_plugin_report_the_cards_shares_unhealthy_until_it_reloads() -> None:
+    """k8s-device-plugin keeps device health in its process: a plugin started (or reloaded by its
+    config-manager) after the Xid reports every device healthy again."""
+    plugin: ManagedPod[PluginLoad] = ManagedPod("uid", "time-slicing-config", "", started_at=100.0)
+    plugin.loaded = (SHARED_STRICT, {"nvidia.com/gpu.shared": 16})
+    xid = json.dumps({"gpus": [1], "at": 150.0})
+    assert unhealthy_devices(xid, plugin) == {"nvidia.com/gpu.shared": 4}
+    assert unhealthy_devices(None, plugin) == {}
+    plugin.started_at = 151.0
+    assert unhealthy_devices(xid, plugin) == {}
+    whole: ManagedPod[PluginLoad] = ManagedPod("uid", None, "", started_at=100.0)
+    whole.loaded = (NO_SHARING, {"nvidia.com/gpu": 4})
+    assert unhealthy_devices(json.dumps({"gpus": [0, 3], "at": 150.0}), whole) == {"nvidia.com/gpu": 2}
 
 
 def statuses(state: ManagedPod[str]) -> dict:

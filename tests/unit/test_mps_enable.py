@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
+from gpushare.model.node import Node
 from gpushare.timeslicing.plan import EnablePlan, plan
 from gpushare.runbook.state import ClusterState
 from gpushare_testbed.simulator import clusterpolicy as cp
@@ -111,6 +112,26 @@ def test_the_time_slicing_enable_refuses_an_mps_node_the_same_way() -> None:
                   {"command": "x", "operator": "alice"}, NOW)
     refusal = only_refusal(result)
     assert "gpu-node already shares its cards with MPS" in refusal and "then enable time-slicing" in refusal
+
+
+@pytest.mark.parametrize(("labels", "capacity", "seen"), [
+    pytest.param({"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"}, {},
+                 "nvidia.com/gpu.product=NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", id="single-strategy-product"),
+    pytest.param({"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-INVALID"}, {},
+                 "nvidia.com/gpu.product=NVIDIA-A100-SXM4-40GB-MIG-INVALID", id="a-mix-of-geometries"),
+    pytest.param({"nvidia.com/mig-1g.5gb.count": "14"}, {}, "nvidia.com/mig-1g.5gb.count=14", id="mixed-strategy-labels"),
+    pytest.param({}, {"nvidia.com/mig-3g.20gb": "2"}, "nvidia.com/mig-3g.20gb=2", id="mixed-strategy-resource"),
+])
+def test_mig_enabled_outside_the_mig_manager_is_read_from_the_hardware(labels: dict[str, str],
+                                                                       capacity: dict[str, str], seen: str) -> None:
+    """No nvidia.com/mig.config label says it (MIG enabled with nvidia-smi, or the MIG manager kept off
+    the node): what GFD labels and the plugin advertises does, and the plugin exits on MPS there."""
+    mig_node = node("gpu-node-mig", 4, product="NVIDIA-A100-SXM4-40GB", labels=labels)
+    mig_node["status"]["capacity"].update(capacity)
+    refusal = only_refusal(enable(cluster([mig_node]), ["gpu-node-mig"]))
+    assert f"gpu-node-mig has MIG enabled on its cards ({seen}), though not by the MIG manager " \
+           "(nvidia.com/mig.config=all-disabled): MPS sharing is not supported for MIG devices" in refusal, refusal
+    assert Node(node("gpu-node-mig", 4, product="NVIDIA-A100-SXM4-40GB")).mig_in_hardware == ""
 
 
 def test_the_mixed_mig_strategy_is_refused_in_the_plugins_words() -> None:

@@ -100,6 +100,22 @@ def _configmap_with(**data: str) -> dict[str, Any]:
     return read(configmaps=[configmap(CONFIGMAP, data)])
 
 
+def _unhealthy(raw: dict[str, Any], resource: str, allocatable: int) -> dict[str, Any]:
+    """The node with `allocatable` of `resource` (its capacity as it was): the devices the device plugin
+    reports unhealthy."""
+    raw["status"]["allocatable"][resource] = str(allocatable)
+    return raw
+
+
+def test_a_resource_the_kubelet_keeps_after_a_rename_is_not_an_unhealthy_gpu() -> None:
+    """After renameByDefault the kubelet shows nvidia.com/gpu at its capacity, allocatable 0, for 5
+    minutes while nvidia.com/gpu.shared is served: not a fault."""
+    renamed = node("gpu-node", 4, replicas=2)
+    renamed["status"]["capacity"]["nvidia.com/gpu"] = "4"
+    assert Node(renamed).unhealthy is None
+    assert enable(read([renamed]), ["gpu-node"]).refusals == []
+
+
 REFUSALS = [
     pytest.param(read(), ["gpu-node"], {"replicas": 17}, "timeslicing_replicas=17 is above the bound",
                  id="bad-input"),
@@ -138,6 +154,13 @@ REFUSALS = [
     pytest.param(read(), ["gpu-node"], {"pool_taint_key": "gpu-mode"},
                  "The operand DaemonSets do not tolerate the pool taint gpu-mode=shared:NoSchedule",
                  id="pool-taint-not-tolerated"),
+    pytest.param(read([_unhealthy(node("gpu-node", 4), "nvidia.com/gpu", 3)]), ["gpu-node"], {},
+                 "gpu-node: 1 of its 4 GPUs unhealthy (nvidia.com/gpu allocatable 3 of capacity 4)", id="unhealthy-gpu"),
+    pytest.param(read([_unhealthy(node("gpu-node", 4, replicas=2), "nvidia.com/gpu.shared", 4)]), ["gpu-node"], {},
+                 "gpu-node: 2 of its 4 GPUs unhealthy (nvidia.com/gpu.shared allocatable 4 of capacity 8)",
+                 id="unhealthy-shared-gpus"),
+    pytest.param(read([_unhealthy(node("gpu-node", 1), "nvidia.com/gpu", 0)]), ["gpu-node"], {},
+                 "gpu-node: 1 of its 1 GPU unhealthy", id="the-only-gpu-unhealthy"),
 ]
 
 

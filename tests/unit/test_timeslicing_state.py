@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from gpushare.runbook.state import ASSET_TOLERATIONS, ClusterState, operator_problems
+from typing import Any
+
+from gpushare.runbook.state import ASSET_TOLERATIONS, ClusterState, active_clusterpolicy, operator_problems
 from tests.unit.cluster_objects import (CONFIGMAP, clusterpolicy, configmap, enabled_read, managed_configmap, node,
                                         read, record)
 
@@ -77,13 +79,45 @@ def test_a_missing_runbooks_namespace_is_refused_with_the_fix() -> None:
     assert "deploy/rbac" in problem and "gpu_operator_records_namespace" in problem
 
 
-def test_a_clusterpolicy_the_operator_ignores_is_refused_naming_the_input_to_change() -> None:
+def _problems(state: ClusterState) -> list[str]:
+    return operator_problems(state, "gpu-operator", "cluster-policy", "gpushare-system")
+
+
+def _policy(name: str, created: str) -> dict[str, Any]:
     policy = clusterpolicy()
-    policy["status"] = {"state": "ignored"}
-    [problem] = operator_problems(ClusterState.of(read(policy=policy)), "gpu-operator", "cluster-policy",
-                                  "gpushare-system")
-    assert problem.startswith("ClusterPolicy 'cluster-policy' is ignored by the GPU Operator"), problem
-    assert "gpu_operator_clusterpolicy_name" in problem
-    policy["status"] = {"state": "notReady"}
-    assert operator_problems(ClusterState.of(read(policy=policy)), "gpu-operator", "cluster-policy",
-                             "gpushare-system") == []
+    policy["metadata"].update(name=name, creationTimestamp=created)
+    return policy
+
+
+def test_a_clusterpolicy_the_operator_ignores_is_refused_naming_the_oldest() -> None:
+    """gpu-operator v26.7 reconciles the oldest ClusterPolicy (lowest name among equals) and writes no
+    status on the others: the runbooks tell which from the list, not from status.state."""
+    mine = clusterpolicy()
+    older = _policy("gpu-cluster-policy", "2026-11-01T00:00:00Z")
+    [problem] = _problems(ClusterState.of({**read(policy=mine), "clusterpolicies": [mine, older]}))
+    assert problem.startswith("ClusterPolicy 'cluster-policy' is not the one the GPU Operator reconciles"), problem
+    assert "gpu_operator_clusterpolicy_name=gpu-cluster-policy" in problem
+    newer = _policy("a-newer-one", "2026-12-05T00:00:00Z")
+    assert _problems(ClusterState.of({**read(policy=mine), "clusterpolicies": [newer, mine]})) == []
+    same_time = _policy("a-same-time", mine["metadata"]["creationTimestamp"])
+    assert active_clusterpolicy([mine, same_time]) == "a-same-time"
+    assert active_clusterpolicy([]) == ""
+
+
+def test_a_gpucluster_beside_the_clusterpolicy_is_refused_without_restoring_anything() -> None:
+    gpucluster = {"apiVersion": "nvidia.com/v1alpha1", "kind": "GPUCluster", "metadata": {"name": "gpu-cluster"}}
+    [beside] = _problems(ClusterState.of({**read(), "gpuclusters": [gpucluster]}))
+    assert beside.startswith("GPUCluster 'gpu-cluster' (the GPU Operator's DRA stack, nvidia.com/v1alpha1) exists "
+                             "beside ClusterPolicy 'cluster-policy': the GPU Operator reconciles neither"), beside
+    assert "delete the GPUCluster" in beside
+    [alone] = _problems(ClusterState.of({**read(policy=None), "gpuclusters": [gpucluster]}))
+    assert alone.startswith("This cluster's GPU Operator runs the DRA stack (GPUCluster 'gpu-cluster'"), alone
+    for problem in (beside, alone):
+        assert "restore" not in problem.lower()
+
+
+def test_no_gpucluster_api_is_no_gpucluster() -> None:
+    """Before v26.7 the kind is not served: gpushare_read gives None and names it in not_served."""
+    state = ClusterState.of({**read(not_served=("gpuclusters",)), "gpuclusters": None})
+    assert state.gpuclusters == []
+    assert _problems(state) == []

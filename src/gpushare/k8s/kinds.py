@@ -47,6 +47,7 @@ _KINDS = [
     Kind("SelfSubjectReview", "authentication.k8s.io", "v1", "selfsubjectreviews", False),
     Kind("SelfSubjectAccessReview", "authorization.k8s.io", "v1", "selfsubjectaccessreviews", False),
     Kind("ClusterPolicy", "nvidia.com", "v1", "clusterpolicies", False),
+    Kind("GPUCluster", "nvidia.com", "v1alpha1", "gpuclusters", False),  # GPU Operator v26.7's DRA stack
     Kind("ClusterRole", "rbac.authorization.k8s.io", "v1", "clusterroles", False),
     Kind("ClusterRoleBinding", "rbac.authorization.k8s.io", "v1", "clusterrolebindings", False),
     Kind("DeviceClass", "resource.k8s.io", "v1", "deviceclasses", False),

@@ -24,6 +24,7 @@ CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG = "nvidia.com/mig.config"
 MIG_STATE = "nvidia.com/mig.config.state"
 MIG_CAPABLE = "nvidia.com/mig.capable"
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"  # the mixed strategy's resources and GFD's labels of them
 DEPLOY_PREFIX = "nvidia.com/gpu.deploy."
 # Products the GPU Operator treats as MIG-capable when GFD has not labelled nvidia.com/mig.capable
 # (controllers/state_manager.go hasMIGCapableGPU).
@@ -181,6 +182,20 @@ class Node:
         return int(value) if value.isdigit() else 1
 
     @property
+    def unhealthy(self) -> tuple[str, int, int] | None:
+        """(resource, allocatable, capacity) of the whole-GPU resource whose allocatable is below its
+        capacity: devices the device plugin reports unhealthy (an Xid), or a plugin that stopped
+        serving them; None when every device advertised is allocatable. A resource the plugin no
+        longer serves (allocatable 0) while the other one is served is a rename the kubelet still
+        shows for 5 minutes, not a fault."""
+        served = {r for r in (GPU, SHARED) if self.allocatable(r) > 0}
+        for resource in (GPU, SHARED):
+            allocatable, capacity = self.allocatable(resource), self.capacity(resource)
+            if allocatable < capacity and (resource in served or not served):
+                return resource, allocatable, capacity
+        return None
+
+    @property
     def strategy(self) -> str:
         return self.labels.get(STRATEGY, "none")
 
@@ -195,6 +210,21 @@ class Node:
     @property
     def mig_enabled(self) -> bool:
         return self.mig_config not in ("", "all-disabled")
+
+    @property
+    def mig_in_hardware(self) -> str:
+        """What GFD and the kubelet show of MIG devices, whoever enabled MIG (the MIG manager, or
+        nvidia-smi with no nvidia.com/mig.config label to say so), as "key=value"; "" when nothing
+        does. GFD (k8s-device-plugin internal/lm/mig-strategy.go) suffixes the product with
+        -MIG-<profile> (-MIG-INVALID for a mix) under the single strategy and labels
+        nvidia.com/mig-<profile>.count under mixed; the plugin advertises nvidia.com/mig-<profile>."""
+        product = self.labels.get(PRODUCT, "")
+        if "-MIG-" in product:
+            return f"{PRODUCT}={product}"
+        counts = [f"{k}={v}" for k, v in sorted(self.labels.items())
+                  if k.startswith(MIG_RESOURCE_PREFIX) and k.endswith(".count") and quantity(v)]
+        served = [f"{k}={v}" for k, v in sorted(self.resources("capacity", MIG_RESOURCE_PREFIX).items()) if quantity(v)]
+        return (counts or served or [""])[0]
 
     @property
     def mig_state(self) -> str:

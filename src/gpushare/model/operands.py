@@ -65,6 +65,13 @@ class OperandPod:
                 and any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []))
 
     @property
+    def ready_since(self) -> dt.datetime | None:
+        """When the pod last became Ready (its Ready condition's lastTransitionTime); None unless Ready."""
+        conditions = (self.raw.get("status") or {}).get("conditions") or []
+        ready = next((c for c in conditions if c.get("type") == "Ready" and c.get("status") == "True"), None)
+        return parse_time(ready.get("lastTransitionTime")) if ready and self.ready else None
+
+    @property
     def created(self) -> dt.datetime | None:
         return parse_time(self.raw["metadata"].get("creationTimestamp"))
 

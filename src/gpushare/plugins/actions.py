@@ -263,9 +263,9 @@ class WaitAction(KubeAction):
 
 
 class RestartAction(KubeAction):
-    """Restart the config readers (device plugin, GFD) of `nodes`: those on an old template, started
-    before `configmap` was last written (but for the pods `known_readers` names at its version), or all of them
-    with `force`; then wait for them. Returns the readers running at the end (`readers`, each started
+    """Restart the config readers (device plugin, GFD; only `daemonsets` when given) of `nodes`: those on
+    an old template, started before `configmap` was last written (but for the pods `known_readers` names at its
+    version), or all of them with `force`; then wait for them. Returns the readers running at the end (`readers`, each started
     after the ConfigMap's write at `configmap_version`)."""
 
     UNANSWERED = "Some of the pods may have been deleted (their DaemonSets re-create them); a re-run restarts the rest."
@@ -275,7 +275,8 @@ class RestartAction(KubeAction):
 
         session = self.session(task_vars)
         outcome = restart_readers(session, args["namespace"], args["nodes"], args["configmap"], args["force"],
-                                  bool(self._task.check_mode), args["timeout"], known_readers=args["known_readers"])
+                                  bool(self._task.check_mode), args["timeout"], known_readers=args["known_readers"],
+                                  daemonsets=args["daemonsets"])
         result: dict[str, Any] = {"changed": bool(outcome.restarted), **outcome.as_dict()}
         if outcome.problems:
             result.update(failed=True, msg=(

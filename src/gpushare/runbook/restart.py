@@ -51,21 +51,21 @@ def trusted_readers(known_readers: dict[str, Any] | None, configmap: dict[str, A
     return list(known.get("pods") or []) if version and known.get("resourceVersion") == version else []
 
 
-def _readers(session: Session, namespace: str) -> dict[str, Operand]:
+def _readers(session: Session, namespace: str, daemonsets: Collection[str] = ()) -> dict[str, Operand]:
     return {d["metadata"]["name"]: Operand(d) for d in session.list("DaemonSet", namespace)
-            if d["metadata"]["name"] in CONFIG_READERS}
+            if d["metadata"]["name"] in (daemonsets or CONFIG_READERS)}
 
 
 def restart_readers(session: Session, namespace: str, nodes: list[str], configmap_name: str, force: bool,
                     check_mode: bool, timeout_s: float, interval_s: float = 1.0,
-                    known_readers: dict[str, Any] | None = None) -> RestartResult:
+                    known_readers: dict[str, Any] | None = None, daemonsets: Collection[str] = ()) -> RestartResult:
     """Delete the stale readers of `nodes`, then wait until every reader their DaemonSets run there
     (those deleted, and those a roll of the operator's is replacing) runs the current template, Ready.
     Each of them then reads the ConfigMap as it is: it was not stale, or the listing made after the
     ConfigMap's write did not hold it yet, so it was created after that write. `known_readers`
     ({"resourceVersion", "pods"}, a complete run's): pods that read the ConfigMap at that version,
-    trusted while it is still the ConfigMap's."""
-    operands = _readers(session, namespace)
+    trusted while it is still the ConfigMap's. `daemonsets`: only these readers (all when empty)."""
+    operands = _readers(session, namespace, daemonsets)
     listed = [OperandPod(p) for p in session.pods_on(nodes, namespace)]
     configmap = session.get("ConfigMap", configmap_name, namespace) if configmap_name else None
     result = RestartResult(configmap_version=((configmap or {}).get("metadata") or {}).get("resourceVersion", ""))
@@ -95,4 +95,4 @@ def restart_readers(session: Session, namespace: str, nodes: list[str], configma
             result.readers = sorted(p.uid for p in running)
             return result
         time.sleep(next(pause))
-        operands = _readers(session, namespace)
+        operands = _readers(session, namespace, daemonsets)

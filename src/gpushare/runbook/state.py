@@ -38,13 +38,16 @@ class ClusterState:
     unreadable_records: dict[str, str] = field(default_factory=dict)  # record -> why no run trusts it (skipped)
     write_model: Names | None = None  # the admission policies' parameters (None: absent, unreadable or not read)
     write_model_problem: str = ""  # why the write model that is there cannot be read
+    clusterpolicies: list[dict[str, Any]] | None = None  # every ClusterPolicy, when read (None: not read or not served)
+    gpuclusters: list[str] = field(default_factory=list)  # the GPUClusters (none when the kind is not served)
 
     @classmethod
     def of(cls, read: dict[str, Any]) -> ClusterState:
         """From a `gpushare_read` result with keys namespace, clusterpolicy, nodes (packed or not),
         configmaps (the operator's), records_namespace and records (the ConfigMaps of the runbooks' own
         namespace), daemonsets, pods, lease (missing kinds come as None), nodes_version and, when read,
-        workloads and write_model (the ConfigMap gpushare.rbac.write_model reads)."""
+        workloads and write_model (the ConfigMap gpushare.rbac.write_model reads), clusterpolicies (every
+        ClusterPolicy) and gpuclusters (a kind the cluster does not serve, as before v26.7, is none)."""
         configmaps = {c["metadata"]["name"]: c for c in read.get("configmaps") or []}
         records = [Record.of(c) for c in read.get("records") or [] if Record.is_record(c)]
         write_model, write_model_problem = _write_model(read.get("write_model"))
@@ -66,6 +69,8 @@ class ClusterState:
             unreadable_records={r.name: r.problem for r in sorted(records, key=lambda r: r.name) if r.problem},
             write_model=write_model,
             write_model_problem=write_model_problem,
+            clusterpolicies=read.get("clusterpolicies"),
+            gpuclusters=sorted(g["metadata"]["name"] for g in read.get("gpuclusters") or []),
         )
 
     def record_warnings(self, namespace: str) -> list[str]:
@@ -181,6 +186,8 @@ def records_problems(state: ClusterState, namespace: str, records_namespace: str
 
 
 def _operator_problems(state: ClusterState, namespace: str, clusterpolicy: str) -> list[str]:
+    if state.gpuclusters:
+        return [_gpucluster_problem(state, clusterpolicy)]
     if not state.namespace_exists:
         where = (f"The device-plugin DaemonSet runs in namespace {state.plugin_namespaces[0]!r}: set "
                  f"gpu_operator_namespace={state.plugin_namespaces[0]}." if state.plugin_namespaces else
@@ -194,13 +201,42 @@ def _operator_problems(state: ClusterState, namespace: str, clusterpolicy: str) 
         return [f"ClusterPolicy {clusterpolicy!r} not found (cluster-scoped, nvidia.com/v1): the GPU Operator's "
                 "chart creates it; restore it, or set gpu_operator_clusterpolicy_name to the one this cluster uses "
                 "(kubectl get clusterpolicies.nvidia.com)."]
-    if (state.clusterpolicy.get("status") or {}).get("state") == "ignored":
-        return [f"ClusterPolicy {clusterpolicy!r} is ignored by the GPU Operator (status.state: ignored): the operator "
-                "reconciles one ClusterPolicy, the oldest, and ignores the others, so a change to this one would "
-                "change nothing. Set gpu_operator_clusterpolicy_name to the one in force (kubectl get "
-                "clusterpolicies.nvidia.com: its STATUS is ready or notReady)."]
+    active = active_clusterpolicy(state.clusterpolicies or [])
+    if active and active != clusterpolicy:
+        return [f"ClusterPolicy {clusterpolicy!r} is not the one the GPU Operator reconciles: of several "
+                f"ClusterPolicies it reconciles the oldest, {active!r}, and ignores the others, so a change to this "
+                f"one would change nothing. Set gpu_operator_clusterpolicy_name={active}, or delete the ClusterPolicies "
+                "nobody meant to keep (kubectl get clusterpolicies.nvidia.com)."]
     if state.device_plugin is None:
         return [f"DaemonSet {namespace}/nvidia-device-plugin-daemonset not found: the operator has not rendered "
                 f"the device plugin (is spec.devicePlugin.enabled true in ClusterPolicy {clusterpolicy}, and is "
                 "the operator running?)."]
     return []
+
+
+def active_clusterpolicy(policies: list[dict[str, Any]]) -> str:
+    """The ClusterPolicy the GPU Operator reconciles when there are several: the oldest, the lowest
+    name among equals (gpu-operator v26.7 controllers/active_config.go getSingletonClusterPolicy; the
+    others are left alone, their status unwritten). "" for none."""
+    oldest = min(policies, default=None, key=lambda p: (str(p["metadata"].get("creationTimestamp") or ""),
+                                                        p["metadata"]["name"]))
+    return oldest["metadata"]["name"] if oldest else ""
+
+
+def _gpucluster_problem(state: ClusterState, clusterpolicy: str) -> str:
+    """A GPUCluster (GPU Operator v26.7's DRA stack, nvidia.com/v1alpha1) is there: with a ClusterPolicy
+    beside it the operator reconciles neither (controllers/clusterpolicy_controller.go: "ClusterPolicy
+    and GPUCluster cannot co-exist"; gpucluster_controller.go validatePrerequisites); without one, the
+    GPUs are the DRA driver's, which these runbooks do not configure."""
+    clusters = ", ".join(repr(name) for name in state.gpuclusters)
+    if state.clusterpolicy is not None:
+        return (f"GPUCluster {clusters} (the GPU Operator's DRA stack, nvidia.com/v1alpha1) exists beside ClusterPolicy "
+                f"{clusterpolicy!r}: the GPU Operator reconciles neither while both exist (the ClusterPolicy is "
+                "notReady, \"ClusterPolicy and GPUCluster cannot co-exist\"), so a change to the ClusterPolicy would "
+                "change nothing. Keep one: to share GPUs through the device plugin (these runbooks), delete the "
+                "GPUCluster; to run the DRA stack, delete the ClusterPolicy and share GPUs with the DRA driver's "
+                "ResourceClaims, not these runbooks.")
+    return (f"This cluster's GPU Operator runs the DRA stack (GPUCluster {clusters}, nvidia.com/v1alpha1), not a "
+            "ClusterPolicy: its GPUs are allocated by the NVIDIA DRA driver, which time-slicing, MPS and MIG through "
+            "the device plugin do not apply to. Share GPUs with the DRA driver's ResourceClaims instead, or run these "
+            "runbooks on a cluster whose GPU Operator is managed by a ClusterPolicy.")

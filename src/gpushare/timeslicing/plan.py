@@ -100,6 +100,11 @@ def _mps_problems(state: ClusterState, settings: Settings, targets: list[str]) -
             problems.append(f"{name} has MIG enabled (nvidia.com/mig.config={node.mig_config}): {mps.MIG_UNSUPPORTED} "
                             "(the MPS control daemon starts no server for them and the device plugin would wait for "
                             "it forever). Roll MIG back first (playbooks/rollback-mig.yml), or keep MIG.")
+        elif node.mig_in_hardware:
+            problems.append(f"{name} has MIG enabled on its cards ({node.mig_in_hardware}), though not by the MIG "
+                            f"manager (nvidia.com/mig.config={node.mig_config or '<unset>'}): {mps.MIG_UNSUPPORTED} (the "
+                            "device plugin exits there and GFD fails). Disable MIG on the node first (nvidia-smi -mig 0 "
+                            "on each card, with the node drained, or let the MIG manager apply all-disabled), or keep MIG.")
         elif daemon is None:
             problems.append(f"the GPU Operator runs no {MPS} DaemonSet: this operator cannot run MPS (GPU Operator "
                             "v24.3 and later with device plugin v0.15 and later can). Upgrade it first.")
@@ -160,7 +165,25 @@ def _target_problems(state: ClusterState, targets: list[str], strategy: str = "t
         elif node.mig_enabled and strategy != "mps":  # MPS says it in its own words (_mps_problems)
             problems.append(f"{name} has MIG enabled (nvidia.com/mig.config={node.mig_config}): this runbook "
                             "time-slices whole GPUs only; roll MIG back first (playbooks/rollback-mig.yml).")
+        elif node.unhealthy is not None:
+            problems.append(_unhealthy_problem(node, strategy))
     return problems
+
+
+def _unhealthy_problem(node: Node, strategy: str) -> str:
+    """An unhealthy card is out of service only until the device plugin reloads (its health state
+    lives in its process: k8s-device-plugin internal/rm/health.go), and enabling sharing reloads it."""
+    resource, allocatable, capacity = node.unhealthy or ("", 0, 0)
+    per_gpu = max(1, node.replicas)
+    cards = -(-(capacity - allocatable) // per_gpu)
+    of = f" of its {node.gpus}" if node.gpus else ""
+    noun = "GPU" if (node.gpus or cards) == 1 else "GPUs"
+    return (f"{node.name}: {cards}{of} {noun} unhealthy ({resource} allocatable {allocatable} "
+            f"of capacity {capacity}): the device plugin took {'them' if cards != 1 else 'it'} out after an Xid error, "
+            f"or it does not serve them. Enabling {'MPS' if strategy == 'mps' else strategy} reloads the plugin, which forgets the fault and "
+            "advertises the card again, once per share. Find the card (the device plugin's log on the node says "
+            "\"marked unhealthy\" with its UUID; DCGM_FI_DEV_XID_ERRORS), drain the node and repair or reset it (an "
+            "Xid 79, fallen off the bus, needs a reboot), then run this again.")
 
 
 def _key_users(state: ClusterState, settings: Settings, key: str) -> list[str]:

@@ -10,6 +10,8 @@ import copy
 from typing import Any
 
 GROUP, VERSION, PLURAL = "nvidia.com", "v1", "clusterpolicies"
+# v26.7's DRA stack (api/nvidia/v1alpha1/gpucluster_types.go): a cluster-scoped singleton the chart's CRDs define
+GPUCLUSTER_VERSION, GPUCLUSTER_PLURAL = "v1alpha1", "gpuclusters"
 CLUSTER_POLICY = "cluster-policy"
 CHART_VERSION = "v26.7.0"
 CONFIG_LABEL = "nvidia.com/device-plugin.config"
@@ -60,6 +62,29 @@ def crd() -> dict[str, Any]:
             }],
         },
     }
+
+
+def gpucluster_crd() -> dict[str, Any]:
+    """The GPUCluster CRD as the v26.7 chart ships it (crds/nvidia.com_gpuclusters.yaml): its names,
+    scope, status subresource and printer column; the spec preserved unchecked."""
+    schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{GPUCLUSTER_PLURAL}.{GROUP}"},
+        "spec": {
+            "group": GROUP, "scope": "Cluster",
+            "names": {"plural": GPUCLUSTER_PLURAL, "singular": "gpucluster", "kind": "GPUCluster",
+                      "listKind": "GPUClusterList", "shortNames": ["gc"]},
+            "versions": [{"name": GPUCLUSTER_VERSION, "served": True, "storage": True, "subresources": {"status": {}},
+                          "schema": {"openAPIV3Schema": schema},
+                          "additionalPrinterColumns": [{"name": "Status", "type": "string", "jsonPath": ".status.state"}]}],
+        },
+    }
+
+
+def gpucluster_conflict(name: str) -> str:
+    """The ClusterPolicy's Error condition while a GPUCluster exists (clusterpolicy_controller.go)."""
+    return f"conflicting GPUCluster resource \"{name}\" detected; ClusterPolicy and GPUCluster cannot co-exist"
 
 
 def _image(repository: str, image: str, version: str) -> dict[str, str]:

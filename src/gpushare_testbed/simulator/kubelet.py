@@ -23,17 +23,20 @@ ENDPOINT_STOP_GRACE_S = 300.0  # devicemanager endpointStopGracePeriod
 
 
 def node_resources(registered: dict[str, int] | None, capacity: dict[str, str], stopped: dict[str, float],
-                   now: float, grace_s: float) -> tuple[dict[str, str], dict[str, str], float | None]:
+                   now: float, grace_s: float, unhealthy: dict[str, int] | None = None,
+                   ) -> tuple[dict[str, str], dict[str, str], float | None]:
     """(capacity, allocatable, when it next changes on its own) of the nvidia.com/ resources;
-    `registered` is None while no plugin runs. `stopped` (resource -> when its plugin stopped serving
-    it) is updated in place."""
+    `registered` is None while no plugin runs; `unhealthy`: the devices of each it reports unhealthy
+    (counted in capacity, not in allocatable: devicemanager's healthy set). `stopped` (resource ->
+    when its plugin stopped serving it) is updated in place."""
     served = registered or {}
+    sick = unhealthy or {}
     known = {k: v for k, v in capacity.items() if k.startswith(EXTENDED)}
     new_capacity, allocatable, due = {}, {}, None
     for name in sorted(known.keys() | served.keys()):
         if name in served:
             stopped.pop(name, None)
-            new_capacity[name] = allocatable[name] = str(served[name])
+            new_capacity[name], allocatable[name] = str(served[name]), str(max(0, served[name] - sick.get(name, 0)))
             continue
         since = stopped.setdefault(name, now)
         unhealthy = known[name] != "0" and now < since + grace_s

@@ -35,6 +35,17 @@ from gpushare_testbed.simulator.rest import Obj
 # message whenever its config shares (as a driver that rejects time-slicing would), and never
 # becomes Ready until the node is back on a config that does not share.
 PLUGIN_FAULT_ANNOTATION = "sim.gpushare.io/device-plugin-fault"
+# A fault to test against: GPUs of the node hit an Xid (79: fallen off the bus), `{"gpus": [index, ...],
+# "at": Unix seconds}`. A device plugin running since before `at` reports their devices unhealthy
+# (its health check, internal/rm/health.go); one started or reloaded after has forgotten them, as
+# upstream's does (the health state lives in the plugin process only).
+XID_ANNOTATION = "sim.gpushare.io/xid-gpus"
+# A fault to test against: the next N device-plugin starts on the node while it carries a config
+# label (a pod's start, or the in-place restart of its plugins a SIGHUP causes) register 0 devices,
+# the pod Running and Ready, until the pod restarts (NVIDIA/k8s-device-plugin#1645, open). Each
+# start it hits takes one off the count and leaves a Warning event ZERO_DEVICES_REASON on its pod.
+ZERO_START_ANNOTATION = "sim.gpushare.io/device-plugin-zero-starts"
+ZERO_DEVICES_REASON = "SimulatedZeroDevices"
 # A test's knob: the kubelet's endpointStopGracePeriod on this node, in seconds (the simulator's
 # option, 5 minutes like the kubelet, elsewhere).
 STOP_GRACE_ANNOTATION = "sim.gpushare.io/endpoint-stop-grace-seconds"
@@ -90,9 +101,13 @@ class NodeAgent:
         self.generated: dict[str, str] = {}  # node -> the mig-manager pod that wrote <node>-mig-config
         self.wakeups: dict[str, float] = {}
         self.stopped: dict[str, dict[str, float]] = {}  # node -> resource -> when no plugin served it any more
+        self.zero_plugins: set[str] = set()  # device-plugin pods that registered 0 devices (ZERO_START_ANNOTATION)
+        self.plugin_starts: dict[str, float] = {}  # device-plugin pod -> when it last started or reloaded its plugins
 
     def forget(self, uid: str) -> None:
         self.managed.pop(uid, None)
+        self.zero_plugins.discard(uid)
+        self.plugin_starts.pop(uid, None)
 
     def plugin_config(self, node: str) -> PluginConfig | None:
         """The config the device plugin on `node` serves with (None while it does not run)."""
@@ -111,7 +126,9 @@ class NodeAgent:
         meta = node["metadata"]
         labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
         policy = sim.policy()
-        label_patch: dict[str, str | None] = dict(node_labels(labels, (policy or {}).get("spec") if policy else None))
+        # the node labeller stops while a GPUCluster is beside the ClusterPolicy (nodelabeling_controller.go)
+        label_patch: dict[str, str | None] = {} if sim.gpucluster() else dict(
+            node_labels(labels, (policy or {}).get("spec") if policy else None))
         annotation_patch: dict[str, str | None] = {}
         mig_run = None
         if HARDWARE_ANNOTATION in annotations:
@@ -129,6 +146,10 @@ class NodeAgent:
             serving = bool(mps is not None and mps[0].running and mps[0].loaded[1])
             plugin = self._config_managed(node, operands.DEVICE_PLUGIN, "nvidia-device-plugin", now,
                                           lambda pod: self._plugin_loader(pod, layout, fault, serving))
+            if plugin is not None and plugin[0].running and self.plugin_starts.get(plugin[0].uid) != plugin[0].started_at:
+                self.plugin_starts[plugin[0].uid] = plugin[0].started_at
+                if labels.get(cp.CONFIG_LABEL):
+                    self._zero_start(name, annotations, plugin[1], annotation_patch)
             if plugin is not None and serving and _waits_for_daemon(plugin[0]):
                 plugin[0].retry(now, self._plugin_loader(plugin[1], layout, fault, serving))
                 self._write_pod_status(plugin[1], plugin[0], "nvidia-device-plugin")
@@ -329,6 +350,20 @@ class NodeAgent:
             if err.status != 404:
                 raise
 
+    def _zero_start(self, node: str, annotations: dict[str, str], pod: Obj, annotation_patch: dict[str, str | None]) -> None:
+        """A device-plugin start on a labelled node, which the ZERO_START_ANNOTATION fault may hit: it
+        then registers 0 devices for the rest of its pod's life."""
+        armed = int(annotations.get(ZERO_START_ANNOTATION) or 0)
+        if armed <= 0:
+            return
+        meta = pod["metadata"]
+        self.zero_plugins.add(meta["uid"])
+        annotation_patch[ZERO_START_ANNOTATION] = str(armed - 1) if armed > 1 else None
+        self.sim.event("Pod", meta["name"], self.sim.namespace, "Warning", ZERO_DEVICES_REASON,
+                       f"{node}: the device plugin registers 0 devices until its pod restarts "
+                       "(NVIDIA/k8s-device-plugin#1645)",
+                       uid=meta["uid"])
+
     # ---- GFD's NodeFeature (v0.19 and later) ------------------------------------------------------------
     def _publish_node_feature(self, node: str, pod: Obj, labels: dict[str, str]) -> None:
         """nodeFeatureObject.Output: create GFD's NodeFeature, or update it when its labels or owners differ."""
@@ -351,10 +386,15 @@ class NodeAgent:
         status = node.get("status") or {}
         name = node["metadata"]["name"]
         registered = plugin[0].loaded[1] if plugin is not None and plugin[0].running else None
-        grace = (node["metadata"].get("annotations") or {}).get(STOP_GRACE_ANNOTATION)
+        if registered is not None and plugin is not None and plugin[0].uid in self.zero_plugins:
+            registered = dict.fromkeys(registered, 0)
+        annotations = node["metadata"].get("annotations") or {}
+        grace = annotations.get(STOP_GRACE_ANNOTATION)
+        sick = unhealthy_devices(annotations.get(XID_ANNOTATION), plugin[0]) if plugin is not None and registered else {}
         capacity, allocatable, due = node_resources(registered, status.get("capacity") or {},
                                                     self.stopped.setdefault(name, {}), now,
-                                                    float(grace) if grace else self.sim.options.endpoint_stop_grace_seconds)
+                                                    float(grace) if grace else self.sim.options.endpoint_stop_grace_seconds,
+                                                    sick)
         self._wake(name, due, now)
         current_capacity = {k: v for k, v in (status.get("capacity") or {}).items() if k.startswith("nvidia.com/")}
         current_allocatable = {k: v for k, v in (status.get("allocatable") or {}).items() if k.startswith("nvidia.com/")}
@@ -385,6 +425,20 @@ def _signal_error(pod: Obj, main: str) -> str | None:
         return None
     return signal_failure(sidecar.get("image", ""), _env(sidecar).get("PROCESS_TO_SIGNAL", ""), _main_argv0(pod, main),
                           bool(pod["spec"].get("hostPID")))
+
+
+def unhealthy_devices(xid: str | None, plugin: ManagedPod[PluginLoad]) -> dict[str, int]:
+    """The devices the running plugin reports unhealthy (resource -> count) after the Xid fault
+    XID_ANNOTATION names: each faulted GPU's replicas of the whole-GPU resource it advertises, when
+    the plugin started (or last reloaded) before the fault."""
+    if not xid or plugin.loaded is None:
+        return {}
+    fault = json.loads(xid)
+    if plugin.started_at > float(fault["at"]):
+        return {}
+    config, registered = plugin.loaded
+    per_gpu = config.sharing.replicas if config.sharing.strategy != "none" else 1
+    return {resource: len(fault["gpus"]) * per_gpu for resource in (GPU, SHARED) if registered.get(resource)}
 
 
 def _gfd_loader(judge: NvidiaJudge, pod: Obj) -> Any:

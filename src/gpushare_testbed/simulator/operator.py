@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     from gpushare_testbed.simulator.simulator import Simulator
 
 log = logging.getLogger("gpushare_testbed.simulator.operator")
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 NFD_GPU_LABELS = ("feature.node.kubernetes.io/pci-10de.present", "feature.node.kubernetes.io/pci-0302_10de.present",
                   "feature.node.kubernetes.io/pci-0300_10de.present")
 GPU_PRESENT = "nvidia.com/gpu.present"
@@ -77,9 +81,9 @@ class Operator:
         policy = sim.policy()
         if policy is None:
             return
-        for other in sim.policies.items():
-            if other is not policy:
-                self._set_state(other, "ignored")
+        if gpucluster := sim.gpucluster():
+            self._set_state(policy, "notReady", cp.gpucluster_conflict(gpucluster))
+            return
         for name, account in operator_objects.service_accounts(policy, self.ns).items():
             if sim.service_accounts.get(name) is None:
                 self._create(f"/api/v1/namespaces/{self.ns}/serviceaccounts", account)
@@ -112,10 +116,22 @@ class Operator:
                 self._delete(f"/apis/apps/v1/namespaces/{self.ns}/daemonsets/{name}")
         self._set_state(policy, "ready" if ready else "notReady")
 
-    def _set_state(self, policy: Obj, state: str) -> None:
-        if (policy.get("status") or {}).get("state") != state:
-            self.sim.rest.patch(f"/apis/{cp.GROUP}/{cp.VERSION}/{cp.PLURAL}/{policy['metadata']['name']}/status",
-                                {"status": {"state": state}})
+    def _set_state(self, policy: Obj, state: str, error: str = "") -> None:
+        """status.state, and while `error` the Error condition the operator sets with it
+        (internal/conditions/clusterpolicy.go SetConditionsError, reason ReconcileFailed)."""
+        status = policy.get("status") or {}
+        errors = [c for c in status.get("conditions") or [] if c.get("type") == "Error" and c.get("status") == "True"]
+        if status.get("state") == state and [c.get("message") for c in errors] == ([error] if error else []):
+            return
+        body: Obj = {"state": state}
+        if error or errors:
+            body["conditions"] = [
+                {"type": "Ready", "status": "False" if error else "True", "reason": "Error" if error else "Reconciled",
+                 "message": "", "lastTransitionTime": _now()},
+                {"type": "Error", "status": "True" if error else "False", "reason": "ReconcileFailed" if error else "Ready",
+                 "message": error, "lastTransitionTime": _now()}]
+        self.sim.rest.patch(f"/apis/{cp.GROUP}/{cp.VERSION}/{cp.PLURAL}/{policy['metadata']['name']}/status",
+                            {"status": body})
 
     def _create(self, path: str, body: Obj) -> None:
         try:

@@ -81,6 +81,8 @@ class Simulator:
         self._pods_by_app: dict[str, dict[str, Obj]] = defaultdict(dict)  # this namespace's pods, by app label
         ns = namespace
         self.policies = Informer(rest, f"/apis/{cp.GROUP}/{cp.VERSION}/{cp.PLURAL}", name_key, self._policy_changed)
+        self.gpuclusters = Informer(rest, f"/apis/{cp.GROUP}/{cp.GPUCLUSTER_VERSION}/{cp.GPUCLUSTER_PLURAL}", name_key,
+                                    self._gpucluster_changed)
         self.daemonsets = Informer(rest, f"/apis/apps/v1/namespaces/{ns}/daemonsets", name_key, self._daemonset_changed)
         self.revisions = Informer(rest, f"/apis/apps/v1/namespaces/{ns}/controllerrevisions", name_key,
                                   lambda *_: self._queue(POLICY, UPGRADE))
@@ -108,9 +110,17 @@ class Simulator:
         return (meta.get("labels") or {}).get("app") if meta.get("namespace") == self.namespace else None
 
     def policy(self) -> Obj | None:
-        """The ClusterPolicy the operator reconciles: the oldest; it marks the others ignored."""
+        """The ClusterPolicy the operator reconciles: the oldest, the lowest name among equals; the
+        others it leaves alone, their status unwritten (v26.7 controllers/active_config.go
+        getSingletonClusterPolicy; the `ignored` state it sets is never sent to the API server)."""
         return min(self.policies.items(), default=None,
                    key=lambda p: (p["metadata"].get("creationTimestamp", ""), p["metadata"]["name"]))
+
+    def gpucluster(self) -> str:
+        """The GPUCluster beside the ClusterPolicies ("" for none): while there is one the operator
+        reconciles no ClusterPolicy and labels no node (clusterpolicy_controller.go,
+        nodelabeling_controller.go: "only one may be present at a time")."""
+        return min((c["metadata"]["name"] for c in self.gpuclusters.items()), default="")
 
     def operand_pod(self, node: str, app: str) -> Obj | None:
         """The live (not terminating) pod of an operand DaemonSet on a node."""
@@ -156,6 +166,10 @@ class Simulator:
         self._queue(POLICY, UPGRADE)
         if (old or {}).get("spec") != (new or {}).get("spec"):
             self._all_nodes()
+
+    def _gpucluster_changed(self, key: str, old: Obj | None, new: Obj | None) -> None:
+        self._queue(POLICY)
+        self._all_nodes()
 
     def _daemonset_changed(self, key: str, old: Obj | None, new: Obj | None) -> None:
         self._queue(POLICY)
@@ -221,9 +235,9 @@ class Simulator:
 
     # ---- start-up ----------------------------------------------------------------------------------
     def install(self) -> None:
-        """The chart's install: CRDs (ClusterPolicy; NodeFeature, from its NFD subchart), namespace,
-        ClusterPolicy instance (kept if present); and the NVIDIA DRA driver's chart."""
-        for crd in (cp.crd(), nfd.crd()):
+        """The chart's install: CRDs (ClusterPolicy, GPUCluster; NodeFeature, from its NFD subchart),
+        namespace, ClusterPolicy instance (kept if present); and the NVIDIA DRA driver's chart."""
+        for crd in (cp.crd(), cp.gpucluster_crd(), nfd.crd()):
             try:
                 self.rest.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
             except ApiError as err:
@@ -231,14 +245,14 @@ class Simulator:
                     raise
 
         def established() -> bool:
-            for name in (f"{cp.PLURAL}.{cp.GROUP}", f"{nfd.PLURAL}.{nfd.GROUP}"):
+            for name in (f"{cp.PLURAL}.{cp.GROUP}", f"{cp.GPUCLUSTER_PLURAL}.{cp.GROUP}", f"{nfd.PLURAL}.{nfd.GROUP}"):
                 crd = self.rest.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
                 if not any(c["type"] == "Established" and c["status"] == "True"
                            for c in crd.get("status", {}).get("conditions") or []):
                     return False
             return True
 
-        wait_for(established, 30, "the ClusterPolicy and NodeFeature CRDs to be established")
+        wait_for(established, 30, "the ClusterPolicy, GPUCluster and NodeFeature CRDs to be established")
         for path, body in (("/api/v1/namespaces", {"metadata": {"name": self.namespace}}),
                            (f"/apis/{cp.GROUP}/{cp.VERSION}/{cp.PLURAL}", cp.default_instance(self.options.operator_release))):
             try:
@@ -250,8 +264,8 @@ class Simulator:
 
     def run(self, ready_file: Path | None) -> None:
         self.install()
-        informers = (self.policies, self.daemonsets, self.revisions, self.configmaps, self.service_accounts, self.nodes,
-                     self.pods, self.node_features, self.dra.slices)
+        informers = (self.policies, self.gpuclusters, self.daemonsets, self.revisions, self.configmaps, self.service_accounts,
+                     self.nodes, self.pods, self.node_features, self.dra.slices)
         for informer in informers:
             threading.Thread(target=informer.run, args=(self.stop,), name=informer.name, daemon=True).start()
         for informer in informers:
