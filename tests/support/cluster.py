@@ -220,8 +220,13 @@ def reset_embedded(cluster: Cluster) -> None:
                 core.delete_namespaced_config_map(cm.metadata.name, ns)
         for lease in coordination.list_namespaced_lease(ns).items:
             coordination.delete_namespaced_lease(lease.metadata.name, ns)
-    for gpucluster in cluster.custom.list_cluster_custom_object(cp.GROUP, cp.GPUCLUSTER_VERSION,
-                                                                cp.GPUCLUSTER_PLURAL)["items"]:
+    try:  # the GPUCluster CRD comes with operator v26.7: an older operator's cluster serves none
+        gpuclusters = cluster.custom.list_cluster_custom_object(cp.GROUP, cp.GPUCLUSTER_VERSION, cp.GPUCLUSTER_PLURAL)["items"]
+    except client.exceptions.ApiException as err:
+        if err.status != 404:
+            raise
+        gpuclusters = []
+    for gpucluster in gpuclusters:
         cluster.custom.delete_cluster_custom_object(cp.GROUP, cp.GPUCLUSTER_VERSION, cp.GPUCLUSTER_PLURAL,
                                                     gpucluster["metadata"]["name"])
     try:

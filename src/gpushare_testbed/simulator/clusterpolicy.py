@@ -174,6 +174,8 @@ RELEASES: dict[str, tuple[str, dict[str, str | None]]] = {
 # An operand whose image itself differed: (release, section) -> (repository, image)
 RELEASE_IMAGES = {("v25.10", "vfioManager"): ("nvcr.io/nvidia", "cuda")}
 NEWEST_RELEASE = "v26.7"
+# The releases whose chart installs the GPUCluster CRD (the DRA stack, api/nvidia/v1alpha1, new in v26.7).
+GPUCLUSTER_RELEASES = ("v26.7",)
 
 
 def default_instance(release: str = NEWEST_RELEASE) -> dict[str, Any]:

@@ -81,8 +81,8 @@ class Simulator:
         self._pods_by_app: dict[str, dict[str, Obj]] = defaultdict(dict)  # this namespace's pods, by app label
         ns = namespace
         self.policies = Informer(rest, f"/apis/{cp.GROUP}/{cp.VERSION}/{cp.PLURAL}", name_key, self._policy_changed)
-        self.gpuclusters = Informer(rest, f"/apis/{cp.GROUP}/{cp.GPUCLUSTER_VERSION}/{cp.GPUCLUSTER_PLURAL}", name_key,
-                                    self._gpucluster_changed)
+        self.gpuclusters = (Informer(rest, f"/apis/{cp.GROUP}/{cp.GPUCLUSTER_VERSION}/{cp.GPUCLUSTER_PLURAL}", name_key,
+                                     self._gpucluster_changed) if options.operator_release in cp.GPUCLUSTER_RELEASES else None)
         self.daemonsets = Informer(rest, f"/apis/apps/v1/namespaces/{ns}/daemonsets", name_key, self._daemonset_changed)
         self.revisions = Informer(rest, f"/apis/apps/v1/namespaces/{ns}/controllerrevisions", name_key,
                                   lambda *_: self._queue(POLICY, UPGRADE))
@@ -120,7 +120,7 @@ class Simulator:
         """The GPUCluster beside the ClusterPolicies ("" for none): while there is one the operator
         reconciles no ClusterPolicy and labels no node (clusterpolicy_controller.go,
         nodelabeling_controller.go: "only one may be present at a time")."""
-        return min((c["metadata"]["name"] for c in self.gpuclusters.items()), default="")
+        return min((c["metadata"]["name"] for c in self.gpuclusters.items()), default="") if self.gpuclusters else ""
 
     def operand_pod(self, node: str, app: str) -> Obj | None:
         """The live (not terminating) pod of an operand DaemonSet on a node."""
@@ -235,9 +235,10 @@ class Simulator:
 
     # ---- start-up ----------------------------------------------------------------------------------
     def install(self) -> None:
-        """The chart's install: CRDs (ClusterPolicy, GPUCluster; NodeFeature, from its NFD subchart),
-        namespace, ClusterPolicy instance (kept if present); and the NVIDIA DRA driver's chart."""
-        for crd in (cp.crd(), cp.gpucluster_crd(), nfd.crd()):
+        """The chart's install: CRDs (ClusterPolicy, GPUCluster from v26.7; NodeFeature, from its NFD
+        subchart), namespace, ClusterPolicy instance (kept if present); and the NVIDIA DRA driver's chart."""
+        crds = [cp.crd(), nfd.crd()] + ([cp.gpucluster_crd()] if self.gpuclusters else [])
+        for crd in crds:
             try:
                 self.rest.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
             except ApiError as err:
@@ -245,14 +246,14 @@ class Simulator:
                     raise
 
         def established() -> bool:
-            for name in (f"{cp.PLURAL}.{cp.GROUP}", f"{cp.GPUCLUSTER_PLURAL}.{cp.GROUP}", f"{nfd.PLURAL}.{nfd.GROUP}"):
+            for name in (c["metadata"]["name"] for c in crds):
                 crd = self.rest.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
                 if not any(c["type"] == "Established" and c["status"] == "True"
                            for c in crd.get("status", {}).get("conditions") or []):
                     return False
             return True
 
-        wait_for(established, 30, "the ClusterPolicy, GPUCluster and NodeFeature CRDs to be established")
+        wait_for(established, 30, "the chart's CRDs to be established")
         for path, body in (("/api/v1/namespaces", {"metadata": {"name": self.namespace}}),
                            (f"/apis/{cp.GROUP}/{cp.VERSION}/{cp.PLURAL}", cp.default_instance(self.options.operator_release))):
             try:
@@ -264,8 +265,9 @@ class Simulator:
 
     def run(self, ready_file: Path | None) -> None:
         self.install()
-        informers = (self.policies, self.gpuclusters, self.daemonsets, self.revisions, self.configmaps, self.service_accounts,
-                     self.nodes, self.pods, self.node_features, self.dra.slices)
+        informers = [informer for informer in (
+            self.policies, self.gpuclusters, self.daemonsets, self.revisions, self.configmaps, self.service_accounts,
+            self.nodes, self.pods, self.node_features, self.dra.slices) if informer is not None]
         for informer in informers:
             threading.Thread(target=informer.run, args=(self.stop,), name=informer.name, daemon=True).start()
         for informer in informers:
