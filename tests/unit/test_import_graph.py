@@ -132,7 +132,8 @@ def _in(package: str, name: str) -> bool:
 
 
 def test_the_graph_holds_both_packages() -> None:
-    assert {"gpushare.cli", "gpushare.timeslicing.plan", "gpushare.timeslicing_common.mark", "gpushare_testbed.sim_cli", "gpushare_testbed.simulator.operator"} <= SRC.keys()
+    assert {"gpushare.cli", "gpushare.timeslicing.plan", "gpushare.timeslicing_common.mark", "gpushare_testbed.sim_cli",
+            "gpushare_testbed.simulator.operator"} <= SRC.keys()
     assert "gpushare.k8s.session" in SRC["gpushare_testbed.simulator.simulator"]
 
 
