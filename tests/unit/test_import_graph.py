@@ -8,7 +8,8 @@ inside functions included; those under `if TYPE_CHECKING:` are annotations, not 
   misreads NVIDIA cannot have the simulator agree with it;
 - a runbook's package imports no other runbook's (docs/runbook-conventions.md, "One core");
 - no import points upward through the layers of docs/runbook-conventions.md ("Layers"): the core,
-  then the runbook packages, then the adapters (the Ansible adapter gpushare.plugins, the command line);
+  then what some runbooks share (SHARED: the core holds only what every runbook uses), then the
+  runbook packages, then the adapters (the Ansible adapter gpushare.plugins, the command line);
 - the collection's plugins (plugins/) only register: they import the Ansible adapter
   (gpushare.plugins) and each runbook's FILTERS, nothing else of the package;
 - the runbooks' package talks to the API server through one HTTP client (`k8s.session` over
@@ -40,6 +41,8 @@ PLUMBING = frozenset({
 # One package per runbook (docs/runbook-conventions.md, "Where each concept lives").
 RUNBOOK_PACKAGES = ("timeslicing", "timeslicing_rollback", "mig", "share_check", "rollout", "release_gates", "kueue",
                     "change_record", "baseline", "dra")
+# What some runbooks share and the others may read, above the core (docs/runbook-conventions.md, "Layers").
+SHARED = ("timeslicing_common",)
 # The top layer: what Ansible and the command line call (docs/runbook-conventions.md, "Layers").
 ADAPTERS = ("gpushare.plugins", "gpushare.cli", "gpushare.__main__", "gpushare.baseline_cli", "gpushare.gates_cli",
             "gpushare.rbac_cli")
@@ -129,7 +132,8 @@ def _in(package: str, name: str) -> bool:
 
 
 def test_the_graph_holds_both_packages() -> None:
-    assert {"gpushare.cli", "gpushare.timeslicing.plan", "gpushare_testbed.sim_cli", "gpushare_testbed.simulator.operator"} <= SRC.keys()
+    assert {"gpushare.cli", "gpushare.timeslicing.plan", "gpushare.timeslicing_common.mark", "gpushare_testbed.sim_cli",
+            "gpushare_testbed.simulator.operator"} <= SRC.keys()
     assert "gpushare.k8s.session" in SRC["gpushare_testbed.simulator.simulator"]
 
 
@@ -157,14 +161,18 @@ def test_a_runbook_imports_no_other_runbook() -> None:
 
 
 def layer(name: str) -> int:
-    """0 the core, 1 a runbook package, 2 an adapter."""
-    return 2 if any(_in(adapter, name) for adapter in ADAPTERS) else 1 if _runbook(name) else 0
+    """0 the core, 1 what some runbooks share, 2 a runbook package, 3 an adapter."""
+    if any(_in(adapter, name) for adapter in ADAPTERS):
+        return 3
+    if _runbook(name):
+        return 2
+    return 1 if any(_in(f"{RUNBOOKS}.{shared}", name) for shared in SHARED) else 0
 
 
 def test_no_import_points_upward() -> None:
     wrong = sorted(f"{name} (layer {layer(name)}) imports {target} (layer {layer(target)})" for name, targets in SRC.items()
                    if _in(RUNBOOKS, name) for target in targets if _in(RUNBOOKS, target) and layer(target) > layer(name))
-    assert not wrong, "the core < the runbook packages < the adapters:\n" + "\n".join(wrong)
+    assert not wrong, "the core < what some runbooks share < the runbook packages < the adapters:\n" + "\n".join(wrong)
 
 
 def test_the_collections_plugins_only_register() -> None:

@@ -1,17 +1,16 @@
 """The node model (gpushare.model.node): GPU facts from GFD's labels, what the device plugin
-advertises, the shared pool, the enable runbook's mark and the "unchanged" fingerprint."""
+advertises, the shared pool and the "unchanged" fingerprint."""
 
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
 import pytest
 
-from gpushare.model.node import Mark, Node, Pool, fingerprint_changes, quantity
+from gpushare.model.node import Node, Pool, fingerprint_changes, quantity
 from gpushare.model.taints import Taint
-from tests.unit.cluster_objects import POOL_TAINT, mark, node
+from tests.unit.cluster_objects import POOL_TAINT, node
 
 POOL = Pool.of({"label_key": "gpu-mode", "label_value": "shared", "taint": {"key": "nvidia.com/gpu",
                                                                             "value": "shared"}})
@@ -24,30 +23,6 @@ def test_pool() -> None:
     assert bare.taint == Taint("nvidia.com/gpu", "", "NoSchedule")
     untainted = Pool.of({"label_key": "gpu-mode", "label_value": "shared", "taint": None})
     assert untainted.taint is None and untainted.as_dict()["taint"] is None
-
-
-def test_mark_as_the_enable_runbook_writes_it() -> None:
-    raw = mark(replicas=4, taint_added=False)["gpushare.io/timeslicing"]
-    parsed = Mark.parse(raw)
-    assert parsed == Mark("time-slicing-config", "shared", 4, "node", "gpushare-run-enable-20261201t090000z-0a0a",
-                          False, True, raw)
-    assert Mark.parse(parsed.text()).text() == parsed.text() == raw
-
-
-def test_a_mark_written_before_taint_added_existed_says_the_runbook_added_the_taint() -> None:
-    parsed = Mark.parse(json.dumps({"configmap": "time-slicing-config", "key": "shared", "replicas": 2}))
-    assert parsed.valid and parsed.taint_added and parsed.scope == "node"
-
-
-@pytest.mark.parametrize("raw", ["", "not json", "[1, 2]", '{"replicas": "two"}', "null"])
-def test_an_unreadable_mark_is_kept_as_invalid(raw: str) -> None:
-    parsed = Mark.parse(raw)
-    assert not parsed.valid and parsed.raw == raw
-
-
-def test_no_mark() -> None:
-    assert Mark.parse(None) is None
-    assert Node(node("gpu-node")).mark is None
 
 
 @pytest.mark.parametrize(("value", "count"), [("8", 8), (8, 8), (None, 0), ("0", 0), ("1k", 0), ("-1", 0),

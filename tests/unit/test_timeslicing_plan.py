@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 import yaml
 
-from gpushare.model.node import Mark, Node, unpacked
+from gpushare.model.node import Node, unpacked
 from gpushare.runbook import records
 from gpushare.runbook.records import FieldChange, Record
 from gpushare.runbook.state import ClusterState
 from gpushare.timeslicing.plan import EnablePlan, needs_fleet, plan, refusals
+from gpushare.timeslicing_common.mark import Mark, timeslicing_mark
 from tests.unit.cluster_objects import (ASSET_TOLERATION, CONFIGMAP, NOW, POOL_TAINT, clusterpolicy, configmap,
                                         daemonset, enabled_read, managed_configmap, mark, node, operand_pod,
                                         applied, assert_guarded, read, record, settings, shared_node)
@@ -66,7 +67,8 @@ def test_the_first_trial_records_then_configures_then_marks_the_node() -> None:
     gpu_node = Node(applied(cluster["nodes"][0], result.changes["nodes"]))
     assert gpu_node.config_label == "shared" and gpu_node.labels["gpu-mode"] == "shared"
     assert gpu_node.taints[-1] == Node(node("x", taints=[POOL_TAINT])).taints[0]
-    assert gpu_node.mark == Mark(CONFIGMAP, "shared", 2, "node", result.record, True, True, gpu_node.mark.raw)
+    written = timeslicing_mark(gpu_node)
+    assert written == Mark(CONFIGMAP, "shared", 2, "node", result.record, True, True, written.raw)
 
     assert result.rolls_fleet and result.restart_nodes == ["gpu-node"]
     assert sorted(unpacked(result.expected["bystanders"])) == ["gpu-node-2", "gpu-node-mig"]
@@ -432,7 +434,7 @@ def test_a_re_run_remembers_that_the_runbook_added_the_taint() -> None:
     cluster["nodes"][0]["metadata"]["annotations"].update(mark(run=INTERRUPTED))
     result = enable(cluster, ["gpu-node"])
     assert result.lines[0].startswith("Nothing to change")
-    assert Node(cluster["nodes"][0]).mark.taint_added
+    assert timeslicing_mark(Node(cluster["nodes"][0])).taint_added
 
 
 def test_a_re_run_does_not_claim_a_taint_the_node_had_before() -> None:

@@ -1,5 +1,5 @@
 """The enable runbook's end-of-run report (gpushare.timeslicing.report), the node table both
-time-slicing reports show (gpushare.runbook.report) and the pure parts of the checks the runbooks
+time-slicing reports show (gpushare.timeslicing_common.report) and the pure parts of the checks the runbooks
 wait for (gpushare.runbook.checks): what an operator reads at the end of a run."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from __future__ import annotations
 from gpushare.model.node import Node, Pool
 from gpushare.plugins.filters import gpushare_problem_nodes
 from gpushare.runbook.checks import bystander_problems
-from gpushare.runbook.report import node_rows
 from gpushare.runbook.state import ClusterState
 from gpushare.timeslicing import report
 from gpushare.timeslicing.plan import plan as enable_plan
+from gpushare.timeslicing_common.report import node_rows
 from tests.unit.cluster_objects import NOW, POOL_TAINT, daemonset, enabled_read, node, read, settings, shared_node
 
 POOL = {"label_key": "gpu-mode", "label_value": "shared", "taint": {"key": "nvidia.com/gpu", "value": "shared"}}

@@ -16,7 +16,8 @@ from gpushare.model.node import Node, unpacked
 from gpushare.runbook.drain import shared_resources
 from gpushare.runbook.records import RECORDS_NAMESPACE, FieldChange, Record
 from gpushare.runbook.state import ClusterState
-from gpushare.runbook import sharing
+from gpushare.timeslicing_common import sharing
+from gpushare.timeslicing_common.mark import timeslicing_mark
 from gpushare.timeslicing_rollback.plan import PHASES, RESTORABLE, RollbackPlan, plan, progress
 from gpushare.timeslicing_rollback.settings import RollbackSettings
 from tests.unit.cluster_objects import (ASSET_TOLERATION, CLUSTERPOLICY, CONFIGMAP, NAMESPACE, NOW, POOL_TAINT,
@@ -68,7 +69,7 @@ def test_the_last_shared_node_is_rolled_back_and_the_cluster_with_it() -> None:
     restored = Node(applied(stopped, result.changes["restore"]))
     assert restored.config_label == "" and restored.taints == []
     done = Node(applied(restored.raw, result.changes["uncordon"]))
-    assert not done.unschedulable and done.mark is None and done.cordoned_by == ""
+    assert not done.unschedulable and timeslicing_mark(done) is None and done.cordoned_by == ""
 
     policy = applied(cluster["clusterpolicy"], result.changes["clusterpolicy"])
     assert policy["spec"]["devicePlugin"]["config"] == {"name": "", "default": ""}

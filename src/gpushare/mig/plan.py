@@ -28,6 +28,7 @@ from gpushare.runbook.plan import Plan
 from gpushare.runbook.inputs import NOTHING
 from gpushare.runbook.records import Intent, Record, new_record, record_name, state_patch
 from gpushare.runbook.state import ClusterState, operator_problems
+from gpushare.timeslicing_common.mark import timeslicing_mark
 
 STRATEGIES = ("single", "mixed")
 PAUSED = "paused-for-mig-change"
@@ -267,7 +268,7 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: MigSettings,
             refuse(f"{name} is not MIG-capable (nvidia.com/mig.capable={node.labels.get('nvidia.com/mig.capable', 'unset')}"
                    f", product {node.product or 'unknown'}): MIG needs an A100, A30, H100, H200 or newer data-centre GPU.")
             continue
-        if settings.runbook == ENABLE and (node.shares or node.mark is not None):
+        if settings.runbook == ENABLE and (node.shares or timeslicing_mark(node) is not None):
             refuse(f"{name} is time-sliced (nvidia.com/gpu.replicas {node.replicas}, sharing strategy {node.strategy}): "
                    "one change at a time. Roll time-slicing back first (playbooks/rollback-timeslicing.yml).")
             continue

@@ -1,5 +1,5 @@
 """One model of a Kubernetes node for every runbook: GPU facts from the GPU Operator's labels,
-what the device plugin advertises, the shared pool, the runbooks' own marks, and the
+what the device plugin advertises, the shared pool, the runbooks' cordon mark, and the
 fingerprint that "unchanged" is judged by."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from gpushare.bounded import Unreadable, load_json
 from gpushare.model.taints import Taint
 
 NVIDIA = "nvidia.com/"  # the prefix of the GPU Operator's resources and labels
@@ -32,7 +31,6 @@ MIG_PRODUCT_HINTS = ("h100", "a100", "a30")
 # The labels sharing changes, and so the ones "unchanged" compares (GFD's timestamp and the
 # operator's deploy labels change on their own).
 SHARING_LABELS = (COUNT, REPLICAS, STRATEGY, PRODUCT, CONFIG_LABEL)
-MARK = "gpushare.io/timeslicing"
 CORDONED_BY = "gpushare.io/cordoned-by"
 
 
@@ -80,38 +78,6 @@ class Pool:
     def as_dict(self) -> dict[str, Any]:
         return {"label_key": self.label_key, "label_value": self.label_value,
                 "taint": {"key": self.taint.key, "value": self.taint.value} if self.taint else None}
-
-
-@dataclass(frozen=True)
-class Mark:
-    """The enable runbook's annotation on a node it changed: what it set and what it found."""
-
-    configmap: str = ""
-    key: str = ""
-    replicas: int = 0
-    scope: str = "node"
-    run: str = ""
-    taint_added: bool = False  # the pool taint was added by the runbook (not the node's own)
-    valid: bool = True
-    raw: str = ""
-
-    @classmethod
-    def parse(cls, raw: str | None) -> Mark | None:
-        if raw is None:
-            return None
-        try:
-            data = load_json(raw)  # bounded: anyone holding the runbook identity can write it
-            if not isinstance(data, dict):
-                raise ValueError
-            return cls(str(data.get("configmap") or ""), str(data.get("key") or ""),
-                       int(data.get("replicas") or 0), str(data.get("scope") or "node"),
-                       str(data.get("run") or ""), bool(data.get("taint_added", True)), True, raw)
-        except (Unreadable, ValueError, TypeError):
-            return cls(valid=False, raw=raw)
-
-    def text(self) -> str:
-        return json.dumps({"configmap": self.configmap, "key": self.key, "replicas": self.replicas,
-                           "scope": self.scope, "run": self.run, "taint_added": self.taint_added}, sort_keys=True)
 
 
 def quantity(value: Any) -> int:
@@ -247,10 +213,6 @@ class Node:
     def deploy_labels(self) -> dict[str, str]:
         """The operator's nvidia.com/gpu.deploy.<component> labels (the MIG manager pauses its GPU clients')."""
         return {k: v for k, v in self.labels.items() if k.startswith(DEPLOY_PREFIX)}
-
-    @property
-    def mark(self) -> Mark | None:
-        return Mark.parse(self.annotations.get(MARK))
 
     @property
     def cordoned_by(self) -> str:

@@ -17,6 +17,7 @@ from gpushare.runbook.plan import Plan
 from gpushare.runbook.inputs import DNS_SUBDOMAIN, NOTHING
 from gpushare.runbook.state import ClusterState
 from gpushare.share_check.settings import Inputs
+from gpushare.timeslicing_common.mark import timeslicing_mark
 
 CREATED_BY = {"gpushare.io/created-by": "verify-sharing"}
 MANAGED = {"app.kubernetes.io/managed-by": "gpushare"}
@@ -85,7 +86,7 @@ def fail_requests_greater_than_one(state: ClusterState, node: Node) -> tuple[boo
     from the config it loads (the node's config label, else the ClusterPolicy's default key, in the
     ConfigMap the ClusterPolicy names); (None, why) when that cannot be told."""
     configmap, default = state.plugin_config
-    mark = node.mark
+    mark = timeslicing_mark(node)
     if not configmap and mark and mark.valid:
         configmap = mark.configmap
     key = node.config_label or default

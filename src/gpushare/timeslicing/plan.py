@@ -11,7 +11,7 @@ from gpushare import device_plugin_config as dpc
 from gpushare import driver_upgrade as du
 from gpushare import mps
 from gpushare.k8s.changes import Change
-from gpushare.model.node import CONFIG_LABEL, MARK, Mark, Node
+from gpushare.model.node import CONFIG_LABEL, Node
 from gpushare.model.operands import CONFIG_READERS, MPS
 from gpushare.model.taints import Taint, tolerated
 from gpushare.rbac import Names
@@ -19,10 +19,12 @@ from gpushare.rbac.access import configmap_refusal, identity
 from gpushare.runbook.plan import Plan
 from gpushare.runbook.inputs import NOTHING
 from gpushare.runbook.records import FieldChange, Intent, new_record, record_name, state_patch
-from gpushare.runbook.sharing import (CONFIG, CONFIG_DEFAULT, CONFIG_NAME, DEFAULT_KEY, ENABLE, ROLLBACK, TOLERATIONS,
-                                      driver_upgrades, field_ops, operator_roll, spread, upgrades_driver)
 from gpushare.runbook.state import ClusterState, operator_problems
 from gpushare.timeslicing.settings import DEFAULT_CONFIG, Settings
+from gpushare.timeslicing_common.mark import MARK, Mark, timeslicing_mark
+from gpushare.timeslicing_common.sharing import (CONFIG, CONFIG_DEFAULT, CONFIG_NAME, DEFAULT_KEY, ENABLE, ROLLBACK,
+                                                 TOLERATIONS, driver_upgrades, field_ops, operator_roll, spread,
+                                                 upgrades_driver)
 
 RUNBOOK = ENABLE
 
@@ -48,8 +50,8 @@ def _label_problems(state: ClusterState, settings: Settings, targets: list[str])
     problems = []
     for name in targets:
         node = state.nodes[name]
-        own = node.config_label
-        if settings.scope == "node" and own and own != settings.key and not (node.mark and node.mark.valid):
+        own, mark = node.config_label, timeslicing_mark(node)
+        if settings.scope == "node" and own and own != settings.key and not (mark and mark.valid):
             problems.append(f"{name} already uses its own device-plugin config ({CONFIG_LABEL}={own}): the trial would "
                             "replace it. Remove that label first, or leave this node out of the trial.")
         pool = node.labels.get(settings.pool.label_key)
@@ -62,7 +64,8 @@ def _label_problems(state: ClusterState, settings: Settings, targets: list[str])
 def _strategy_of(state: ClusterState, settings: Settings, node: Node) -> str:
     """The sharing strategy the node's device-plugin config gives, else the one GFD labels."""
     if node.config_label:
-        text = state.configmap_data(node.mark.configmap if node.mark and node.mark.configmap
+        mark = timeslicing_mark(node)
+        text = state.configmap_data(mark.configmap if mark and mark.configmap
                                     else settings.configmap).get(node.config_label)
         try:
             return dpc.parse(text).sharing.strategy if text is not None else node.strategy
@@ -202,7 +205,7 @@ def _node_change(node: Node, settings: Settings, record: str) -> tuple[list[Chan
         labels[CONFIG_LABEL] = settings.key
     if not node.in_pool(pool):
         labels[pool.label_key] = pool.label_value
-    previous = node.mark
+    previous = timeslicing_mark(node)
     existing = node.pool_taint(pool)
     add_taint = pool.taint is not None and existing is None
     taint_added = add_taint or bool(existing and previous and previous.valid and previous.taint_added

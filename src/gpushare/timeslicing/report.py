@@ -1,10 +1,10 @@
-"""The end-of-run report of the enable runbook (the node table: gpushare.runbook.report)."""
+"""The end-of-run report of the enable runbook (the node table: gpushare.timeslicing_common.report)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from gpushare.runbook.report import node_table
+from gpushare.timeslicing_common.report import node_table
 
 
 def enable_report(nodes: list[dict[str, Any]], daemonsets: list[dict[str, Any]], plan: dict[str, Any],

@@ -14,7 +14,7 @@ from gpushare.model.node import Pool
 from gpushare.model.taints import Taint
 from gpushare.runbook.inputs import DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE, as_bool, optional_int
 from gpushare.runbook.records import RECORDS_NAMESPACE
-from gpushare.runbook.sharing import DEFAULT_KEY
+from gpushare.timeslicing_common.sharing import DEFAULT_KEY
 
 # The no-sharing config every GPU node without a per-node label reads once the ClusterPolicy points
 # at the ConfigMap. No flags: the operator's MIG_STRATEGY environment keeps deciding MIG.

@@ -11,6 +11,7 @@ from gpushare.k8s.session import Session
 from gpushare.model.node import CONFIG_LABEL, GPU, SHARED, Node, Pool
 from gpushare.model.pods import Pod
 from gpushare.runbook.checks import bystanders_unchanged, driver_upgrade_dead_ends, gpu_nodes, reader_problems
+from gpushare.timeslicing_common.mark import timeslicing_mark
 
 
 def whole_cards(session: Session, nodes: dict[str, Any], found: dict[str, Node] | None = None) -> list[str]:
@@ -50,7 +51,8 @@ def timeslicing_disabled(session: Session, namespace: str, expected: dict[str, A
             problems.append(f"{name}: still labelled {CONFIG_LABEL}={node.config_label}")
         if node.in_pool(pool):
             problems.append(f"{name}: still labelled {pool.label_key}={pool.label_value}")
-        if pool.taint and node.pool_taint(pool) == pool.taint and (node.mark is None or node.mark.taint_added):
+        mark = timeslicing_mark(node)
+        if pool.taint and node.pool_taint(pool) == pool.taint and (mark is None or mark.taint_added):
             problems.append(f"{name}: still tainted {pool.taint}")
     problems += reader_problems(session, namespace, sorted(expected["targets"]))
     if expected.get("clusterpolicy"):

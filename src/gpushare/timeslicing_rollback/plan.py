@@ -14,7 +14,7 @@ from typing import Any
 from gpushare.bounded import Unreadable, load_yaml
 from gpushare.k8s.changes import Change
 from gpushare.k8s.patch import json_patch, resolve
-from gpushare.model.node import CONFIG_LABEL, CORDONED_BY, MARK, Node, Pool
+from gpushare.model.node import CONFIG_LABEL, CORDONED_BY, Node, Pool
 from gpushare.model.pods import UNSCHEDULABLE, Pod, outlasting_drain
 from gpushare.rbac import Names
 from gpushare.rbac.access import configmap_refusal, identity
@@ -24,9 +24,10 @@ from gpushare.runbook.drain import shared_resources
 from gpushare.runbook.inputs import DNS_SUBDOMAIN, NOTHING
 from gpushare.runbook.records import (CONFIGMAP_KEY, FieldChange, Intent, Record, forged_advice, new_record,
                                       record_name, state_patch)
-from gpushare.runbook.sharing import (CONFIG, CONFIG_DEFAULT, CONFIG_NAME, DEFAULT_KEY, ENABLE, ROLLBACK, TOLERATIONS,
-                                      driver_upgrades, field_ops, operator_roll)
 from gpushare.runbook.state import ASSET_TOLERATIONS, ClusterState, operator_problems
+from gpushare.timeslicing_common.mark import MARK, Mark, timeslicing_mark
+from gpushare.timeslicing_common.sharing import (CONFIG, CONFIG_DEFAULT, CONFIG_NAME, DEFAULT_KEY, ENABLE, ROLLBACK,
+                                                 TOLERATIONS, driver_upgrades, field_ops, operator_roll)
 from gpushare.timeslicing_rollback.settings import RollbackSettings
 
 RUNBOOK = ROLLBACK
@@ -77,12 +78,17 @@ def shared_keys(state: ClusterState, settings: RollbackSettings) -> set[str]:
     keys = {settings.config_key}
     for name in {settings.configmap, state.plugin_config[0]} - {""}:
         keys |= set(state.managed_keys(name)) - {DEFAULT_KEY}
-    keys |= {n.mark.key for n in state.nodes.values() if n.mark and n.mark.valid and n.mark.key}
+    keys |= {mark.key for mark in _marks(state) if mark.valid and mark.key}
     return keys
 
 
+def _marks(state: ClusterState) -> list[Mark]:
+    """The time-slicing marks the nodes carry."""
+    return [mark for mark in map(timeslicing_mark, state.nodes.values()) if mark]
+
+
 def _has_sharing(node: Node, keys: set[str], pool: Pool) -> bool:
-    mark = node.mark
+    mark = timeslicing_mark(node)
     return bool(mark or node.config_label in keys or node.in_pool(pool) or node.shares
                 or node.cordoned_by == RUNBOOK)
 
@@ -332,7 +338,7 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
     keys = shared_keys(state, settings)
     policy_name, policy_default = state.plugin_config
     cluster_scope = policy_default in keys and policy_name in {settings.configmap, ""} | {
-        n.mark.configmap for n in state.nodes.values() if n.mark}
+        mark.configmap for mark in _marks(state)}
     if cluster_scope:
         rolled = sorted({n.name for n in state.nodes.values() if _has_sharing(n, keys, settings.pool)})
         if not settings.confirm_cluster_scope:
@@ -488,7 +494,7 @@ def _changes(state: ClusterState, settings: RollbackSettings, result: RollbackPl
         labels = {CONFIG_LABEL: None} if node.config_label in keys else {}
         if labels:
             restore.append(Change("merge", "Node", name, body={"metadata": {"labels": labels}}, why="back to the default (whole-card) config"))
-        mark = node.mark
+        mark = timeslicing_mark(node)
         taint = node.pool_taint(settings.pool)
         if taint and (mark is None or not mark.valid or mark.taint_added) and (taint == settings.pool.taint):
             restore.append(Change("untaint", "Node", name, body=taint.as_dict(), why=f"remove the pool taint {taint}"))

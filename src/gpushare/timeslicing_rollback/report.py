@@ -1,11 +1,11 @@
-"""The end-of-run report of the rollback runbook (the node table: gpushare.runbook.report)."""
+"""The end-of-run report of the rollback runbook (the node table: gpushare.timeslicing_common.report)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from gpushare.runbook.report import node_table
+from gpushare.timeslicing_common.report import node_table
 
 
 def _restored_field(path: str, value: Any) -> str:
