@@ -42,6 +42,7 @@ Feature: The DRA pilot: one node shares its GPUs through ResourceClaims, proven 
     When the operator runs "verify-dra-pilot.yml -l gpu-node"
     Then the run succeeds
     And 4 pods share one ResourceClaim on "gpu-node" with the GpuConfig strategy "TimeSlicing"
+    And the release gates are handed the card the claim got on "gpu-node"
     When the operator runs "rollback-dra-pilot.yml -l gpu-node"
     Then the run succeeds
     And node "gpu-node" is served by the device plugin again, without the pilot's marks

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from gpushare.polling import pauses
+from gpushare_testbed.gpu_identity import gpu_uuid
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
@@ -104,6 +105,11 @@ def node(case: str) -> str:
     return f"gpu-{case}"
 
 
+def card(case: str, gpu: int) -> str:
+    """The UUID of a case's GPU, as NVML writes it (the simulated cluster's GPUs have the same form)."""
+    return gpu_uuid(node(case), gpu)
+
+
 @dataclass
 class _Families:
     """OpenMetrics lines grouped by metric family, as the format requires."""
@@ -137,7 +143,7 @@ def _add_case(om: _Families, host: str, case: GateCase) -> None:
     trial = list(range(TRIAL_START + TRIAL_STEP, TRIAL_END + 1, TRIAL_STEP))
     everything = baseline + [TRIAL_START] + trial
     for gpu in (0, 1):
-        labels = {"gpu": str(gpu), "UUID": f"GPU-{host}-{gpu}", "device": f"nvidia{gpu}",
+        labels = {"gpu": str(gpu), "UUID": gpu_uuid(host, gpu), "device": f"nvidia{gpu}",
                   "modelName": "NVIDIA A100-SXM4-80GB", case.host_label: host}
         util = [(t, 55.0 if t <= TRIAL_START else 85.0) for t in everything]
         fb_used = [(t, 30000.0 if t <= TRIAL_START else case.trial_fb_used_mib) for t in everything]

@@ -12,6 +12,7 @@ from gpushare.gates.evaluate import evaluate
 from gpushare.gates.inputs import load_metrics
 from gpushare.gates.model import EXIT_BAD_INPUT, GateInputError, Observations, Thresholds
 from gpushare.gates.prometheus import QueryPlan, collect
+from gpushare.gates.queries import GPU_UUID
 from gpushare.gates.report import to_json, to_table
 from gpushare.gates.thresholds import load_thresholds
 from gpushare.prometheus import InputError
@@ -23,14 +24,18 @@ Evaluate the release gates of a time-slicing trial - throughput per physical
 GPU, P99 latency, OOM kills, restarts, correlated failures (per card where the
 exporter maps shares to cards, else per node), memory headroom, Xid errors,
 queue time, and with --node DCGM series for every node - against the
-operator's SLOs. Each gate says continue, hold (not enough data) or rollback,
-with its reason; the most severe is the verdict. Missing data never continues."""
+operator's SLOs (with --uuid, the DCGM-based ones count only those cards).
+Each gate says continue, hold (not enough data) or rollback, with its reason;
+the most severe is the verdict. Missing data never continues."""
 EPILOG = """\
 examples:
   gpushare gate --metrics examples/gates/metrics-continue.json \\
       --thresholds examples/gates/thresholds.yaml
   gpushare gate --prometheus http://prometheus:9090 --window 1h --node gpu-a \\
       --thresholds examples/gates/thresholds.yaml --format json
+  gpushare gate --prometheus http://prometheus:9090 --window 1h --node gpu-a \\
+      --uuid GPU-5fd4bd3a-3f4a-7c3e-2a1f-0c6ad2a11e51 \\
+      --thresholds examples/gates/thresholds.yaml
 
 exit status: 0 continue, 3 rollback, 4 hold (not enough data: a query without
 series or with a wrong-shaped answer, a --node without DCGM series, latency
@@ -74,6 +79,11 @@ def register(commands: argparse._SubParsersAction) -> None:
         "a node without DCGM series holds",
     )
     gate.add_argument(
+        "--uuid", action="append", default=[], metavar="UUID",
+        help="with --prometheus: count only this card's DCGM series (GPU-<uuid> as DCGM's UUID label writes it; "
+        "repeat for several; default all cards); the workload's and kube-state-metrics' queries stay per node",
+    )
+    gate.add_argument(
         "--timeout", type=float, default=10.0, metavar="SECONDS",
         help="with --prometheus: how long to wait for each query (default 10)",
     )
@@ -99,7 +109,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 def _observe(args: argparse.Namespace, thresholds: Thresholds) -> Observations:
     prometheus_only = {"--window": args.window, "--baseline-window": args.baseline_window,
-                       "--trial-end": args.trial_end, "--node": args.node}
+                       "--trial-end": args.trial_end, "--node": args.node, "--uuid": args.uuid}
     if args.metrics:
         given = [flag for flag, value in prometheus_only.items() if value]
         if given:
@@ -110,6 +120,10 @@ def _observe(args: argparse.Namespace, thresholds: Thresholds) -> Observations:
     bad_nodes = [node for node in args.node if not _NODE_NAME.fullmatch(node)]
     if bad_nodes:
         raise GateInputError(f"--node {', '.join(bad_nodes)}: not a Kubernetes node name")
+    bad_uuids = [uuid for uuid in args.uuid if not GPU_UUID.fullmatch(uuid)]
+    if bad_uuids:
+        raise GateInputError(f"--uuid {', '.join(bad_uuids)}: not a GPU UUID (GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx, "
+                             "as nvidia-smi -L and DCGM's UUID label write it)")
     if args.timeout <= 0:
         raise GateInputError(f"--timeout {args.timeout}: give a positive number of seconds")
     plan = QueryPlan(
@@ -118,6 +132,7 @@ def _observe(args: argparse.Namespace, thresholds: Thresholds) -> Observations:
         window_s=parse_duration(args.window, "--window"),
         baseline_window_s=parse_duration(args.baseline_window or "7d", "--baseline-window"),
         nodes=tuple(args.node),
+        uuids=tuple(args.uuid),
         timeout_s=args.timeout,
     )
     print(

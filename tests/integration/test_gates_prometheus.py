@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from gpushare.cli import main
-from tests.prometheus_fixture import CASES, THRESHOLDS, TRIAL_END, node, prometheus_server, serve_gate_cases
+from tests.prometheus_fixture import CASES, THRESHOLDS, TRIAL_END, card, node, prometheus_server, serve_gate_cases
 
 pytestmark = pytest.mark.prometheus
 
@@ -156,6 +156,28 @@ def test_a_node_without_dcgm_series_holds(prometheus, tmp_path, capsys) -> None:
     assert (code, report["verdict"], gate(report, "dcgm_nodes")["status"]) == (4, "hold", "hold")
     assert gate(report, "dcgm_nodes")["reason"].startswith(
         "no DCGM series for gpu-elsewhere (in the trial and the baseline) (Hostname / hostname label)")
+
+
+def test_a_uuid_scopes_the_dcgm_gates_to_that_card(prometheus, tmp_path, capsys) -> None:
+    """The xid case's new Xid is on GPU 1 only: scoped to GPU 1 the gates roll back, to GPU 0 they continue,
+    and throughput is per the one card counted."""
+    thresholds = thresholds_file(tmp_path)
+    code, on_one = run_gate(capsys, prometheus, thresholds, "--node", node("xid"), "--uuid", card("xid", 1))
+    assert (code, gate(on_one, "xid_errors")["status"]) == (3, "rollback")
+    assert on_one["source"]["uuids"] == [card("xid", 1)]
+    code, on_zero = run_gate(capsys, prometheus, thresholds, "--node", node("xid"), "--uuid", card("xid", 0))
+    assert (code, on_zero["verdict"], gate(on_zero, "xid_errors")["status"]) == (0, "continue", "continue")
+    _, both = run_gate(capsys, prometheus, thresholds, "--node", node("xid"))
+    per_gpu = "throughput_per_gpu"
+    assert gate(on_zero, per_gpu)["observed"]["trial"] == pytest.approx(2 * gate(both, per_gpu)["observed"]["trial"])
+
+
+def test_a_card_without_dcgm_series_holds(prometheus, tmp_path, capsys) -> None:
+    """A well-formed UUID of no card of the node: its gates have no data and hold, never continue."""
+    code, report = run_gate(capsys, prometheus, thresholds_file(tmp_path), "--node", node("continue"),
+                            "--uuid", card("xid", 0))
+    assert (code, report["verdict"]) == (4, "hold")
+    assert statuses(report)["dcgm_nodes"] == statuses(report)["throughput_per_gpu"] == "hold"
 
 
 def test_latency_windows_without_data_hold(prometheus, tmp_path, capsys) -> None:

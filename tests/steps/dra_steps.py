@@ -162,6 +162,19 @@ def pods_share_a_claim(kube: Cluster, node: str, strategy: str) -> None:
     assert strategies == [strategy], allocation["config"]
 
 
+@then(parsers.parse('the release gates are handed the card the claim got on "{node}"'))
+def gates_get_the_claims_card(kube: Cluster, runbook_run: RunbookRun, node: str) -> None:
+    """The verify names the card for release_gates_uuids: the uuid of the claim's device in the node's pool."""
+    claims = {c.resource_claim_name for p in _pilot_pods(kube, node) for c in p.spec.resource_claims or []}
+    claim = kube.custom.get_namespaced_custom_object("resource.k8s.io", "v1", CHECK_NAMESPACE, "resourceclaims",
+                                                     claims.pop())
+    slices = kube.custom.list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices",
+                                                    field_selector=f"spec.nodeName={node}")["items"]
+    card = Pool.of(slices, "gpu.nvidia.com", node).devices[claim["status"]["allocation"]["devices"]["results"][0]["device"]]
+    assert card.startswith("GPU-"), card
+    assert f"card {card};" in " ".join(runbook_run.run.stdout.split()), runbook_run.run.stdout[-3000:]
+
+
 @then(parsers.parse('the pool of "{node}" is complete with the node\'s GPUs'))
 def pool_complete(kube: Cluster, node: str) -> None:
     slices = kube.custom.list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices",

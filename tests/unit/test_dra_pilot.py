@@ -15,6 +15,7 @@ from gpushare.dra.checks import claim_problems
 from gpushare.dra.pool import Pool
 from gpushare.dra.rollback import plan as rollback_plan
 from gpushare.dra.settings import PilotSettings, Settings
+from gpushare.dra.verify import claim_uuid
 from gpushare.dra.verify import plan as verify_plan
 from gpushare.k8s.changes import Change
 from gpushare.prometheus import client as prometheus
@@ -179,6 +180,21 @@ def test_the_verified_claim_has_one_result_of_the_pool_reserved_for_the_check_po
     assert "expected one (gpu.nvidia.com, gpu-node, gpu-N)" in problems[0]
     assert "reserved for 3 consumer(s), expected the 4 check pods" in problems[1]
     assert "does not carry the GpuConfig" in problems[2]
+
+
+def test_the_gates_get_the_uuid_of_the_card_the_claim_got() -> None:
+    """The release gates are scoped to the claim's one result: its device's `uuid` attribute in the node's
+    pool as the simulated driver publishes it, not the node's first or every card."""
+    node = ready_node(gpus=2)
+    node["metadata"]["uid"] = "node-uid"
+    slices = [dra.resource_slice(node, dra.devices(node), 1)]
+    expected = verify_plan("gpu-node", 2, settings()).expected
+    got = _claim([("gpu.nvidia.com", "gpu-node", "gpu-1")], [], expected["gpu_config"])
+    assert claim_uuid(got, slices, expected) == gpu_uuid("gpu-node", 1)
+    two = _claim([("gpu.nvidia.com", "gpu-node", "gpu-0"), ("gpu.nvidia.com", "gpu-node", "gpu-1")], [], {})
+    assert claim_uuid(two, slices, expected) == ""
+    assert claim_uuid(None, slices, expected) == ""
+    assert claim_uuid(_claim([("gpu.nvidia.com", "gpu-node", "gpu-7")], [], {}), slices, expected) == ""
 
 
 def test_the_simulated_driver_publishes_the_node_gpus_under_dcgm_uuids() -> None:

@@ -16,6 +16,9 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "gates"
 THRESHOLDS = str(EXAMPLES / "thresholds.yaml")
 
 
+CARD = "GPU-5fd4bd3a-3f4a-7c3e-2a1f-0c6ad2a11e51"
+
+
 def gate(*args: str) -> int:
     return main(["gate", "--thresholds", THRESHOLDS, *args])
 
@@ -89,6 +92,10 @@ def test_bad_metrics_exit_2(tmp_path, capsys, change, message) -> None:
         (["--prometheus", "http://p:9090", "--window", "1h", "--baseline-window", "x"], "--baseline-window: 'x'"),
         (["--prometheus", "http://p:9090", "--window", "1h", "--trial-end", "today"], "--trial-end: 'today'"),
         (["--prometheus", "http://p:9090", "--window", "1h", "--node", "GPU_1"], "--node GPU_1: not a Kubernetes"),
+        (["--prometheus", "http://p:9090", "--window", "1h", "--uuid", "GPU-1"], "--uuid GPU-1: not a GPU UUID"),
+        (["--prometheus", "http://p:9090", "--window", "1h", "--uuid", f'{CARD}",Hostname=~".*'],
+         "not a GPU UUID"),
+        (["--metrics", "M", "--uuid", CARD], "--uuid only apply with --prometheus"),
         (["--prometheus", "http://p:9090", "--window", "2m"], "shorter than latency_window 5m"),
         (["--prometheus", "http://p:9090", "--window", "1h", "--timeout", "0"], "--timeout 0.0"),
     ],
@@ -165,7 +172,7 @@ def test_help_explains_every_option(capsys) -> None:
         assert action.help and action.help.strip(), action.option_strings
     text = " ".join(gate_help(capsys).split())
     for option in ("--metrics", "--prometheus", "--thresholds", "--window", "--baseline-window", "--trial-end",
-                   "--node", "--timeout", "--format"):
+                   "--node", "--uuid", "--timeout", "--format"):
         assert option in text
     assert "json: {verdict, error, source, gates: [{name, status, observed, threshold, reason}]}" in text
     assert "exit status: 0 continue, 3 rollback, 4 hold" in text

@@ -9,7 +9,7 @@ import pytest
 
 from gpushare.gates.model import GateInputError, Thresholds
 from gpushare.gates.prometheus import PrometheusClient, QueryError, QueryPlan, Unreachable, collect, query_error, single_value
-from gpushare.gates.queries import DEFAULT_QUERIES, render
+from gpushare.gates.queries import DEFAULT_QUERIES, GPU_UUID, render
 from gpushare.prometheus import InputError
 from gpushare.prometheus import client as prometheus
 from gpushare.prometheus.timespec import format_duration, parse_duration, parse_time
@@ -63,6 +63,44 @@ def test_render_with_nodes_joins_pods_on_those_nodes() -> None:
         "sum(increase(kube_pod_container_status_restarts_total[5m]) * on (namespace, pod) group_left () "
         'max by (namespace, pod) (max_over_time(kube_pod_info{node=~"gpu-a|gpu\\\\.b"}[5m])))'
     )
+
+
+CARDS = ["GPU-5fd4bd3a-3f4a-7c3e-2a1f-0c6ad2a11e51", "GPU-9e3c51d0-8a6e-1b7f-4c2d-7f0b1e6d3a92"]
+
+
+def test_render_with_uuids_scopes_every_dcgm_selector_to_those_cards() -> None:
+    query = render(DEFAULT_QUERIES["xid_errors"], "1h", ["gpu-a"], CARDS)
+    matcher = f'UUID=~"{CARDS[0]}|{CARDS[1]}"'
+    selectors = re.findall(r"DCGM_FI_DEV_XID_ERRORS\{([^}]*)\}", query)
+    assert len(selectors) == 4  # two expressions, each under both spellings of the node label
+    assert all(selector.endswith(f",{matcher}") for selector in selectors)
+    assert query != render(DEFAULT_QUERIES["xid_errors"], "1h", ["gpu-a"])
+
+
+@pytest.mark.parametrize("name", ["restarts", "p99_ms", "oom_kills"])
+def test_render_with_uuids_leaves_the_workload_queries_per_node(name) -> None:
+    assert render(DEFAULT_QUERIES[name], "1h", ["gpu-a"], CARDS) == render(DEFAULT_QUERIES[name], "1h", ["gpu-a"])
+
+
+def test_render_without_uuids_is_unchanged_by_the_uuid_placeholder() -> None:
+    query = render(DEFAULT_QUERIES["fb_peak_pct"], "1h", ["gpu-a"])
+    assert "UUID=~" not in query and 'DCGM_FI_DEV_FB_USED{Hostname=~"gpu-a"}' in query
+
+
+@pytest.mark.parametrize("uuid", ["GPU-1", "MIG-5fd4bd3a-3f4a-7c3e-2a1f-0c6ad2a11e51", f'{CARDS[0]}"', f"{CARDS[0]}|.*"])
+def test_a_malformed_uuid_is_not_a_gpu_uuid(uuid) -> None:
+    assert not GPU_UUID.fullmatch(uuid)
+    assert all(GPU_UUID.fullmatch(card) for card in CARDS)
+
+
+def test_collect_sends_the_uuid_scope_to_prometheus() -> None:
+    client = RecordingClient(lambda query, at: 1.0, nodes=("gpu-a",))
+    plan = QueryPlan(url=client.url, trial_end=END, window_s=3600, baseline_window_s=3600, nodes=("gpu-a",),
+                     uuids=(CARDS[0],))
+    observations = collect(plan, THRESHOLDS, client)
+    dcgm = [query for query, _ in client.calls if "DCGM_FI_" in query]
+    assert dcgm and all(f'UUID=~"{CARDS[0]}"' in query for query in dcgm)
+    assert observations.source["uuids"] == [CARDS[0]]
 
 
 @pytest.mark.parametrize("name", sorted(DEFAULT_QUERIES))

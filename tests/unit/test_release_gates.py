@@ -55,6 +55,30 @@ def test_prometheus_with_every_option_and_the_run_nodes() -> None:
     assert [w for w in given_nodes if w.startswith("--node")] == ["--node=a", "--node=b"]
 
 
+CARD = "GPU-5fd4bd3a-3f4a-7c3e-2a1f-0c6ad2a11e51"
+
+
+def test_cards_scope_the_prometheus_gates_and_a_runbook_names_them_after_its_preflight() -> None:
+    given = plan(prometheus_url="http://p:9090", thresholds_file="/t", uuids=[CARD])
+    assert f"--uuid={CARD}" in given["argv"] and f"--uuid={CARD}" in given["dry_argv"]
+    other = "GPU-9e3c51d0-8a6e-1b7f-4c2d-7f0b1e6d3a92"
+    scoped = gates_plan.scoped(given, [other])
+    assert [w for w in scoped["argv"] if w.startswith("--uuid")] == [f"--uuid={other}"]
+    assert scoped["dry_argv"] == given["dry_argv"]
+    unscoped = plan(prometheus_url="http://p:9090", thresholds_file="/t")
+    assert gates_plan.scoped(unscoped, None) == unscoped
+    from_file = plan(metrics_file="m.json", thresholds_file="/t")
+    assert gates_plan.scoped(from_file, [CARD]) == from_file  # a metrics file's values are already chosen
+
+
+def test_auto_rollback_is_refused_for_another_runbooks_rollback() -> None:
+    (problem,) = plan(prometheus_url="http://p:9090", thresholds_file="/t", auto_rollback="true",
+                      rollback_playbook="playbooks/rollback-dra-pilot.yml")["problems"]
+    assert "on a rollback verdict, run playbooks/rollback-dra-pilot.yml" in problem
+    assert problem.endswith("Nothing was changed.")
+    assert plan(prometheus_url="http://p:9090", thresholds_file="/t", auto_rollback="true")["problems"] == []
+
+
 @pytest.mark.parametrize("given, said", [
     ({"metrics_file": "m.json", "prometheus_url": "http://p:9090", "thresholds_file": "t"},
      "Release gates: give ONE source of metrics"),
@@ -111,6 +135,9 @@ def test_outcome(metrics: str, auto: Any, hold: bool, action: str, failure: str)
         assert decided["failure"].endswith("ansible-playbook playbooks/rollback-timeslicing.yml -l trial,trial-2 (or "
                                            "re-run with -e release_gates_auto_rollback=true).")
     assert gates_report.outcome(gates_report.not_evaluated(plan()), True, True, ["x"]) == {"action": "none", "failure": ""}
+    if metrics == "metrics-rollback.json" and not auto:
+        dra = gates_report.outcome(found, auto, hold, ["pilot"], "playbooks/rollback-dra-pilot.yml")["failure"]
+        assert dra.endswith("ansible-playbook playbooks/rollback-dra-pilot.yml -l pilot.")
 
 
 F = load_filters("plugins/filter/release_gates.py")
@@ -118,6 +145,6 @@ F = load_filters("plugins/filter/release_gates.py")
 
 def test_the_role_registers_them(tmp_path: Path) -> None:
     assert sorted(F) == ["release_gates_not_evaluated", "release_gates_outcome", "release_gates_plan",
-                         "release_gates_refusal", "release_gates_result"]
+                         "release_gates_refusal", "release_gates_result", "release_gates_scoped"]
     gates = F["release_gates_plan"]({**OFF, "metrics_file": "m.json", "thresholds_file": "t.yaml"}, str(tmp_path), ["n"])
     assert gates["argv"][-1] == str(tmp_path / "m.json")

@@ -36,6 +36,12 @@ def dra_pilot_verify_plan(node: dict[str, Any] | None, inputs: dict[str, Any]) -
                        PilotSettings.of(plain(inputs))).as_dict()
 
 
+def dra_pilot_claim_uuid(read: dict[str, Any], expected: dict[str, Any]) -> str:
+    """The card the verify's claim got, from one gpushare_read of {claim, slices}, for the release gates."""
+    resources = plain(read).get("resources") or {}
+    return verify.claim_uuid(resources.get("claim"), resources.get("slices") or [], plain(expected))
+
+
 def dra_pilot_rollback_plan(read: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:
     """The rollback's plan (gpushare.dra.rollback) from one gpushare_read."""
     read = plain(read)
@@ -49,4 +55,5 @@ def dra_pilot_input_problems(inputs: dict[str, Any]) -> list[str]:
 
 FILTERS = {"dra_readiness": dra_readiness, "dra_readiness_input_problems": dra_readiness_input_problems,
            "dra_pilot_plan": dra_pilot_plan, "dra_pilot_verify_plan": dra_pilot_verify_plan,
+           "dra_pilot_claim_uuid": dra_pilot_claim_uuid,
            "dra_pilot_input_problems": dra_pilot_input_problems, "dra_pilot_rollback_plan": dra_pilot_rollback_plan}

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpushare.dra.plan import CHECK_LABEL, TAINT
+from gpushare.dra.pool import Pool
 from gpushare.dra.settings import PilotSettings
 from gpushare.k8s.changes import Change
 
@@ -67,3 +68,12 @@ def plan(node: str, gpus: int, settings: PilotSettings) -> VerifyPlan:
     expected = {"node": node, "gpus": gpus, "driver": settings.readiness.device_class, "claim": claim, "pods": names,
                 "bystander": bystander, "check_namespace": settings.check_namespace, "gpu_config": settings.gpu_config()}
     return VerifyPlan(expected, create, cleanup)
+
+
+def claim_uuid(claim: dict[str, Any] | None, slices: list[dict[str, Any]], expected: dict[str, Any]) -> str:
+    """The UUID of the card the verify's claim got: the `uuid` attribute of its one result's device in
+    the node's pool ('' when the claim has no single result or the device no uuid)."""
+    results = ((((claim or {}).get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+    if len(results) != 1:
+        return ""
+    return Pool.of(slices, expected["driver"], expected["node"]).devices.get(results[0].get("device", ""), "")

@@ -47,6 +47,7 @@ class QueryPlan:
     window_s: int
     baseline_window_s: int
     nodes: tuple[str, ...] = ()
+    uuids: tuple[str, ...] = ()  # the cards whose DCGM series count (all without)
     timeout_s: float = 10.0
 
     @property
@@ -119,7 +120,7 @@ def collect(plan: QueryPlan, thresholds: Thresholds, client: PrometheusClient | 
             f"--window {format_duration(plan.window_s)} is shorter than latency_window "
             f"{format_duration(thresholds.latency_window_s)}; lengthen the window or shorten latency_window"
         )
-    reader = _Reader(client, thresholds.queries, list(plan.nodes))
+    reader = _Reader(client, thresholds.queries, plan.nodes, plan.uuids)
     trial_ends = [plan.trial_start + (k + 1) * thresholds.latency_window_s for k in range(latency_windows)]
     trial = reader.side(
         at=plan.trial_end, window_s=plan.window_s, window_ends=trial_ends,
@@ -143,12 +144,18 @@ def collect(plan: QueryPlan, thresholds: Thresholds, client: PrometheusClient | 
     }
     if plan.nodes:
         source["nodes"] = list(plan.nodes)
+    if plan.uuids:
+        source["uuids"] = list(plan.uuids)
     return Observations(baseline=baseline, trial=trial, source=source, error=client.unreachable, nodes=plan.nodes)
 
 
 class _Reader:
-    def __init__(self, client: PrometheusClient, queries: dict[str, str], nodes: list[str]) -> None:
-        self.client, self.queries, self.nodes = client, queries, nodes
+    def __init__(self, client: PrometheusClient, queries: dict[str, str], nodes: tuple[str, ...],
+                 uuids: tuple[str, ...]) -> None:
+        self.client, self.queries, self.nodes, self.uuids = client, queries, nodes, uuids
+
+    def _render(self, key: str, window_s: int) -> str:
+        return render(self.queries[key], format_duration(window_s), self.nodes, self.uuids)
 
     def side(self, at: float, window_s: int, window_ends: list[float], latency_s: int, trial: bool = False) -> Side:
         gaps: dict[str, str] = {}
@@ -180,7 +187,7 @@ class _Reader:
     def nodes_seen(self, at: float, window_s: int, gaps: dict[str, str]) -> tuple[str, ...] | None:
         """The nodes with DCGM series in the window, by either spelling of the node label."""
         try:
-            found = self.client.series(render(self.queries["dcgm_nodes"], format_duration(window_s), self.nodes), at)
+            found = self.client.series(self._render("dcgm_nodes", window_s), at)
         except QueryError as err:
             gaps["dcgm_nodes"] = _gap("dcgm_nodes", err)
             return None
@@ -188,7 +195,7 @@ class _Reader:
 
     def _scalar(self, key: str, at: float, window_s: int, gaps: dict[str, str]) -> float | None:
         try:
-            value = self.client.value(render(self.queries[key], format_duration(window_s), self.nodes), at)
+            value = self.client.value(self._render(key, window_s), at)
         except QueryError as err:
             gaps[key] = _gap(key, err)
             return None
@@ -198,7 +205,7 @@ class _Reader:
         return value
 
     def _windows(self, key: str, ends: list[float], window_s: int, gaps: dict[str, str]) -> tuple[float | None, ...]:
-        query = render(self.queries[key], format_duration(window_s), self.nodes)
+        query = self._render(key, window_s)
         try:
             values = tuple(self.client.value(query, end) for end in ends)
         except QueryError as err:

@@ -5,6 +5,9 @@ Placeholders ($-style, because PromQL uses braces):
   $nodes     regex of the --node names (`.*` without --node), for DCGM's node label
   $on_nodes  with --node: `* on (namespace, pod) group_left () ...kube_pod_info{node=~...}`,
              which keeps only pods that ran on those nodes; empty without --node
+  $on_uuids  with --uuid: `,UUID=~"<those cards>"`, written after the node matcher of every DCGM
+             selector, so the DCGM-based queries count only those cards; empty without --uuid (the
+             workload's and kube-state-metrics' queries stay scoped by node)
 
 Each query must return one series (aggregate with sum/avg/max), except `dcgm_nodes`, which returns
 one series per node; counts must stay 0 rather than vanish when nothing happened, so that "no
@@ -16,7 +19,10 @@ from __future__ import annotations
 
 from string import Template
 
-from gpushare.dcgm_labels import on_hosts
+import re
+from collections.abc import Sequence
+
+from gpushare.dcgm_labels import NODE_MATCHER, on_hosts
 
 _PODS_ON_NODES = (
     '* on (namespace, pod) group_left () max by (namespace, pod) '
@@ -25,7 +31,7 @@ _PODS_ON_NODES = (
 
 
 def _dcgm(expression: str) -> str:
-    return on_hosts(expression, "$nodes")
+    return on_hosts(expression.replace(NODE_MATCHER, f"{NODE_MATCHER}$on_uuids"), "$nodes")
 
 
 _GPUS = f"count(count by (UUID) ({_dcgm('max_over_time(DCGM_FI_DEV_GPU_UTIL{<node>}[$window])')}))"
@@ -108,15 +114,19 @@ DEFAULT_QUERIES: dict[str, str] = {
     "fb_used_mib": f"max({_dcgm('max_over_time(DCGM_FI_DEV_FB_USED{<node>}[$window])')})",
 }
 
-PLACEHOLDERS = ("window", "nodes", "on_nodes")
+PLACEHOLDERS = ("window", "nodes", "on_nodes", "on_uuids")
+# A GPU's UUID as NVML and DCGM's `UUID` label write it (and the DRA driver's `uuid` attribute).
+GPU_UUID = re.compile(r"GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
 
 
-def node_regex(nodes: list[str]) -> str:
+def node_regex(nodes: Sequence[str]) -> str:
     """A PromQL-quoted regex matching exactly these node names (`.*` for all nodes)."""
     return "|".join(name.replace(".", r"\\.") for name in nodes) if nodes else ".*"
 
 
-def render(text: str, window: str, nodes: list[str]) -> str:
+def render(text: str, window: str, nodes: Sequence[str], uuids: Sequence[str] = ()) -> str:
+    """`text` with its placeholders; `uuids` must match GPU_UUID (checked by the caller, before any query)."""
     regex = node_regex(nodes)
     on_nodes = Template(_PODS_ON_NODES).substitute(nodes=regex, window=window) if nodes else ""
-    return Template(text).substitute(window=window, nodes=regex, on_nodes=on_nodes)
+    on_uuids = f',UUID=~"{"|".join(uuids)}"' if uuids else ""
+    return Template(text).substitute(window=window, nodes=regex, on_nodes=on_nodes, on_uuids=on_uuids)

@@ -12,6 +12,10 @@ def release_gates_plan(inputs: dict[str, Any], cwd: str, nodes: list[str]) -> di
     return plan.plan(plain(inputs), str(cwd), plain(nodes))
 
 
+def release_gates_scoped(gates: dict[str, Any], uuids: Any) -> dict[str, Any]:
+    return plan.scoped(plain(gates), plain(uuids))
+
+
 def release_gates_refusal(run: dict[str, Any], argv: list[str], preflight: bool) -> str:
     return report.refusal(plain(run), plain(argv), bool(preflight))
 
@@ -25,12 +29,13 @@ def release_gates_result(run: dict[str, Any], gates: dict[str, Any]) -> dict[str
 
 
 def release_gates_outcome(result: dict[str, Any], auto_rollback: Any, fail_on_hold: Any,
-                          hosts: list[str]) -> dict[str, str]:
-    return report.outcome(plain(result), plain(auto_rollback), plain(fail_on_hold), plain(hosts))
+                          hosts: list[str], rollback_playbook: str = report.ROLLBACK_PLAYBOOK) -> dict[str, str]:
+    return report.outcome(plain(result), plain(auto_rollback), plain(fail_on_hold), plain(hosts), str(rollback_playbook))
 
 
 FILTERS = {
     "release_gates_plan": release_gates_plan,
+    "release_gates_scoped": release_gates_scoped,
     "release_gates_refusal": release_gates_refusal,
     "release_gates_not_evaluated": release_gates_not_evaluated,
     "release_gates_result": release_gates_result,

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from gpushare.release_gates.report import ROLLBACK_PLAYBOOK
 from gpushare.runbook.inputs import NOTHING, as_bool
 
 DRY_TIMEOUT = 1  # the preflight's dry evaluation: bad input is refused before any query
@@ -43,6 +44,10 @@ def plan(inputs: dict[str, Any], cwd: str, nodes: list[str]) -> dict[str, Any]:
     if on and not (metrics or prometheus):
         problems.append("release_gates_enabled is true but no source of metrics is given: set release_gates_metrics_file "
                         "(a JSON metrics file) or release_gates_prometheus_url (http(s)://host:port)")
+    rollback = str(inputs.get("rollback_playbook") or ROLLBACK_PLAYBOOK)
+    if on and as_bool(inputs.get("auto_rollback") or False) and rollback != ROLLBACK_PLAYBOOK:
+        problems.append(f"release_gates_auto_rollback runs the time-slicing rollback, not this runbook's: drop it and, "
+                        f"on a rollback verdict, run {rollback}")
     if on and not _given(inputs.get("thresholds_file")):
         problems.append("release_gates_thresholds_file is required when the gates run (the SLOs, see "
                         "examples/gates/thresholds.yaml)")
@@ -59,6 +64,7 @@ def plan(inputs: dict[str, Any], cwd: str, nodes: list[str]) -> dict[str, Any]:
                 if _given(inputs.get(key)):
                     query = [*query, flag, str(inputs[key])]
             query += [f"--node={n}" for n in (_words(inputs["nodes"]) if _given(inputs.get("nodes")) else nodes)]
+            query += _uuid_flags(inputs.get("uuids"))
             dry = [*query, "--timeout", str(DRY_TIMEOUT)]
             argv = [*query, "--timeout", str(inputs.get("query_timeout") or 10)]
     reason = ("release_gates_enabled is false" if _given(enabled) else
@@ -66,3 +72,17 @@ def plan(inputs: dict[str, Any], cwd: str, nodes: list[str]) -> dict[str, Any]:
     return {"on": bool(on), "reason": "" if on else reason, "argv": argv, "dry_argv": dry, "thresholds": thresholds,
             "problems": [f"Release gates: {p}. Or run without gates (release_gates_enabled=false). {NOTHING}"
                          for p in problems]}
+
+
+def _uuid_flags(uuids: Any) -> list[str]:
+    return [f"--uuid={u}" for u in (_words(uuids) if _given(uuids) else [])]
+
+
+def scoped(plan: dict[str, Any], uuids: Any) -> dict[str, Any]:
+    """The plan's gate command scoped to the cards a runbook names after its preflight (the DRA pilot's
+    verify: the card its claim got), replacing any cards given before; the gate command checks them
+    before any query. Unchanged without cards or with a metrics file (its values are already chosen)."""
+    if not _given(uuids) or "--prometheus" not in plan["argv"]:
+        return plan
+    argv = [w for w in plan["argv"] if not w.startswith("--uuid=")]
+    return {**plan, "argv": [*argv, *_uuid_flags(uuids)]}

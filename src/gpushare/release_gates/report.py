@@ -10,6 +10,7 @@ from typing import Any
 from gpushare.runbook.inputs import NOTHING, as_bool
 
 EXIT_VERDICTS = (0, 3, 4)  # continue, rollback, hold
+ROLLBACK_PLAYBOOK = "playbooks/rollback-timeslicing.yml"
 
 
 def refusal(run: dict[str, Any], argv: list[str], preflight: bool) -> str:
@@ -42,7 +43,8 @@ def failing(result: dict[str, Any], status: str) -> str:
     return ", ".join(g["name"] for g in result.get("gates") or [] if g["status"] == status)
 
 
-def outcome(result: dict[str, Any], auto_rollback: Any, fail_on_hold: Any, hosts: list[str]) -> dict[str, str]:
+def outcome(result: dict[str, Any], auto_rollback: Any, fail_on_hold: Any, hosts: list[str],
+            rollback_playbook: str = ROLLBACK_PLAYBOOK) -> dict[str, str]:
     """{action, failure}: what the run does on the verdict, and the message it fails with (or "")."""
     verdict = result.get("verdict") if result.get("evaluated") else ""
     limit = ",".join(hosts)
@@ -56,5 +58,6 @@ def outcome(result: dict[str, Any], auto_rollback: Any, fail_on_hold: Any, hosts
             return {"action": "rollback started", "failure": ""}
         return {"action": "none", "failure": (
             f"Release gates say rollback ({failing(result, 'rollback')}): roll the trial back with ansible-playbook "
-            f"playbooks/rollback-timeslicing.yml -l {limit} (or re-run with -e release_gates_auto_rollback=true).")}
+            f"{rollback_playbook} -l {limit}"
+            f"{' (or re-run with -e release_gates_auto_rollback=true)' if rollback_playbook == ROLLBACK_PLAYBOOK else ''}.")}
     return {"action": "none", "failure": ""}
