@@ -13,7 +13,7 @@ from typing import Any
 
 from gpushare.bounded import Unreadable, load_yaml
 from gpushare.k8s.changes import Change
-from gpushare.k8s.patch import json_patch, resolve
+from gpushare.k8s.patch import PatchConflict, json_patch, resolve
 from gpushare.model.node import CONFIG_LABEL, CORDONED_BY, Node, Pool
 from gpushare.model.pods import UNSCHEDULABLE, Pod, outlasting_drain
 from gpushare.rbac import Names
@@ -457,7 +457,10 @@ def _configmap_cleanup(state: ClusterState, settings: RollbackSettings, live: li
             continue
         created = any(r.intent.configmap == name and r.intent.configmap_created for r in live) or (
             (cm["metadata"].get("annotations") or {}).get("gpushare.io/created-by") == ENABLE)
-        restored = json_patch(state.clusterpolicy or {}, _restore_ops(state.clusterpolicy or {}, restore_ops))
+        try:
+            restored = json_patch(state.clusterpolicy or {}, _restore_ops(state.clusterpolicy or {}, restore_ops))
+        except PatchConflict:  # the restore's guards fail (a record claims values the ClusterPolicy lacks): it stays
+            restored = state.clusterpolicy or {}
         still_pointed = resolve(restored, CONFIG_NAME, None) == name
         added = {k for r in live if r.intent.configmap == name for k in r.intent.keys_added} | (
             set(state.managed_keys(name)))
