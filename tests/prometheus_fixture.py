@@ -13,7 +13,6 @@ otherwise), so each one trips exactly the gate it is named for. Queries select a
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import time
 import urllib.request
@@ -27,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from gpushare.polling import pauses
+from gpushare_testbed.controlplane import free_port
 from gpushare_testbed.gpu_identity import gpu_uuid
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
@@ -244,12 +244,6 @@ def build_tsdb(directory: Path, text: Callable[[], str] = openmetrics) -> Path:
                    check=True, capture_output=True, text=True, timeout=120)
     partial.rename(tsdb)
     return tsdb
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @contextmanager

@@ -7,6 +7,7 @@ import dataclasses
 import hashlib
 import json
 import shutil
+import random
 import socket
 import ssl
 import stat
@@ -171,7 +172,20 @@ class NotAStateDir(ComponentError):
 
 MARKER = ".gpushare-sim-state"
 MARKER_TEXT = "gpushare sim up created"
+# Listening ports come from below Linux's ephemeral range (net.ipv4.ip_local_port_range, 32768-60999 by
+# default): a port the kernel hands out by bind(0) may be taken as the source port of an outgoing
+# connection before the component binds it ("address already in use"; seen under make test's load).
+LISTEN_PORTS = range(20000, 32768)
+
+
 def free_port() -> int:
+    for port in random.sample(LISTEN_PORTS, 64):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]

@@ -99,7 +99,7 @@ def test_the_api_server_refuses_a_takeover_at_a_stale_version(session: Session, 
     change = lock.take(lease, NAME, namespace, "rollback-timeslicing@here/1", 1800, utc_now())
     session.patch("Lease", NAME, {"spec": {"holderIdentity": "enable-timeslicing@other/2"}}, namespace)
     with pytest.raises(ApiError) as refused:
-        session.replace(change["body"])
+        session.replace(change.body)
     assert refused.value.status == 409
     assert session.get("Lease", NAME, namespace)["spec"]["holderIdentity"] == "enable-timeslicing@other/2"
 
