@@ -88,8 +88,11 @@ def _gpu_nodes(cluster: Cluster) -> dict[str, client.V1Node]:
 
 
 # How long a snapshot waits for the operator's operands to settle (a roll a scenario before started,
-# a device plugin re-registering) so that it does not record a node between two states.
-SETTLE_S = 60
+# a device plugin re-registering) so that it does not record a node between two states. Unpinning an
+# operator release rolls the device plugin over every GPU node: under make test's load (the external
+# target beside the main suite) that took over 60 s, and a snapshot taken mid-roll recorded a node
+# with no allocatable, which the scenario's restore then waited for in vain.
+SETTLE_S = 150
 
 
 def unsettled(cluster: Cluster) -> list[str]:
