@@ -79,21 +79,27 @@ READERS_ROLE = "gpushare-sim-node-reader"
 
 
 def grant_readers(kubeconfig: Path, users: list[str]) -> None:
-    """A ClusterRole that reads nodes (get, list, watch) bound to `users` (the DCGM exporter
-    simulator: it lists the GPU nodes' hardware and writes nothing)."""
+    """A ClusterRole that reads nodes (get, list, watch) and DaemonSets (list) bound to `users` (the
+    DCGM exporter simulator: it lists the GPU nodes' hardware and the exporter the operator deploys,
+    and writes nothing)."""
     rbac = client.RbacAuthorizationV1Api(api_client(kubeconfig))
     labels = {"app.kubernetes.io/managed-by": "gpushare-sim"}
     role = {"metadata": {"name": READERS_ROLE, "labels": labels},
-            "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}]}
+            "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+                      {"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": ["list"]}]}
     binding = {"metadata": {"name": READERS_ROLE, "labels": labels},
                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": READERS_ROLE},
                "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": u} for u in users]}
-    for create in (lambda: rbac.create_cluster_role(role), lambda: rbac.create_cluster_role_binding(binding)):
+    for create, update in ((lambda: rbac.create_cluster_role(role),
+                            lambda: rbac.patch_cluster_role(READERS_ROLE, {"rules": role["rules"]})),
+                           (lambda: rbac.create_cluster_role_binding(binding), None)):
         try:
             create()
         except ApiException as err:
             if err.status != 409:
                 raise
+            if update:  # a cluster started before the rules grew
+                update()
 
 
 def gpu_node_problem(node: dict[str, Any]) -> str | None:

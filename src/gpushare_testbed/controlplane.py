@@ -52,7 +52,7 @@ IDENTITIES = {
     "kube-scheduler": ("system:kube-scheduler", None),
     "kwok": ("system:kwok", "system:masters"),
     "gpu-operator-sim": ("system:gpushare-gpu-operator-sim", "system:masters"),
-    # reads the nodes only (cluster_bootstrap.grant_readers), never an administrator
+    # reads the nodes and DaemonSets only (cluster_bootstrap.grant_readers), never an administrator
     "dcgm-exporter": ("system:gpushare-dcgm-exporter", None),
     "kueue": ("system:kueue", "system:masters"),
     # The runbooks' identity: no group, only what deploy/rbac binds to the user gpushare-runbook.

@@ -5,7 +5,8 @@ the DCGM exporter's metric names and labels, backfilled with promtool; the windo
 Most cases are written as the current exporter writes them (`hostname`); a few as other exporters
 do: `Hostname` (up to 4.5.3-4.8.2), no DCGM_FI_DEV_FB_RESERVED (before 4.3.1-4.4.0, or a custom
 counters file), no DCGM_FI_DEV_XID_ERRORS (a counters file without it), memory read for only the
-last day.
+last day; and one card shared by four pods as the exporter of each GPU Operator release writes it
+with KUBERNETES_VIRTUAL_GPUS=true (per-pod process series beside the card's from 4.5.3-4.8.2 on).
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ import yaml
 
 from gpushare.cli import main
 from gpushare_testbed.dcgm_sim.backfill import backfill
-from gpushare_testbed.dcgm_sim.exposition import FAMILIES, Exporter, SimGpu
+from gpushare_testbed.dcgm_sim.exposition import FAMILIES, Exporter, SimGpu, exporter_of
 from gpushare_testbed.dcgm_sim.profiles import DAY, Profile
+from gpushare_testbed.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator import operand_specs
 from tests.prometheus_fixture import PROMETHEUS, PROMTOOL, prometheus_server
 
 pytestmark = pytest.mark.prometheus
@@ -53,6 +56,18 @@ OTHER_EXPORTERS: dict[str, Exporter] = {
     "no-xid": Exporter(fields=EVERY_FIELD - {"DCGM_FI_DEV_XID_ERRORS"}),
 }
 SPIKE = replace(BATCH, util_pct=10, spike_minute_of_day=12 * 60)  # sampled every minute
+SHARED = replace(BATCH, util_pct=40, fb_fraction=0.40)  # four pods on one card, 10% each
+
+
+def release_exporter(release: str) -> Exporter:
+    """The dcgm-exporter the GPU Operator `release` deploys (its rendered DaemonSet's image), with
+    KUBERNETES_VIRTUAL_GPUS=true."""
+    image = operand_specs.dcgm_exporter(cp.default_instance(release)["spec"])[1]["containers"][0]["image"]
+    return exporter_of(image, {"KUBERNETES_VIRTUAL_GPUS": "true"})
+
+
+def release_node(release: str) -> str:
+    return node(f"shared-{release.replace('.', '-')}")
 FACTS = [
     {"namespace": "ml-batch", "owner": "research", "retryable": True, "checkpointed": True, "latency_critical": False},
     {"namespace": "serving", "owner": "web", "retryable": False, "checkpointed": True, "latency_critical": True},
@@ -85,6 +100,9 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         backfill([SimGpu(node("spike"), 0, H100, TOTAL, SPIKE)], start, END, 60, END, partial)
         for case, exporter in OTHER_EXPORTERS.items():
             backfill([SimGpu(node(case), 0, H100, TOTAL, BATCH)], start, END, 300, END, partial, exporter=exporter)
+        for release in cp.RELEASES:
+            backfill([SimGpu(release_node(release), 0, H100, TOTAL, SHARED, replicas=4)], start, END, 300, END, partial,
+                     exporter=release_exporter(release))
         partial.rename(tsdb)
     with prometheus_server(tsdb, tmp_path_factory.mktemp("prometheus")) as url:
         yield url
@@ -308,3 +326,16 @@ def test_table_markdown_and_plots_agree_with_json(fleet, prometheus, capsys, tmp
     table = capsys.readouterr().out
     assert re.search(rf"^{node('checkpoints')}\s+0\s+NVIDIA H100 80GB HBM3 .* not-candidate\s+1\s+memory peak",
                      table, re.M), table
+
+
+@pytest.mark.parametrize("release", sorted(cp.RELEASES))
+def test_a_shared_card_is_judged_by_its_own_series_on_every_release(fleet, release) -> None:
+    """Four pods share a card at 40%: each release's exporter (its node label, and from 4.5.3-4.8.2 on
+    the pods' own process series, 10% each, beside the card's) still gives the card's 40% and memory,
+    one GPU, its four pods as its workloads."""
+    gpus = [g for g in fleet["gpus"] if g["node"] == release_node(release)]
+    assert len(gpus) == 1, gpus
+    gpu = gpus[0]
+    assert gpu["util_1h_p50"] == pytest.approx(40, abs=2.5)
+    assert gpu["fb_peak_mib"] == pytest.approx(0.40 * (TOTAL - round(TOTAL * 0.007)), rel=0.02)
+    assert (len(gpu["workloads"]), gpu["coverage"]["hours"], gpu["xid"]) == (4, 168, 0)

@@ -116,6 +116,8 @@ def test_gates_on_each_release(prometheus, capsys, tmp_path, node) -> None:
         expected["correlated_failures"] = "rollback"
     assert (failing, code) == (expected, 3 if crashing else 0)
     assert result["throughput_per_gpu"]["observed"]["gain"] == pytest.approx(0.2)
+    # GPU 0 at 8%, GPU 1 idle: the cards' own series, not the pods' process values (4% each) beside them.
+    assert result["throughput_per_gpu"]["observed"]["trial_gpu_util_pct"] == pytest.approx(4.0)
     assert result["dcgm_nodes"]["observed"]["trial"] == [node]
     correlated = result["correlated_failures"]["observed"]
     assert (correlated["scope"], correlated["trial"]) == ("card" if release == VIRTUAL else "node",
@@ -126,3 +128,13 @@ def test_gates_on_each_release(prometheus, capsys, tmp_path, node) -> None:
     assert memory["reason"].endswith("counted as used + free: the exporter does not export DCGM_FI_DEV_FB_RESERVED") \
         == (release == "3.3.9-3.6.1")
     assert result["xid_errors"]["observed"]["trial"] == 0.0
+
+
+def test_baseline_of_shared_cards_reads_each_card_once(prometheus, capsys, tmp_path) -> None:
+    """4.6.0-4.8.3 with KUBERNETES_VIRTUAL_GPUS: GPU 0 at 8% (its two pods' processes 4% each) and
+    9815 MiB used, GPU 1 idle; each card once, with its own values and its two pods."""
+    code, report = baseline(capsys, prometheus, tmp_path, "rel-virtual")
+    busy, idle = report["gpus"]
+    assert (code, [busy["gpu"], idle["gpu"]]) == (0, ["0", "1"])
+    assert (busy["util_1h_p50"], busy["fb_peak_mib"], idle["util_1h_p50"]) == (8.0, 9815, 0.0)
+    assert busy["workloads"] == ["ml-serve/rel-virtual-serve-0", "ml-serve/rel-virtual-serve-1"]

@@ -32,9 +32,12 @@ class Query:
 
 
 DEFAULT_QUERIES: dict[str, Query] = {
-    # The seed's avg_over_time(DCGM_FI_DEV_GPU_UTIL[1h]), averaged over the series of one GPU (a pod
-    # change mid-hour splits that hour over two series).
-    "util_1h": Query(3600, f"avg {_BY} (avg_over_time(DCGM_FI_DEV_GPU_UTIL[1h]))", "1 h average utilisation, %"),
+    # The seed's avg_over_time(DCGM_FI_DEV_GPU_UTIL[1h]), the highest of the GPU's series: from
+    # 4.5.3-4.8.2 with KUBERNETES_VIRTUAL_GPUS the exporter writes each sharing pod's own processes'
+    # utilisation beside the card's (process_metrics.go), a part of it that an average would mix in;
+    # other series of a GPU are copies of the card's value. An hour a pod change splits over two
+    # series counts as its busier part, on the safe side for sharing.
+    "util_1h": Query(3600, f"max {_BY} (avg_over_time(DCGM_FI_DEV_GPU_UTIL[1h]))", "1 h average utilisation, %"),
     # MIG instances report no DCGM_FI_DEV_GPU_UTIL: the graphics engine's active ratio instead.
     "util_1h_mig": Query(3600, f"100 * avg {_BY} (avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{_MIG}[1h]))",
                          "1 h average graphics-engine activity of MIG instances, %"),

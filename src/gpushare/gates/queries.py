@@ -110,7 +110,8 @@ DEFAULT_QUERIES: dict[str, str] = {
     # The nodes with DCGM series in the window, one series each: a --node without any holds.
     "dcgm_nodes": f"group by (Hostname, hostname) ({_dcgm('last_over_time(DCGM_FI_DEV_FB_USED{<node>}[$window])')})",
     # Context reported with the throughput gate; they do not decide anything.
-    "gpu_util_pct": f"avg({_dcgm('avg_over_time(DCGM_FI_DEV_GPU_UTIL{<node>}[$window])')})",
+    # (per card: its highest series, the card's own beside its pods' process values)
+    "gpu_util_pct": f"avg(max by ({_CARD}) ({_dcgm('avg_over_time(DCGM_FI_DEV_GPU_UTIL{<node>}[$window])')}))",
     "fb_used_mib": f"max({_dcgm('max_over_time(DCGM_FI_DEV_FB_USED{<node>}[$window])')})",
 }
 

@@ -28,9 +28,9 @@ def register(sub: argparse._SubParsersAction, default_state_dir: str) -> None:
     exporter.add_argument("--context", help="kubeconfig context (default: its current context)")
     exporter.add_argument("--port", type=int, default=9400, help="loopback port (default 9400, the exporter's)")
     exporter.add_argument("--ready-file", type=Path, help="written with the URL once serving")
-    exporter.add_argument("--host-label", choices=("hostname", "Hostname"), default="hostname",
-                          help="the node label: hostname (default; dcgm-exporter since d5e5f51, 4.6.0-4.8.3) or "
-                               "Hostname (up to 4.5.3-4.8.2)")
+    exporter.add_argument("--host-label", choices=("hostname", "Hostname"),
+                          help="fix the node label: hostname (dcgm-exporter since d5e5f51, 4.6.0-4.8.3) or Hostname "
+                               "(up to 4.5.3-4.8.2); default: the one of the version the operator deploys")
     exporter.add_argument("--collectors", type=Path, metavar="FILE",
                           help="a dcgm-exporter counters file (etc/default-counters.csv format): export only the "
                                "fields it lists (default: every field the simulator models)")
@@ -48,14 +48,14 @@ def register(sub: argparse._SubParsersAction, default_state_dir: str) -> None:
 
 def cmd_dcgm_exporter(args: argparse.Namespace) -> int:
     from gpushare_testbed.dcgm_sim.exporter import serve  # noqa: PLC0415 - needs the Kubernetes client
-    from gpushare_testbed.dcgm_sim.exposition import Exporter, collectors  # noqa: PLC0415
+    from gpushare_testbed.dcgm_sim.exposition import collectors  # noqa: PLC0415
 
     try:
         fields = collectors(args.collectors) if args.collectors else None
     except (OSError, UnicodeDecodeError, ValueError) as err:
         print(f"error: --collectors {args.collectors}: {err}", file=sys.stderr)
         return 2
-    return serve(args.kubeconfig, args.context, args.port, args.ready_file, Exporter(args.host_label, fields))
+    return serve(args.kubeconfig, args.context, args.port, args.ready_file, args.host_label, fields)
 
 
 def cmd_prometheus(args: argparse.Namespace) -> int:

@@ -21,6 +21,7 @@ class NodeHardware:
     count: int
     product: str
     mig_layout: tuple[tuple[str, ...] | None, ...] = ()  # per GPU: its MIG devices, None with MIG off
+    replicas: int = 1  # GFD's nvidia.com/gpu.replicas: the pods a card's workload runs as
 
 
 def node_hardware(nodes: Iterable[Any]) -> list[NodeHardware]:
@@ -33,8 +34,10 @@ def node_hardware(nodes: Iterable[Any]) -> list[NodeHardware]:
             continue
         spec = json.loads(hardware)
         layout = applied_layout(meta.get("annotations") or {}, int(spec["count"]))
+        replicas = str((meta.get("labels") or {}).get("nvidia.com/gpu.replicas", "1"))
         found.append(NodeHardware(meta["name"], int(spec["count"]), spec["product"],
-                                  tuple(tuple(devices(gpu)) if gpu is not None else None for gpu in layout)))
+                                  tuple(tuple(devices(gpu)) if gpu is not None else None for gpu in layout),
+                                  int(replicas) if replicas.isdigit() and int(replicas) > 0 else 1))
     return sorted(found, key=lambda n: n.name)
 
 
@@ -49,7 +52,7 @@ def fleet_gpus(nodes: Sequence[NodeHardware], profiles: Sequence[Profile] = FLEE
             position += 1
             mig = node.mig_layout[index] if index < len(node.mig_layout) else None
             if mig is None:
-                gpus.append(SimGpu(node.name, index, node.product, product.memory_mib, profile))
+                gpus.append(SimGpu(node.name, index, node.product, product.memory_mib, profile, replicas=node.replicas))
                 continue
             # MIG mode on: DCGM reports the instances only (none when the GPU has no instances).
             for instance, name in enumerate(mig, start=1):
