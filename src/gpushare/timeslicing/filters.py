@@ -13,6 +13,8 @@ from gpushare.runbook.state import ClusterState
 from gpushare.timeslicing import report
 from gpushare.timeslicing.plan import plan as enable_plan
 from gpushare.timeslicing.settings import Settings
+from gpushare.timeslicing.xid import XidCheck
+from gpushare.timeslicing.xid import query as xid_query
 
 
 def timeslicing_enable_plan(read: dict[str, Any], inputs: dict[str, Any], targets: list[str],
@@ -37,8 +39,15 @@ def timeslicing_enable_plan(read: dict[str, Any], inputs: dict[str, Any], target
         found = {n["metadata"]["name"]: n for n in [*(unpacked(resources["configured_nodes"]) or []),
                                                      *(resources.get("nodes") or [])]}
         resources["nodes"] = list(found.values())
-    return enable_plan(ClusterState.of(resources), Settings.of(inputs), list(targets), read.get("caller") or {}, utc_now(),
-                       read.get("access"), partial).as_dict()
+    settings = Settings.of(inputs)
+    xid = XidCheck.of(settings.prometheus_url, settings.xid_window, inputs.get("xid_answer"), list(targets))
+    return enable_plan(ClusterState.of(resources), settings, list(targets), read.get("caller") or {}, utc_now(),
+                       read.get("access"), partial, xid).as_dict()
+
+
+def timeslicing_xid_query(targets: list[str], window: str) -> str:
+    """The PromQL of the preflight's Xid check (gpushare.timeslicing.xid)."""
+    return xid_query(list(plain(targets)), str(window))
 
 
 def timeslicing_with_readers(changes: list[dict[str, Any]], restarted: dict[str, Any], configmap: str) -> list[dict[str, Any]]:
@@ -63,4 +72,5 @@ FILTERS = {
     "timeslicing_enable_plan": timeslicing_enable_plan,
     "timeslicing_with_readers": timeslicing_with_readers,
     "timeslicing_enable_report": timeslicing_enable_report,
+    "timeslicing_xid_query": timeslicing_xid_query,
 }

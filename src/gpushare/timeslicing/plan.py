@@ -18,6 +18,7 @@ from gpushare.rbac import Names
 from gpushare.rbac.access import configmap_refusal, identity
 from gpushare.runbook.plan import Plan
 from gpushare.runbook.inputs import NOTHING
+from gpushare.timeslicing.xid import XidCheck
 from gpushare.runbook.records import FieldChange, Intent, new_record, record_name, state_patch
 from gpushare.runbook.state import ClusterState, operator_problems
 from gpushare.timeslicing.settings import DEFAULT_CONFIG, Settings
@@ -152,7 +153,8 @@ def share_lines(state: ClusterState, settings: Settings, targets: list[str]) -> 
     return lines
 
 
-def _target_problems(state: ClusterState, targets: list[str], strategy: str = "time-slicing") -> list[str]:
+def _target_problems(state: ClusterState, targets: list[str], strategy: str = "time-slicing",
+                     fallen: set[str] | frozenset[str] = frozenset()) -> list[str]:
     problems = []
     for name in targets:
         node = state.nodes.get(name)
@@ -168,7 +170,7 @@ def _target_problems(state: ClusterState, targets: list[str], strategy: str = "t
         elif node.mig_enabled and strategy != "mps":  # MPS says it in its own words (_mps_problems)
             problems.append(f"{name} has MIG enabled (nvidia.com/mig.config={node.mig_config}): this runbook "
                             "time-slices whole GPUs only; roll MIG back first (playbooks/rollback-mig.yml).")
-        elif node.unhealthy is not None:
+        elif node.unhealthy is not None and name not in fallen:
             problems.append(_unhealthy_problem(node, strategy))
     return problems
 
@@ -304,12 +306,12 @@ def _operand_roll_cost(state: ClusterState) -> str:
 
 
 def refusals(state: ClusterState, settings: Settings, targets: list[str], invocation: dict[str, str],
-             access: dict[str, Any] | None = None) -> tuple[list[str], Wanted | None]:
+             access: dict[str, Any] | None = None, xid: XidCheck | None = None) -> tuple[list[str], Wanted | None]:
     """Every reason to refuse the run before any write, each ending "Nothing was changed.", in the
     order the operator reads them, and what the run wants once its preconditions hold (None until
     they do). Each stage's refusals hide the later stages', which assume the earlier ones passed.
     `access`: the authorizer's answers to the preflight's questions (gpushare.rbac.access), if asked."""
-    problems = _precondition_problems(state, settings, targets, invocation, access)
+    problems = _precondition_problems(state, settings, targets, invocation, access, xid)
     wanted = None if problems else Wanted.of(state, settings, targets)
     if wanted:
         problems = _change_problems(state, settings, targets, wanted)
@@ -317,8 +319,9 @@ def refusals(state: ClusterState, settings: Settings, targets: list[str], invoca
 
 
 def _precondition_problems(state: ClusterState, settings: Settings, targets: list[str], invocation: dict[str, str],
-                           access: dict[str, Any] | None) -> list[str]:
-    """The inputs, the operator, the identity's access, an interrupted rollback and the targets."""
+                           access: dict[str, Any] | None, xid: XidCheck | None) -> list[str]:
+    """The inputs, the operator, the identity's access, an interrupted rollback and the targets (a
+    card DCGM saw fall off the bus is named by the Xid check, not again as an unhealthy count)."""
     problems = settings.problems() + operator_problems(state, settings.namespace, settings.clusterpolicy,
                                                        settings.records_namespace)
     if problems:
@@ -329,7 +332,9 @@ def _precondition_problems(state: ClusterState, settings: Settings, targets: lis
     return ([f"A rollback was interrupted (record {record.name}, started {record.started}, on "
              f"{', '.join(record.intent.nodes) or 'the cluster level'}): finish it first by re-running "
              "playbooks/rollback-timeslicing.yml for those nodes." for record in state.interrupted(ROLLBACK)]
-            + _target_problems(state, targets, settings.strategy) + _mps_problems(state, settings, targets))
+            + (xid.problems() if xid else [])
+            + _target_problems(state, targets, settings.strategy, {card.node for card in xid.fallen} if xid else set())
+            + _mps_problems(state, settings, targets))
 
 
 def _change_problems(state: ClusterState, settings: Settings, targets: list[str], wanted: Wanted) -> list[str]:
@@ -418,9 +423,12 @@ def _roll_problems(state: ClusterState, settings: Settings, wanted: Wanted) -> l
 
 
 def plan(state: ClusterState, settings: Settings, targets: list[str], invocation: dict[str, str],
-         now: dt.datetime, access: dict[str, Any] | None = None, partial: bool = False) -> EnablePlan:
+         now: dt.datetime, access: dict[str, Any] | None = None, partial: bool = False,
+         xid: XidCheck | None = None) -> EnablePlan:
     """The refusals, else the changes. `partial`: the state's nodes are only the targets and the nodes
-    with a device-plugin config label (the preflight's first read; see `needs_fleet`)."""
+    with a device-plugin config label (the preflight's first read; see `needs_fleet`). `xid`: what
+    the preflight read of the targets' Xid codes (None: not run)."""
+    xid = xid or XidCheck("", settings.xid_window)
     result = EnablePlan(warnings=state.record_warnings(settings.records_namespace))
     adopted = next(iter(reversed(state.interrupted(RUNBOOK))), None)
     if adopted:
@@ -428,9 +436,9 @@ def plan(state: ClusterState, settings: Settings, targets: list[str], invocation
                                                      settings.records_namespace, now)]
         result.notes.append(f"{result.interrupted[0]} This run finishes that change and keeps its backup (roll back "
                             "instead with playbooks/rollback-timeslicing.yml).")
-    result.refusals, wanted = refusals(state, settings, targets, invocation, access)
+    result.refusals, wanted = refusals(state, settings, targets, invocation, access, xid)
     if wanted:
-        result.notes += wanted.notes(state, settings)
+        result.notes += wanted.notes(state, settings) + ([xid.note()] if targets else [])
         result.needs_workloads = wanted.needs_workloads(state, settings)
         if not result.refusals:
             _plan_changes(result, state, settings, targets, wanted, invocation, now,

@@ -3,6 +3,7 @@ plugin config they render to."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,7 @@ from gpushare.model.node import Pool
 from gpushare.model.taints import Taint
 from gpushare.runbook.inputs import DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE, as_bool, optional_int
 from gpushare.runbook.records import RECORDS_NAMESPACE
+from gpushare.timeslicing import xid
 from gpushare.timeslicing_common.sharing import DEFAULT_KEY
 
 # The no-sharing config every GPU node without a per-node label reads once the ClusterPolicy points
@@ -44,6 +46,8 @@ class Settings:
     backup_dir: str = "backups"  # of the ClusterPolicy backup files, on the control machine
     strategy: str = "time-slicing"  # time-slicing | mps (the device plugin's sharing.timeSlicing or sharing.mps)
     memory_peak_mib: int | None = None  # the workloads' memory peak per pod (the baseline's), when known
+    prometheus_url: str = ""  # scraping the DCGM exporter: the Xid check (gpushare.timeslicing.xid); '' skips it
+    xid_window: str = "24h"
 
     @classmethod
     def of(cls, values: dict[str, Any]) -> Settings:
@@ -69,6 +73,7 @@ class Settings:
             backup_dir=str(values.get("backup_dir") or "backups"),
             strategy=str(values.get("sharing_strategy") or "time-slicing"),
             memory_peak_mib=optional_int(values.get("memory_peak_mib")) or None,  # 0: not given
+            prometheus_url=str(values.get("prometheus_url") or ""), xid_window=str(values.get("xid_window") or "24h"),
         )
 
     @property
@@ -103,6 +108,11 @@ class Settings:
             problems += self._mps_problems()
         if self.max_replicas < 2:
             problems.append(f"timeslicing_max_replicas must be at least 2, got {self.max_replicas}.")
+        if self.prometheus_url and not re.match(r"https?://[^/\s]+", self.prometheus_url):
+            problems.append(f"timeslicing_prometheus_url must be http(s)://host:port of the Prometheus that scrapes the "
+                            f"DCGM exporter, or empty to skip the Xid check; got {self.prometheus_url!r}.")
+        if window := xid.window_problem(self.xid_window):
+            problems.append(window)
         if not self.override and self.replicas > self.max_replicas:
             problems.append(
                 f"timeslicing_replicas={self.replicas} is above the bound of {self.max_replicas} shares per GPU: "
