@@ -87,6 +87,27 @@ Feature: The faults of a change window leave nothing half done and nothing lost
       | enable-timeslicing | enable-timeslicing.yml -l gpu-node-2 |
       | enable-mps         | enable-mps.yml -l gpu-node-2         |
 
+  # DCGM holds a card's last Xid until the card is reset (DCGM_FI_DEV_XID_ERRORS): given the Prometheus
+  # that scrapes the exporter, the enable refuses the card even after the device plugin forgot it.
+  @embedded
+  Scenario Outline: A card DCGM saw fall off the bus stops <runbook> after the device plugin forgot it
+    Given GPU 3 of "gpu-node-2" has fallen off the bus (Xid 79)
+    And the runs read DCGM from a Prometheus that has seen Xid 79 on GPU 3 of "gpu-node-2"
+    When the device plugin on "gpu-node-2" restarts
+    Then node "gpu-node-2" advertises every GPU again: the restarted plugin forgot the fault
+    When the operator runs "<command>"
+    Then the run is refused with "gpu-node-2: GPU 3 (GPU-"
+    And the run is refused with "reported Xid 79 (fallen off the bus)"
+    And the run is refused with "Drain the node (kubectl drain gpu-node-2"
+    And the run is refused with "Nothing was changed."
+    And nothing was written to the cluster
+    And DCGM still reported Xid 79 for GPU 3 of "gpu-node-2" after the run
+
+    Examples:
+      | runbook            | command                              |
+      | enable-timeslicing | enable-timeslicing.yml -l gpu-node-2 |
+      | enable-mps         | enable-mps.yml -l gpu-node-2         |
+
   # NVIDIA/k8s-device-plugin#1645 (open): a plugin start on a labelled node (here the reload the
   # trial's config label causes) may register 0 devices, Running and Ready, until its pod restarts.
   # The verify restarts that pod once, on the target only.

@@ -263,10 +263,14 @@ def skip_without_prometheus() -> None:
 
 
 @contextmanager
-def prometheus_server(tsdb: Path, workdir: Path, ready_timeout_s: float = 60.0) -> Iterator[str]:
-    """Serve `tsdb` on a free loopback port; yields the base URL, stops the server afterwards."""
+def prometheus_server(tsdb: Path, workdir: Path, ready_timeout_s: float = 60.0,
+                      scrape: str | None = None) -> Iterator[str]:
+    """Serve `tsdb` on a free loopback port; yields the base URL, stops the server afterwards.
+    `scrape`: a host:port whose /metrics it scrapes every second."""
     config = workdir / "prometheus.yml"
-    config.write_text("global:\n  scrape_interval: 1m\n", encoding="utf-8")
+    config.write_text("global:\n  scrape_interval: 1m\n" if scrape is None else (
+        "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: dcgm-exporter\n"
+        f"    static_configs:\n      - targets: ['{scrape}']\n"), encoding="utf-8")
     url = f"http://127.0.0.1:{free_port()}"
     log = workdir / "prometheus.log"
     command = [

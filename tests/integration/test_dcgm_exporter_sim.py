@@ -1,7 +1,8 @@
 """The embedded cluster's simulated DCGM exporter: /metrics with dcgm-exporter's metric names and
-labels for every simulated GPU (the node as `hostname`, as the operator's 4.6.0-4.8.3 writes it),
-MIG instances reported with the profiling metrics only, and the demo Prometheus (`gpushare sim
-prometheus`) scraping it over a backfilled week."""
+labels for every simulated GPU (the node as `hostname`, as the operator's 4.6.0-4.8.3 writes it;
+as the exporter the ClusterPolicy deploys writes it once that changes), MIG instances reported with
+the profiling metrics only, and the demo Prometheus (`gpushare sim prometheus`) scraping it over a
+backfilled week."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import urllib.request
 import pytest
 
 from gpushare_testbed.dcgm_sim.exposition import FAMILIES
+from gpushare_testbed.simulator import clusterpolicy as cp
 from gpushare.polling import wait_for
 from tests.support.cluster import Cluster
 
@@ -103,3 +105,24 @@ def test_demo_prometheus_scrapes_the_exporter_over_a_backfilled_week(cluster: Cl
     again = subprocess.run([sys.executable, "-m", "gpushare", "sim", "prometheus", "--state-dir",
                             str(cluster.state_dir)], capture_output=True, text=True, timeout=60, check=False)
     assert (again.returncode, again.stdout.strip()) == (0, url) and "already running" in again.stderr
+
+
+def test_the_exporter_the_clusterpolicy_deploys_decides_the_shape(clean_cluster: Cluster, exporter_url: str) -> None:
+    """v26.3's dcgm-exporter 4.5.3-4.8.2 with KUBERNETES_VIRTUAL_GPUS=true in dcgmExporter.env: the
+    node as `Hostname`, and each busy card's DCGM_FI_DEV_GPU_UTIL once as the card's own and once
+    per pod with `pod_uid` (one pod per card: whole cards)."""
+    patch = {"spec": {"dcgmExporter": {"version": cp.RELEASES["v26.3"][1]["dcgmExporter"],
+                                       "env": [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}]}}}
+    clean_cluster.custom.patch_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY, patch,
+                                                     _content_type="application/merge-patch+json")
+
+    def util() -> list[dict[str, str]]:
+        found = [labels for name, labels, _ in scrape(exporter_url) if name == "DCGM_FI_DEV_GPU_UTIL"]
+        return found if all("Hostname" in labels for labels in found) else []
+
+    series = wait_for(util, 60, "the simulated exporter to write as 4.5.3-4.8.2 does")
+    cards = {(l["Hostname"], l["gpu"]) for l in series}
+    own = [l for l in series if "pod" not in l]
+    per_pod = [l for l in series if "pod" in l]
+    assert sorted((l["Hostname"], l["gpu"]) for l in own) == sorted(cards)  # every card keeps its own series
+    assert per_pod and all(l["pod_uid"] and "vgpu" not in l for l in per_pod)

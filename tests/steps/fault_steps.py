@@ -17,7 +17,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,12 +28,14 @@ import pytest
 from pytest_bdd import given, parsers, then, when
 
 from gpushare.clock import parse_time
+from gpushare.dcgm_labels import host_of
 from gpushare_testbed.controlplane import StateDir
 from gpushare.k8s.session import Session
 from gpushare.polling import wait_for
 from gpushare_testbed.processes import recorded_pid
 from gpushare_testbed.simulator.operands import DEVICE_PLUGIN
 from tests.steps.runbook_steps import RunbookRun, parse_command
+from tests.prometheus_fixture import prometheus_server, skip_without_prometheus
 from tests.support.ansible import PlaybookRun, inventory_limit
 from tests.support.cluster import REPO, Cluster
 
@@ -263,6 +267,42 @@ def gpu_off_the_bus(kube: Cluster, node: str, index: int) -> None:
     _embedded_only(kube, "an Xid fault")
     kube.core.patch_node(node, {"metadata": {"annotations": {XID: json.dumps({"gpus": [index], "at": time.time()})}}})
     wait_for(lambda: _unhealthy(kube, node), MOMENT_TIMEOUT_S, f"the device plugin on {node} to report GPU {index} unhealthy")
+
+
+@pytest.fixture
+def dcgm_prometheus(kube: Cluster, tmp_path: Path) -> Iterator[str]:
+    """A Prometheus scraping the embedded cluster's simulated DCGM exporter every second."""
+    skip_without_prometheus()
+    exporter = json.loads((kube.state_dir / "dcgm-exporter.json").read_text())["url"]
+    workdir = tmp_path / "dcgm-prometheus"
+    workdir.mkdir()
+    with prometheus_server(workdir / "tsdb", workdir, scrape=urllib.parse.urlsplit(exporter).netloc) as url:
+        yield url
+
+
+def _last_xid(url: str, node: str, index: int) -> float | None:
+    """The card's last DCGM_FI_DEV_XID_ERRORS in the hour, under whichever node label the release writes."""
+    form = urllib.parse.urlencode({"query": f'last_over_time(DCGM_FI_DEV_XID_ERRORS{{gpu="{index}"}}[1h])'}).encode()
+    with urllib.request.urlopen(f"{url}/api/v1/query", data=form, timeout=10) as response:  # noqa: S310 - loopback
+        result = json.load(response)["data"]["result"]
+    return next((float(r["value"][1]) for r in result if host_of(r["metric"]) == node), None)
+
+
+@given(parsers.parse('the runs read DCGM from a Prometheus that has seen Xid 79 on GPU {index:d} of "{node}"'))
+def prometheus_saw_xid(kube: Cluster, dcgm_prometheus: str, runbook_inputs: dict[str, Any], node: str,
+                       index: int) -> None:
+    """The runbooks' timeslicing_prometheus_url is a Prometheus scraping the simulated DCGM exporter,
+    which reports the simulator's Xid fault as DCGM_FI_DEV_XID_ERRORS 79 on that card."""
+    _embedded_only(kube, "the simulated DCGM exporter")
+    wait_for(lambda: _last_xid(dcgm_prometheus, node, index) == 79, MOMENT_TIMEOUT_S,
+             f"Prometheus to scrape Xid 79 for GPU {index} of {node}")
+    runbook_inputs["timeslicing_prometheus_url"] = dcgm_prometheus
+
+
+@then(parsers.parse('DCGM still reported Xid 79 for GPU {index:d} of "{node}" after the run'))
+def xid_held(dcgm_prometheus: str, node: str, index: int) -> None:
+    """Reported before the run (the Given waited for it) and still after: the fault held while it ran."""
+    assert _last_xid(dcgm_prometheus, node, index) == 79, f"GPU {index} of {node}: DCGM no longer reports Xid 79"
 
 
 @then(parsers.parse('the card on "{node}" was unhealthy while the run acted'))

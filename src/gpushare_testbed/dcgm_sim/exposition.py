@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpushare_testbed.dcgm_sim.profiles import Profile, Reading, reading, seed_of
@@ -50,6 +50,7 @@ class SimGpu:
     mig_profile: str | None = None
     mig_instance: int | None = None
     replicas: int = 1  # pods sharing the card when its profile runs something (one per replica)
+    xid_since: float | None = None  # fell off the bus then (Xid 79), whatever its profile says
 
     @property
     def uuid(self) -> str:
@@ -100,7 +101,10 @@ class SimGpu:
         return labels
 
     def reading(self, t: int, epoch: int) -> Reading | None:
-        return reading(self.profile, self.seed, self.fb_total_mib - self.fb_reserved_mib, t, epoch)
+        now = reading(self.profile, self.seed, self.fb_total_mib - self.fb_reserved_mib, t, epoch)
+        if now is not None and self.xid_since is not None and t >= self.xid_since:
+            return replace(now, xid=79)
+        return now
 
 
 @dataclass(frozen=True)
@@ -168,7 +172,7 @@ def exporter_of(image: str, env: Mapping[str, str]) -> Exporter:
 
 @dataclass(frozen=True)
 class Series:
-    """One series of a family: its labels, and the share of the card's value it holds (1: the card's)."""
+    """One series of a family: its labels, and how many pods split the card's value (1: the whole value)."""
 
     gpu: SimGpu
     labels: str
