@@ -16,6 +16,8 @@ from kubernetes import client
 
 from gpushare_testbed.controlplane import StateDir, free_port
 from gpushare_testbed.dcgm_sim.backfill import backfill
+from gpushare_testbed.dcgm_sim.exporter import OPERAND, deployed_exporter
+from gpushare_testbed.dcgm_sim.exposition import Exporter
 from gpushare_testbed.dcgm_sim.hardware import fleet_gpus, node_hardware
 from gpushare.kube import api_client
 from gpushare_testbed.processes import Component, ComponentError, alive, start, wait_ready
@@ -39,11 +41,16 @@ def ensure_prometheus(state: StateDir, history_s: int, step_s: int, scrape_inter
     if not Path(PROMETHEUS).is_file():
         raise ComponentError(f"{PROMETHEUS} not found: install it with scripts/install-prometheus.sh (make setup)")
     exporter = json.loads(exporter_file.read_text())
-    nodes = node_hardware(client.CoreV1Api(api_client(state.kubeconfig)).list_node().items)
+    connection = api_client(state.kubeconfig)
+    nodes = node_hardware(client.CoreV1Api(connection).list_node().items)
+    # the history as the exporter deployed now writes it, so that it joins the live series
+    deployed = deployed_exporter(client.AppsV1Api(connection).list_daemon_set_for_all_namespaces(
+        label_selector=f"app={OPERAND}").items)
     root = state.root / NAME
     shutil.rmtree(root, ignore_errors=True)
     now = int(time.time())
-    samples = backfill(fleet_gpus(nodes), now - history_s - 3600, now, step_s, exporter["epoch"], root / "data")
+    samples = backfill(fleet_gpus(nodes), now - history_s - 3600, now, step_s, exporter["epoch"], root / "data",
+                       exporter=deployed or Exporter())
     target = exporter["url"].removeprefix("http://").removesuffix("/metrics")
     (root / "prometheus.yml").write_text(
         f"global:\n  scrape_interval: {scrape_interval}\n"
