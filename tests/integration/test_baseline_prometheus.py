@@ -28,7 +28,7 @@ from gpushare_testbed.dcgm_sim.exposition import FAMILIES, Exporter, SimGpu, exp
 from gpushare_testbed.dcgm_sim.profiles import DAY, Profile
 from gpushare_testbed.simulator import clusterpolicy as cp
 from gpushare_testbed.simulator import operand_specs
-from tests.prometheus_fixture import PROMETHEUS, PROMTOOL, prometheus_server
+from tests.prometheus_fixture import PROMETHEUS, PROMTOOL, THRESHOLDS, prometheus_server
 
 pytestmark = pytest.mark.prometheus
 
@@ -339,3 +339,21 @@ def test_a_shared_card_is_judged_by_its_own_series_on_every_release(fleet, relea
     assert gpu["util_1h_p50"] == pytest.approx(40, abs=2.5)
     assert gpu["fb_peak_mib"] == pytest.approx(0.40 * (TOTAL - round(TOTAL * 0.007)), rel=0.02)
     assert (len(gpu["workloads"]), gpu["coverage"]["hours"], gpu["xid"]) == (4, 168, 0)
+
+
+@pytest.mark.parametrize("release", sorted(cp.RELEASES))
+def test_baseline_and_gates_find_the_node_under_each_release_s_label(prometheus, capsys, tmp_path, release) -> None:
+    """--node finds the node's series whichever label the release's exporter writes it under: the
+    baseline's one card, and the gates' DCGM node check and memory (the card's own FB_USED peak)."""
+    code, report, _ = baseline(capsys, prometheus, tmp_path, "--node", release_node(release))
+    assert code == 0 and [(g["node"], g["absent"]) for g in report["gpus"]] == [(release_node(release), False)]
+    thresholds = tmp_path / "thresholds.yaml"
+    thresholds.write_text(yaml.safe_dump(THRESHOLDS))
+    main(["gate", "--prometheus", prometheus, "--window", "1h", "--trial-end", str(END), "--thresholds",
+          str(thresholds), "--format", "json", "--node", release_node(release)])
+    out, err = capsys.readouterr()
+    assert out, err
+    gates = {gate["name"]: gate for gate in json.loads(out)["gates"]}
+    assert gates["dcgm_nodes"]["observed"]["trial"] == [release_node(release)]
+    assert gates["memory_headroom"]["observed"]["trial_peak_pct"] == pytest.approx(40, abs=1)
+    assert gates["xid_errors"]["observed"]["trial"] == 0.0
