@@ -22,7 +22,6 @@ from gpushare.dcgm_labels import host_of, on_hosts
 from gpushare.gates.queries import node_regex
 
 FALLEN_OFF_THE_BUS = 79
-_WINDOW = re.compile(r"[1-9]\d*[smhd]")
 
 
 @dataclass(frozen=True)
@@ -97,6 +96,9 @@ class XidCheck:
 def query(targets: list[str], window: str) -> str:
     """The targets' cards' last Xid code in the window, one series per card, under either node label."""
     return on_hosts(f"last_over_time(DCGM_FI_DEV_XID_ERRORS{{<node>}}[{window}])", node_regex(targets))
+
+
+_WINDOW = re.compile(r"[1-9]\d*[smhd]")  # one Prometheus duration unit: 24h, 90m, 2d
 
 
 def window_problem(window: str) -> str | None:
