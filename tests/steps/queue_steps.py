@@ -11,11 +11,12 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from pytest_bdd import given, parsers, then, when
@@ -103,7 +104,7 @@ def queue_scenario(clean_cluster: Cluster) -> Iterator[QueueScenario]:
         if clean_cluster.embedded:
             pytest.fail("the embedded cluster runs without Kueue: restart it with `gpushare sim down --state-dir "
                         f"{clean_cluster.state_dir}` then `gpushare sim up --state-dir {clean_cluster.state_dir}`")
-        pytest.skip("this cluster serves no kueue.x-k8s.io/v1beta2 API: install Kueue v0.17.0 to run these scenarios")
+        pytest.skip("this cluster serves no kueue.x-k8s.io/v1beta2 API: install Kueue (v0.17 to v0.19) to run these scenarios")
     scenario = QueueScenario(clean_cluster)
     yield scenario
     scenario.clean_up()
@@ -209,24 +210,49 @@ def team_named(queue_scenario: QueueScenario, team: str) -> None:
     queue_scenario.teams[0].update(name=team, namespace="team-a")
 
 
+def _start_kueue(kube: Cluster) -> None:
+    """Start the embedded cluster's Kueue controller with the configuration in its state, as `sim up` does."""
+    state = kube.state_dir
+    info = json.loads((state / "cluster.json").read_text())
+    config = state / "kueue" / "config.yaml"
+    argv = kueue_embedded.argv(Path(info["bin_dir"]) / "kueue", state / "kubeconfigs" / "kueue.yaml", config)
+    component = Component("kueue", tuple(argv), state / "logs" / "kueue.log", state / "pids" / "kueue.pid")
+    start(component)
+    health = info["ports"]["kueue-health"]
+    wait_ready(component, lambda: _http_ok(f"http://127.0.0.1:{health}/readyz"), 60)
+    assert alive(component.pid_file)
+
+
 @pytest.fixture
 def kueue_stopped(queue_scenario: QueueScenario) -> Iterator[None]:
     """Stop the embedded cluster's Kueue controller; start it again afterwards, as `sim up` did."""
     kube = queue_scenario.kube
     if not kube.embedded:
         pytest.skip("stopping Kueue's controller is only done on the embedded cluster")
-    state = kube.state_dir
-    pid_file = state / "pids" / "kueue.pid"
-    stop(pid_file)
+    stop(kube.state_dir / "pids" / "kueue.pid")
     yield
-    info = json.loads((state / "cluster.json").read_text())
-    config = state / "kueue" / "config.yaml"
-    argv = kueue_embedded.argv(Path(info["bin_dir"]) / "kueue", state / "kubeconfigs" / "kueue.yaml", config)
-    component = Component("kueue", tuple(argv), state / "logs" / "kueue.log", pid_file)
-    start(component)
-    health = info["ports"]["kueue-health"]
-    wait_ready(component, lambda: _http_ok(f"http://127.0.0.1:{health}/readyz"), 60)
-    assert alive(pid_file)
+    _start_kueue(kube)
+
+
+@pytest.fixture
+def kueue_reconfigured(queue_scenario: QueueScenario) -> Iterator[Callable[[dict[str, Any]], None]]:
+    """Restart the embedded cluster's Kueue with more configuration (published in its ConfigMap, as
+    `sim up` publishes it); afterwards restart it with the configuration `sim up` wrote."""
+    kube = queue_scenario.kube
+    if not kube.embedded:
+        pytest.skip("reconfiguring Kueue's controller is only done on the embedded cluster")
+    state = kube.state_dir
+    config, bin_dir = state / "kueue" / "config.yaml", Path(json.loads((state / "cluster.json").read_text())["bin_dir"])
+    original = config.read_text()
+
+    def restart(text: str) -> None:
+        stop(state / "pids" / "kueue.pid")
+        config.write_text(text)
+        kueue_embedded.publish(bin_dir / "kubectl", kube.kubeconfig, bin_dir, config)
+        _start_kueue(kube)
+
+    yield lambda extra: restart(yaml.safe_dump({**yaml.safe_load(original), **extra}, sort_keys=False))
+    restart(original)
 
 
 def _http_ok(url: str) -> bool:
@@ -237,6 +263,12 @@ def _http_ok(url: str) -> bool:
             return response.status == 200
     except OSError:
         return False
+
+
+@given(parsers.parse("Kueue evicts a job whose pods are not Ready within {timeout}"))
+def kueue_wait_for_pods_ready(queue_scenario: QueueScenario, kueue_reconfigured: Callable[[dict[str, Any]], None],
+                              timeout: str) -> None:
+    kueue_reconfigured({"waitForPodsReady": {"timeout": timeout}})
 
 
 @given("the Kueue controller is stopped")
@@ -266,7 +298,8 @@ def node_shares(shared_node: str, node: str) -> None:
 
 # ---- jobs ----------------------------------------------------------------------------------------------
 def submit(scenario: QueueScenario, team: str, name: str, gpus: int, *, duration: str = LONG_RUNNING,
-           priority: str | None = None, resource: str = "nvidia.com/gpu") -> None:
+           priority: str | None = None, resource: str = "nvidia.com/gpu",
+           node_selector: dict[str, str] | None = None) -> None:
     spec = scenario.team(team)
     labels = {QUEUE_NAME_LABEL: spec.get("localQueue", "gpu")}
     if priority:
@@ -279,7 +312,8 @@ def submit(scenario: QueueScenario, team: str, name: str, gpus: int, *, duration
             "backoffLimit": 0,
             "template": {
                 "metadata": {"annotations": {DURATION_ANNOTATION: duration}},
-                "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0, "containers": [
+                "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
+                         **({"nodeSelector": node_selector} if node_selector else {}), "containers": [
                     {"name": "work", "image": "busybox", "resources": {"limits": {resource: str(gpus)}}}]},
             },
         },
@@ -337,6 +371,12 @@ def team_submits(queue_scenario: QueueScenario, team: str, job: str, gpus: str, 
            resource="nvidia.com/gpu.shared" if shared else "nvidia.com/gpu")
 
 
+@when(parsers.parse('team "{team}" submits a job "{job}" of {gpus:d} GPUs whose pods cannot start'))
+def team_submits_stuck(queue_scenario: QueueScenario, team: str, job: str, gpus: int) -> None:
+    """Its pods select a node label no node has: admitted, they stay Pending and never Ready."""
+    submit(queue_scenario, team, job, gpus, node_selector={"gpushare.io/no-such-node": "true"})
+
+
 @when(parsers.parse('team "{team}" submits {count:d} jobs of 1 GPU'))
 def team_submits_many(queue_scenario: QueueScenario, team: str, count: int) -> None:
     for index in range(1, count + 1):
@@ -363,6 +403,17 @@ def job_admitted(queue_scenario: QueueScenario, job: str, team: str) -> None:
 @then(parsers.re(r'job "(?P<job>[^"]+)" of team "(?P<team>[^"]+)" is preempted with reason "(?P<reason>[^"]+)"$'))
 def job_preempted(queue_scenario: QueueScenario, job: str, team: str, reason: str) -> None:
     wait_job(queue_scenario, team, job, lambda w: is_true(w, "Preempted", reason), f"preempted ({reason})")
+    batch = client.BatchV1Api(queue_scenario.kube.api)
+    namespace = queue_scenario.team(team)["namespace"]
+    wait_for(lambda: batch.read_namespaced_job(job, namespace).spec.suspend, WAIT_S, f"job {job} to be suspended again")
+
+
+@then(parsers.re(r'job "(?P<job>[^"]+)" of team "(?P<team>[^"]+)" is evicted with reason "(?P<reason>[^"]+)" '
+                 r'and requeued$'))
+def job_evicted_and_requeued(queue_scenario: QueueScenario, job: str, team: str, reason: str) -> None:
+    """Evicted (its quota given back, the Job suspended again) and counted for a requeue after a backoff."""
+    wait_job(queue_scenario, team, job, lambda w: is_true(w, "Evicted", reason)
+             and ((w.get("status") or {}).get("requeueState") or {}).get("count", 0) >= 1, f"evicted ({reason})")
     batch = client.BatchV1Api(queue_scenario.kube.api)
     namespace = queue_scenario.team(team)["namespace"]
     wait_for(lambda: batch.read_namespaced_job(job, namespace).spec.suspend, WAIT_S, f"job {job} to be suspended again")
@@ -429,6 +480,19 @@ def operator_runs_queue_backfill(queue_scenario: QueueScenario, tmp_path: Path, 
     preview = " --check --diff" if mode == "previews" else ""
     workdir = tmp_path / f"run-{len(list(tmp_path.glob('run-*')))}"
     return run_runbook(queue_scenario.kube, workdir, PLAYBOOK + preview, extravars=queue_scenario.inputs())
+
+
+@then(parsers.parse('the plan printed before the first write says "{text}"'))
+def plan_says(runbook_run: RunbookRun, text: str) -> None:
+    events = runbook_run.run.events
+    shown = [e for e in events if e.get("event") == "runner_on_ok"
+             and (e["event_data"].get("task") or "").endswith("Show the plan")]
+    assert shown, runbook_run.describe()
+    said = " ".join(" ".join(str(line).split()) for line in shown[0]["event_data"]["res"]["msg"])
+    assert text in said, said
+    writes = [e["counter"] for e in events if e.get("event") == "runner_on_ok"
+              and e["event_data"].get("task_action", "").endswith("gpushare_apply")]
+    assert all(shown[0]["counter"] < counter for counter in writes), "the plan was printed after a write"
 
 
 @then("the run reports changes")
