@@ -2,7 +2,9 @@
 those nodes offer, and shared GPUs are quoted only on nodes that share them. Read-only: it looks at
 the Node objects the runbook fetched, and at the ResourceSlices of a resource that a DeviceClass
 backs with DRA (spec.extendedResourceName): the scheduler serves such a resource from a node's
-allocatable where the node has some, else from the devices of the class on the node (KEP-5004)."""
+allocatable where the node has some, else from the devices of the class on the node (KEP-5004;
+kube-scheduler v1.35 noderesources/fit.go shouldDelegateResourceToDRA, with its DRAExtendedResource
+gate on, which the API server's keeping extendedResourceName in a DeviceClass suggests)."""
 
 from __future__ import annotations
 
