@@ -109,6 +109,7 @@ Feature: Queue backfill: teams lend each other their idle GPUs through Kueue
     When the operator previews the queue-backfill runbook
     Then the run reports changes
     And the preview shows the ClusterQueues "team-a" and "team-b" being created
+    And the plan printed before the first write says "WaitForPodsReady"
     And nothing was written to the cluster
     When the operator runs the queue-backfill runbook
     Then the run reports changes
