@@ -4,7 +4,7 @@ Feature: Queue backfill: teams lend each other their idle GPUs through Kueue
   card is shared: each team's ClusterQueue has a nominal GPU quota in a cohort, idle quota is lent to
   the others, and priorities and preemption take it back. What is borrowed is cluster quota, not a
   slice of a card. The queues are set up by playbooks/queue-backfill.yml and run by the real Kueue
-  v0.17.0 controller; Jobs are submitted suspended with their team's queue-name label.
+  controller (v0.19.2 on the embedded cluster); Jobs are submitted suspended with their team's queue-name label.
 
   Background:
     Given a cluster with Kueue
@@ -62,6 +62,21 @@ Feature: Queue backfill: teams lend each other their idle GPUs through Kueue
       | preempts      | LowerPriority | is admitted after job "batch" is preempted with reason "InClusterQueue" |
       | waits behind  | Never         | waits for quota                                             |
 
+  @embedded
+  Scenario: A job admitted whose pods are not Ready within Kueue's timeout gives its quota back and is requeued
+    Given Kueue evicts a job whose pods are not Ready within 5s
+    And the teams are described
+      | team   | nominal | lending limit |
+      | team-a | 4       | 0             |
+      | team-b | 4       | 0             |
+    When the operator runs the queue-backfill runbook
+    Then the run reports changes
+    And the plan printed before the first write says "a backfilled job admitted whose pods are not all Ready within 5s is evicted (PodsReadyTimeout) and requeued after 60s, doubling up to 3600s (no limit)"
+    When team "team-a" submits a job "stuck" of 4 GPUs whose pods cannot start
+    And team "team-a" submits a job "small" of 1 GPU running for 1s
+    Then job "stuck" of team "team-a" is evicted with reason "PodsReadyTimeout" and requeued
+    And job "small" of team "team-a" runs to completion
+
   Scenario: A shared-pool flavor admits shared-GPU work only onto shared nodes
     Given node "gpu-node" shares its GPUs through time-slicing with 2 replicas
     And the runbook has set up the teams on the shared pool
@@ -94,6 +109,7 @@ Feature: Queue backfill: teams lend each other their idle GPUs through Kueue
     When the operator previews the queue-backfill runbook
     Then the run reports changes
     And the preview shows the ClusterQueues "team-a" and "team-b" being created
+    And the plan printed before the first write says "WaitForPodsReady"
     And nothing was written to the cluster
     When the operator runs the queue-backfill runbook
     Then the run reports changes

@@ -201,7 +201,7 @@ def render(r: dict[str, Any]) -> str:
     rows = [
         ("Cold build of all binaries (empty Go build cache, modules already downloaded)", f"{cold.get('cold_build_s', float('nan')):.0f} s"),
         ("Binary cache size (`~/.cache/gpushare/bin`)", f"{cold.get('cache_mib', float('nan')):.0f} MiB"),
-        ("Cold build of Kueue v0.17.0 alone (recorded by build-binaries.sh when it built it; "
+        (f"Cold build of Kueue {kueue_build.get('kueue_version', '(version not recorded)')} alone (recorded by build-binaries.sh when it built it; "
          f"-p {kueue_build.get('kueue_build_jobs', 0):.0f})", f"{kueue_build.get('kueue_build_s', float('nan')):.0f} s"),
         ("`gpushare sim up`, default fleet, cached binaries, with Kueue (median of 3; min–max)",
          f"{up['up_median_s']:.1f} s ({up['up_min_s']:.1f}–{up['up_max_s']:.1f})"),

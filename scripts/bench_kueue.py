@@ -27,12 +27,13 @@ from scripts.bench_cluster import STATE, bench_sim_up, sim  # noqa: E402
 NAMESPACE = "bench-kueue"
 
 
-def kueue_cold_build() -> dict[str, float]:
+def kueue_cold_build() -> dict[str, float | str]:
     """What build-binaries.sh measured when it built the cached Kueue (empty cache; modules downloaded)."""
     combo = subprocess.run([str(REPO / "scripts" / "build-binaries.sh")], capture_output=True, text=True,
                            check=True).stdout.strip().splitlines()[-1]
     record = json.loads((Path(combo) / "kueue").resolve().with_name("build.json").read_text())
-    return {"kueue_build_s": float(record["build_s"]), "kueue_build_jobs": float(record["build_jobs"])}
+    return {"kueue_build_s": float(record["build_s"]), "kueue_build_jobs": float(record["build_jobs"]),
+            "kueue_version": record["version"]}
 
 
 def _queues(jobs: int) -> list[dict]:

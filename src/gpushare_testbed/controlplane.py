@@ -467,6 +467,7 @@ class Launcher:
         self.progress(f"kueue CRDs established (waited {time.monotonic() - began:.1f}s)")
         root = self.state.root / "kueue"
         config = kueue_embedded.prepare(root, self.state.pki, pki.ensure_ca(self.state.pki), self.ports)
+        kueue_embedded.publish(bins / "kubectl", self.state.kubeconfig, bins, config)
         health = self.ports["kueue-health"]
         self.run("kueue", kueue_embedded.argv(bins / "kueue", self.state.component_kubeconfig("kueue"), config),
                  lambda: _http_ok(f"http://127.0.0.1:{health}/readyz"))

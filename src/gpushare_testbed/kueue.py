@@ -1,4 +1,5 @@
-"""Kueue v0.17.0 as a component of the embedded cluster: it runs out of cluster, like the others.
+"""Kueue (the release build/versions.env pins, v0.19.2) as a component of the embedded cluster: it
+runs out of cluster, like the others.
 
 Configuration choices, each forced by running outside a pod (see the contract, section Kueue):
 - webhook server on loopback with our own serving cert: it always starts; with no webhook
@@ -10,14 +11,21 @@ Configuration choices, each forced by running outside a pod (see the contract, s
   (hard-coded in cmd/kueue/main.go; in a cluster a mounted Secret). Where that directory does not
   exist, Kueue runs in a private mount namespace in which our certificate is laid over /etc;
 - leader election on, in the kueue-system namespace (as the Helm chart does): its Lease is how the
-  runbook tells, on any cluster, that a Kueue controller runs.
+  runbook tells, on any cluster, that a Kueue controller runs;
+- its configuration also published as the Helm chart publishes it (charts/kueue/templates/manager/
+  manager-config.yaml): ConfigMap kueue-system/kueue-manager-config, key controller_manager_config.yaml,
+  labelled app.kubernetes.io/version with the release built, which is what the runbook reads.
+Everything else keeps Kueue's defaults, WaitForPodsReady included: since v0.19 on, with a 30 min
+timeout (apis/config/v1beta2/defaults.go).
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -25,6 +33,8 @@ from gpushare_testbed import pki
 from gpushare_testbed.processes import ComponentError
 
 NAMESPACE = "kueue-system"
+CONFIG_MAP = "kueue-manager-config"  # the Helm chart's name for a release named kueue
+CONFIG_KEY = "controller_manager_config.yaml"
 LEASE_NAME = "c1f6bfd2.kueue.x-k8s.io"  # Kueue's default leader-election ID
 # The team namespaces deploy/rbac is rendered for on the embedded cluster (`gpushare rbac render
 # --team-namespace`): the sample inventory's teams (inventories/sim) and the queue features' (team-a, team-b).
@@ -35,8 +45,9 @@ PORTS = ("kueue-health", "kueue-metrics", "kueue-webhook")
 _OVERLAY_AND_EXEC = 'mount -t overlay overlay -o "lowerdir=$0:/etc" /etc && exec "$@"'
 
 
-def configuration(ports: dict[str, int], cert_dir: Path) -> dict:
-    """Kueue's Configuration for an out-of-cluster controller on loopback ports."""
+def configuration(ports: dict[str, int], cert_dir: Path, **extra: Any) -> dict:
+    """Kueue's Configuration for an out-of-cluster controller on loopback ports (`extra`: more
+    top-level fields, such as a waitForPodsReady section)."""
     return {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -55,10 +66,11 @@ def configuration(ports: dict[str, int], cert_dir: Path) -> dict:
             "Cohort.kueue.x-k8s.io": 1, "ClusterQueue.kueue.x-k8s.io": 1, "ResourceFlavor.kueue.x-k8s.io": 1}},
         "clientConnection": {"qps": 50, "burst": 100},
         "integrations": {"frameworks": ["batch/job"]},
+        **extra,
     }
 
 
-def prepare(root: Path, pki_dir: Path, ca: pki.KeyPair, ports: dict[str, int]) -> Path:
+def prepare(root: Path, pki_dir: Path, ca: pki.KeyPair, ports: dict[str, int], **extra: Any) -> Path:
     """Write the serving certificate where Kueue looks for it and the configuration; returns the latter."""
     cert_dir = root / "etc" / METRICS_CERT_DIR.relative_to("/etc")
     cert_dir.mkdir(parents=True, exist_ok=True)
@@ -67,8 +79,27 @@ def prepare(root: Path, pki_dir: Path, ca: pki.KeyPair, ports: dict[str, int]) -
     shutil.copyfile(pair.key, cert_dir / "tls.key")
     (cert_dir / "tls.key").chmod(0o600)
     config = root / "config.yaml"
-    config.write_text(yaml.safe_dump(configuration(ports, cert_dir), sort_keys=False))
+    config.write_text(yaml.safe_dump(configuration(ports, cert_dir, **extra), sort_keys=False))
     return config
+
+
+def built_version(bin_dir: Path) -> str:
+    """The release of the Kueue binary in `bin_dir`, from the build.json scripts/build-binaries.sh
+    wrote beside it."""
+    return json.loads(((bin_dir / "kueue").resolve().parent / "build.json").read_text())["version"]
+
+
+def publish(kubectl: Path, kubeconfig: Path, bin_dir: Path, config: Path) -> None:
+    """The configuration Kueue runs with, as the Helm chart's ConfigMap (server-side apply)."""
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": CONFIG_MAP, "namespace": NAMESPACE,
+        "labels": {"app.kubernetes.io/name": "kueue", "app.kubernetes.io/version": built_version(bin_dir)}},
+        "data": {CONFIG_KEY: config.read_text()}}
+    done = subprocess.run([str(kubectl), f"--kubeconfig={kubeconfig}", "apply", "--server-side", "--force-conflicts",
+                           "--field-manager=gpushare-sim", "--filename=-"],
+                          input=json.dumps(config_map), capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise ComponentError(f"kueue: kubectl apply of ConfigMap {NAMESPACE}/{CONFIG_MAP} failed: {done.stderr.strip()}")
 
 
 def argv(kueue: Path, kubeconfig: Path, config: Path) -> list[str]:
@@ -82,7 +113,7 @@ def argv(kueue: Path, kubeconfig: Path, config: Path) -> list[str]:
     if unshare is None or subprocess.run([*namespace, "true"], capture_output=True, check=False).returncode != 0:
         raise ComponentError(
             f"kueue: Kueue reads its metrics certificate from {METRICS_CERT_DIR} (fixed in "
-            "Kueue v0.17.0) and this machine allows no private mount namespace (unshare --user --mount) to provide "
+            "Kueue's cmd/kueue/main.go) and this machine allows no private mount namespace (unshare --user --mount) to provide "
             f"it. Put a tls.crt and tls.key there (e.g. sudo install -D -m 0644 {etc}/kueue/metrics/certs/tls.crt "
             f"{METRICS_CERT_DIR}/tls.crt, same for tls.key), or start without Kueue: gpushare sim up --without kueue"
         )

@@ -204,3 +204,20 @@ def test_a_listed_team_namespace_labelled_as_the_runbook_does_may_be_created(run
     core = client.CoreV1Api(runbook_api)
     core.create_namespace(_namespace(name, OURS), dry_run="All")
     core.create_namespace(_namespace(name, {**OURS, "pod-security.kubernetes.io/enforce": "restricted"}), dry_run="All")
+
+
+def test_of_kueue_s_namespace_the_runbook_reads_the_configuration_and_no_other_config_map(
+        cluster: Cluster, runbook_api: client.ApiClient) -> None:
+    """The plan reads Kueue's configuration (kueue-manager-config); the identity reads no other ConfigMap
+    there and writes none. The DeviceClasses and ResourceSlices it lists; it writes neither here."""
+    core = client.CoreV1Api(runbook_api)
+    try:
+        core.read_namespaced_config_map("kueue-manager-config", "kueue-system")
+    except ApiException as err:
+        assert err.status == 404, err.body  # allowed: an installation without the Helm chart's ConfigMap
+    _refusal(lambda: core.read_namespaced_config_map("kube-root-ca.crt", "kueue-system"))
+    _refusal(lambda: core.patch_namespaced_config_map("kueue-manager-config", "kueue-system", {"data": {}},
+                                                      dry_run="All"))
+    custom = client.CustomObjectsApi(runbook_api)
+    for plural in ("deviceclasses", "resourceslices"):
+        custom.list_cluster_custom_object("resource.k8s.io", "v1", plural)

@@ -11,18 +11,19 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from pytest_bdd import given, parsers, then, when
 
 from gpushare_testbed import kueue as kueue_embedded
 from gpushare.kueue.kinds import GROUP, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, VERSION, condition
-from gpushare.polling import wait_for
+from gpushare.polling import WaitTimeout, wait_for
 from gpushare_testbed.processes import Component, alive, start, stop, wait_ready
 from tests.steps.runbook_steps import RunbookRun, run_runbook
 from tests.support.cluster import REPO, Cluster
@@ -103,7 +104,7 @@ def queue_scenario(clean_cluster: Cluster) -> Iterator[QueueScenario]:
         if clean_cluster.embedded:
             pytest.fail("the embedded cluster runs without Kueue: restart it with `gpushare sim down --state-dir "
                         f"{clean_cluster.state_dir}` then `gpushare sim up --state-dir {clean_cluster.state_dir}`")
-        pytest.skip("this cluster serves no kueue.x-k8s.io/v1beta2 API: install Kueue v0.17.0 to run these scenarios")
+        pytest.skip("this cluster serves no kueue.x-k8s.io/v1beta2 API: install Kueue (v0.17 to v0.19) to run these scenarios")
     scenario = QueueScenario(clean_cluster)
     yield scenario
     scenario.clean_up()
@@ -209,24 +210,49 @@ def team_named(queue_scenario: QueueScenario, team: str) -> None:
     queue_scenario.teams[0].update(name=team, namespace="team-a")
 
 
+def _start_kueue(kube: Cluster) -> None:
+    """Start the embedded cluster's Kueue controller with the configuration in its state, as `sim up` does."""
+    state = kube.state_dir
+    info = json.loads((state / "cluster.json").read_text())
+    config = state / "kueue" / "config.yaml"
+    argv = kueue_embedded.argv(Path(info["bin_dir"]) / "kueue", state / "kubeconfigs" / "kueue.yaml", config)
+    component = Component("kueue", tuple(argv), state / "logs" / "kueue.log", state / "pids" / "kueue.pid")
+    start(component)
+    health = info["ports"]["kueue-health"]
+    wait_ready(component, lambda: _http_ok(f"http://127.0.0.1:{health}/readyz"), 60)
+    assert alive(component.pid_file)
+
+
 @pytest.fixture
 def kueue_stopped(queue_scenario: QueueScenario) -> Iterator[None]:
     """Stop the embedded cluster's Kueue controller; start it again afterwards, as `sim up` did."""
     kube = queue_scenario.kube
     if not kube.embedded:
         pytest.skip("stopping Kueue's controller is only done on the embedded cluster")
-    state = kube.state_dir
-    pid_file = state / "pids" / "kueue.pid"
-    stop(pid_file)
+    stop(kube.state_dir / "pids" / "kueue.pid")
     yield
-    info = json.loads((state / "cluster.json").read_text())
-    config = state / "kueue" / "config.yaml"
-    argv = kueue_embedded.argv(Path(info["bin_dir"]) / "kueue", state / "kubeconfigs" / "kueue.yaml", config)
-    component = Component("kueue", tuple(argv), state / "logs" / "kueue.log", pid_file)
-    start(component)
-    health = info["ports"]["kueue-health"]
-    wait_ready(component, lambda: _http_ok(f"http://127.0.0.1:{health}/readyz"), 60)
-    assert alive(pid_file)
+    _start_kueue(kube)
+
+
+@pytest.fixture
+def kueue_reconfigured(queue_scenario: QueueScenario) -> Iterator[Callable[[dict[str, Any]], None]]:
+    """Restart the embedded cluster's Kueue with more configuration (published in its ConfigMap, as
+    `sim up` publishes it); afterwards restart it with the configuration `sim up` wrote."""
+    kube = queue_scenario.kube
+    if not kube.embedded:
+        pytest.skip("reconfiguring Kueue's controller is only done on the embedded cluster")
+    state = kube.state_dir
+    config, bin_dir = state / "kueue" / "config.yaml", Path(json.loads((state / "cluster.json").read_text())["bin_dir"])
+    original = config.read_text()
+
+    def restart(text: str) -> None:
+        stop(state / "pids" / "kueue.pid")
+        config.write_text(text)
+        kueue_embedded.publish(bin_dir / "kubectl", kube.kubeconfig, bin_dir, config)
+        _start_kueue(kube)
+
+    yield lambda extra: restart(yaml.safe_dump({**yaml.safe_load(original), **extra}, sort_keys=False))
+    restart(original)
 
 
 def _http_ok(url: str) -> bool:
@@ -237,6 +263,12 @@ def _http_ok(url: str) -> bool:
             return response.status == 200
     except OSError:
         return False
+
+
+@given(parsers.parse("Kueue evicts a job whose pods are not Ready within {timeout}"))
+def kueue_wait_for_pods_ready(queue_scenario: QueueScenario, kueue_reconfigured: Callable[[dict[str, Any]], None],
+                              timeout: str) -> None:
+    kueue_reconfigured({"waitForPodsReady": {"timeout": timeout}})
 
 
 @given("the Kueue controller is stopped")
@@ -266,7 +298,8 @@ def node_shares(shared_node: str, node: str) -> None:
 
 # ---- jobs ----------------------------------------------------------------------------------------------
 def submit(scenario: QueueScenario, team: str, name: str, gpus: int, *, duration: str = LONG_RUNNING,
-           priority: str | None = None, resource: str = "nvidia.com/gpu") -> None:
+           priority: str | None = None, resource: str = "nvidia.com/gpu",
+           node_selector: dict[str, str] | None = None) -> None:
     spec = scenario.team(team)
     labels = {QUEUE_NAME_LABEL: spec.get("localQueue", "gpu")}
     if priority:
@@ -279,7 +312,8 @@ def submit(scenario: QueueScenario, team: str, name: str, gpus: int, *, duration
             "backoffLimit": 0,
             "template": {
                 "metadata": {"annotations": {DURATION_ANNOTATION: duration}},
-                "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0, "containers": [
+                "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
+                         **({"nodeSelector": node_selector} if node_selector else {}), "containers": [
                     {"name": "work", "image": "busybox", "resources": {"limits": {resource: str(gpus)}}}]},
             },
         },
@@ -294,11 +328,13 @@ def workload(scenario: QueueScenario, team: str, job: str) -> dict[str, Any] | N
                                          for o in w["metadata"].get("ownerReferences") or [])), None)
 
 
+def _conditions(found: dict[str, Any]) -> str:
+    return ", ".join(f"{c['type']}={c['status']} ({c.get('reason')})" for c in found.get("status", {}).get("conditions") or [])
+
+
 def _state(scenario: QueueScenario, team: str, job: str) -> str:
     found = workload(scenario, team, job)
-    if not found:
-        return "no workload yet"
-    return ", ".join(f"{c['type']}={c['status']} ({c.get('reason')})" for c in found.get("status", {}).get("conditions") or [])
+    return _conditions(found) if found else "no workload yet"
 
 
 def is_true(obj: dict[str, Any] | None, kind: str, reason: str | None = None) -> bool:
@@ -310,6 +346,14 @@ def waits_for_quota(obj: dict[str, Any] | None) -> bool:
     """Kueue looked at it and found no quota: QuotaReserved False with reason Pending."""
     found = condition(obj, "QuotaReserved") if obj else None
     return bool(found) and found.get("status") == "False" and found.get("reason") == "Pending"
+
+
+def queued(obj: dict[str, Any]) -> bool:
+    """Waiting in its queue: found no quota (waits_for_quota), or not looked at yet. Kueue v0.19 marks
+    only the first of equivalent workloads that found no quota: the others with the same scheduling
+    hash are moved to the inadmissible ones unevaluated, with no QuotaReserved condition until their
+    turn (pkg/cache/queue/cluster_queue.go, hashToBulkMoveReason); v0.17 marked each."""
+    return waits_for_quota(obj) or (condition(obj, "QuotaReserved") is None and condition(obj, "Finished") is None)
 
 
 def wait_job(scenario: QueueScenario, team: str, job: str, check, what: str) -> None:
@@ -335,6 +379,12 @@ def team_submits(queue_scenario: QueueScenario, team: str, job: str, gpus: str, 
                  duration: str | None, priority: str | None) -> None:
     submit(queue_scenario, team, job, int(gpus), duration=duration or LONG_RUNNING, priority=priority,
            resource="nvidia.com/gpu.shared" if shared else "nvidia.com/gpu")
+
+
+@when(parsers.parse('team "{team}" submits a job "{job}" of {gpus:d} GPUs whose pods cannot start'))
+def team_submits_stuck(queue_scenario: QueueScenario, team: str, job: str, gpus: int) -> None:
+    """Its pods select a node label no node has: admitted, they stay Pending and never Ready."""
+    submit(queue_scenario, team, job, gpus, node_selector={"gpushare.io/no-such-node": "true"})
 
 
 @when(parsers.parse('team "{team}" submits {count:d} jobs of 1 GPU'))
@@ -368,6 +418,17 @@ def job_preempted(queue_scenario: QueueScenario, job: str, team: str, reason: st
     wait_for(lambda: batch.read_namespaced_job(job, namespace).spec.suspend, WAIT_S, f"job {job} to be suspended again")
 
 
+@then(parsers.re(r'job "(?P<job>[^"]+)" of team "(?P<team>[^"]+)" is evicted with reason "(?P<reason>[^"]+)" '
+                 r'and requeued$'))
+def job_evicted_and_requeued(queue_scenario: QueueScenario, job: str, team: str, reason: str) -> None:
+    """Evicted (its quota given back, the Job suspended again) and counted for a requeue after a backoff."""
+    wait_job(queue_scenario, team, job, lambda w: is_true(w, "Evicted", reason)
+             and ((w.get("status") or {}).get("requeueState") or {}).get("count", 0) >= 1, f"evicted ({reason})")
+    batch = client.BatchV1Api(queue_scenario.kube.api)
+    namespace = queue_scenario.team(team)["namespace"]
+    wait_for(lambda: batch.read_namespaced_job(job, namespace).spec.suspend, WAIT_S, f"job {job} to be suspended again")
+
+
 @then(parsers.re(r'job "(?P<job>[^"]+)" of team "(?P<team>[^"]+)" is admitted after job "(?P<other>[^"]+)" '
                  r'is preempted with reason "(?P<reason>[^"]+)"$'))
 def admitted_after_preemption(queue_scenario: QueueScenario, job: str, team: str, other: str, reason: str) -> None:
@@ -378,14 +439,21 @@ def admitted_after_preemption(queue_scenario: QueueScenario, job: str, team: str
 @then(parsers.parse('{count:d} jobs of team "{team}" are admitted and the others wait for quota'))
 def admitted_count(queue_scenario: QueueScenario, count: int, team: str) -> None:
     namespace = queue_scenario.team(team)["namespace"]
+    jobs = len(client.BatchV1Api(queue_scenario.kube.api).list_namespaced_job(namespace).items)
 
-    def tally() -> tuple[int, int, int]:
-        items = queue_scenario.kube.custom.list_namespaced_custom_object(GROUP, VERSION, namespace, "workloads")["items"]
-        return (len(items), sum(is_true(w, "Admitted") for w in items), sum(waits_for_quota(w) for w in items))
+    def workloads() -> list[dict[str, Any]]:
+        return queue_scenario.kube.custom.list_namespaced_custom_object(GROUP, VERSION, namespace, "workloads")["items"]
 
-    wait_for(lambda: (lambda t: t[1] == count and t[1] + t[2] == t[0])(tally()), WAIT_S,
-             f"{count} workloads of {team} admitted, the others waiting (now total/admitted/waiting: {tally()})",
-             interval_s=0.5)
+    def settled() -> bool:
+        items = workloads()
+        return (len(items) == jobs and sum(is_true(w, "Admitted") for w in items) == count
+                and all(is_true(w, "Admitted") or queued(w) for w in items))
+
+    try:
+        wait_for(settled, WAIT_S, f"{count} of the {jobs} workloads of {team} admitted, the others waiting", interval_s=0.5)
+    except WaitTimeout as err:
+        now = "; ".join(f"{w['metadata']['name']}: {_conditions(w)}" for w in workloads())
+        raise WaitTimeout(f"{err}; now: {now}") from err
 
 
 @then(parsers.parse('the queue status shows team "{team}" borrowing {amount:d} "{resource}" on "{flavor}"'))
@@ -429,6 +497,19 @@ def operator_runs_queue_backfill(queue_scenario: QueueScenario, tmp_path: Path, 
     preview = " --check --diff" if mode == "previews" else ""
     workdir = tmp_path / f"run-{len(list(tmp_path.glob('run-*')))}"
     return run_runbook(queue_scenario.kube, workdir, PLAYBOOK + preview, extravars=queue_scenario.inputs())
+
+
+@then(parsers.parse('the plan printed before the first write says "{text}"'))
+def plan_says(runbook_run: RunbookRun, text: str) -> None:
+    events = runbook_run.run.events
+    shown = [e for e in events if e.get("event") == "runner_on_ok"
+             and (e["event_data"].get("task") or "").endswith("Show the plan")]
+    assert shown, runbook_run.describe()
+    said = " ".join(" ".join(str(line).split()) for line in shown[0]["event_data"]["res"]["msg"])
+    assert text in said, said
+    writes = [e["counter"] for e in events if e.get("event") == "runner_on_ok"
+              and e["event_data"].get("task_action", "").endswith("gpushare_apply")]
+    assert all(shown[0]["counter"] < counter for counter in writes), "the plan was printed after a write"
 
 
 @then("the run reports changes")

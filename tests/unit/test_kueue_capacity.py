@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from gpushare.kueue.capacity import cluster_problems
+from gpushare.kueue import filters
+from gpushare.kueue.capacity import cluster_problems, devices_per_node, drivers
 from gpushare.kueue.description import parse
 
 SHARED_TAINT = {"key": "gpu-mode", "value": "shared", "effect": "NoSchedule"}
@@ -99,3 +100,36 @@ def test_toleration_matching(toleration: dict, matches: bool) -> None:
     """A flavor's tolerations against a node's taint, as the scheduler matches them (gpushare.model.taints)."""
     flavor = {**WHOLE, "tolerations": [toleration]}
     assert (fit({"team-a": 4}, [node("gpu-2", 4, taints=[SHARED_TAINT])], flavor=flavor) == []) == matches
+
+
+# ---- a resource a DeviceClass backs with DRA (KEP-5004: allocatable first, else the class's devices) ----------
+def resource_slice(node_name: str, devices: int, *, driver: str = "gpu.nvidia.com", generation: int = 1) -> dict[str, Any]:
+    return {"spec": {"driver": driver, "nodeName": node_name,
+                     "pool": {"name": node_name, "generation": generation, "resourceSliceCount": 1},
+                     "devices": [{"name": f"gpu-{i}"} for i in range(devices)]}}
+
+
+DRA_CLASS = {"metadata": {"name": "gpu-er", "creationTimestamp": "2026-12-01T08:00:00Z"},
+             "spec": {"extendedResourceName": "nvidia.com/gpu", "selectors": [
+                 {"cel": {"expression": "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"}}]}}
+DRA_NODES = [node("gpu-1", 8), node("gpu-dra", 0)]
+DRA_SLICES = [resource_slice("gpu-dra", 4, generation=1), resource_slice("gpu-dra", 2, generation=2),
+              resource_slice("gpu-1", 8), resource_slice("gpu-dra", 5, driver="other.example.com")]
+
+
+def test_devices_count_per_node_the_newest_generation_of_the_named_drivers() -> None:
+    assert drivers(DRA_CLASS) == {"gpu.nvidia.com"}
+    assert devices_per_node(DRA_SLICES, {"gpu.nvidia.com"}) == {"gpu-dra": 2, "gpu-1": 8}
+
+
+def test_a_node_serving_the_resource_through_dra_counts_its_devices() -> None:
+    description = {"cohort": "gpu-teams", "priority_classes": [], "flavors": [WHOLE],
+                   "teams": [{"name": "team-a", "quotas": {"whole-card": {"nvidia.com/gpu": {"nominalQuota": 10}}}}]}
+    assert filters.cluster_problems(description, DRA_NODES, [DRA_CLASS], DRA_SLICES) == []
+    description["teams"][0]["quotas"]["whole-card"]["nvidia.com/gpu"]["nominalQuota"] = 11
+    assert filters.cluster_problems(description, DRA_NODES, [DRA_CLASS], DRA_SLICES) == [
+        "nominal quotas for nvidia.com/gpu on flavor whole-card add up to 11 (team-a 11) but its nodes offer 10 "
+        "allocatable (gpu-1 8, gpu-dra 2 through DRA): lower the quotas or add nodes to the pool"]
+    # without a class that names it, the devices are not the resource's: the node offers none
+    assert "its nodes offer 8 allocatable (gpu-1 8, gpu-dra 0)" in filters.cluster_problems(
+        description, DRA_NODES, None, DRA_SLICES)[0]

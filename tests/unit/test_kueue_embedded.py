@@ -1,5 +1,5 @@
 """Kueue as a component of the embedded cluster: the out-of-cluster configuration the contract
-calls for, its certificates, and how it gets the metrics certificate Kueue v0.17.0 reads from /etc."""
+calls for, its certificates, and how it gets the metrics certificate Kueue reads from /etc."""
 
 from __future__ import annotations
 
@@ -66,3 +66,20 @@ def test_no_mount_namespace_and_no_certs_says_what_to_do(tmp_path: Path, monkeyp
 def test_missing_crds_say_how_to_get_them(tmp_path: Path) -> None:
     with pytest.raises(ComponentError, match="no CRDs in .*kueue-crds; run `make binaries`"):
         embedded.install(Path("/bin/kubectl"), Path("/k"), tmp_path, tmp_path)
+
+
+def test_kueue_s_defaults_are_kept_unless_a_section_is_added(tmp_path: Path) -> None:
+    assert "waitForPodsReady" not in embedded.configuration(PORTS, tmp_path)  # v0.19: on, 30 min, by default
+    extra = embedded.configuration(PORTS, tmp_path, waitForPodsReady={"timeout": "5s"})
+    assert extra["waitForPodsReady"] == {"timeout": "5s"} and extra["namespace"] == "kueue-system"
+
+
+def test_the_version_built_comes_from_the_build_record(tmp_path: Path) -> None:
+    built = tmp_path / "kueue-v0.19.2-abc"
+    built.mkdir()
+    (built / "kueue").write_text("")
+    (built / "build.json").write_text('{"version": "v0.19.2", "build_s": 1, "build_jobs": 2}')
+    combo = tmp_path / "current"
+    combo.mkdir()
+    (combo / "kueue").symlink_to(built / "kueue")
+    assert embedded.built_version(combo) == "v0.19.2"

@@ -136,7 +136,7 @@ def lease(holder: str = "kueue-7d9f", renewed: dt.datetime = NOW, duration: int 
 
 @pytest.mark.parametrize(("unserved", "found", "message"), [
     (["ClusterQueue", "Cohort"], lease(), "Kueue is not installed: this cluster serves no kueue.x-k8s.io/v1beta2 "
-                                          "ClusterQueue, Cohort. Install Kueue v0.17.0"),
+                                          "ClusterQueue, Cohort. Install Kueue v0.17 to v0.19"),
     ([], None, "no Kueue controller is running: its leader-election Lease kueue-system/kueue does not exist"),
     ([], lease(holder=""), "no Kueue controller is running: its Lease kueue-system/kueue has been released"),
     ([], lease(renewed=NOW - dt.timedelta(seconds=31)), "was last renewed 31s ago (it lasts 15s)"),

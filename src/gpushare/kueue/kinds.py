@@ -1,4 +1,4 @@
-"""The Kueue API this project speaks (kueue.x-k8s.io/v1beta2, the storage version of v0.17.0)."""
+"""The Kueue API this project speaks (kueue.x-k8s.io/v1beta2, the storage version of v0.17 to v0.19)."""
 
 from __future__ import annotations
 

@@ -150,7 +150,7 @@ def kueue_problems(unserved_kinds: Iterable[str], lease: Mapping[str, Any] | Non
     unserved = list(unserved_kinds)
     if unserved:
         return [f"Kueue is not installed: this cluster serves no {API_VERSION} {', '.join(unserved)}. Install Kueue "
-                "v0.17.0 (the embedded cluster starts it unless `gpushare sim up --without kueue`)"]
+                "v0.17 to v0.19 (the embedded cluster starts it unless `gpushare sim up --without kueue`)"]
     advice = ("start the Kueue controller, or point queue_backfill_kueue_lease_namespace/_name at the Lease it "
               "holds (its leader-election ID)")
     if lease is None:
@@ -189,6 +189,12 @@ def not_ready(description: Description, cluster_queues: Iterable[Mapping[str, An
             detail = f"{active.get('reason')}: {active.get('message')}" if active else "no status from Kueue yet"
             problems.append(f"{what} is not active ({detail})")
     return problems
+
+
+def intended(changes: Iterable[Change]) -> str:
+    """The plan's first line: what the run is to write."""
+    names = [c.title for c in changes]
+    return f"To write: {', '.join(names)}." if names else "Nothing to change: the queues are as described."
 
 
 def writes(changes: Iterable[Change], check_mode: bool) -> str:

@@ -33,7 +33,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         listed = {kind: session.list(kind) for kind in ("ClusterQueue", "LocalQueue", "Workload")}
     except KindNotServed:
         print(f"error: this cluster serves no {GROUP}/{VERSION} queues: Kueue is not installed. "
-              "Install Kueue v0.17.0 (the embedded cluster starts it unless `--without kueue`).", file=sys.stderr)
+              "Install Kueue v0.17 to v0.19 (the embedded cluster starts it unless `--without kueue`).", file=sys.stderr)
         return 1
     if not listed["ClusterQueue"]:
         print("no ClusterQueues on this cluster; create them with playbooks/queue-backfill.yml")
