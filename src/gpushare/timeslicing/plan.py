@@ -148,7 +148,7 @@ def share_lines(state: ClusterState, settings: Settings, targets: list[str]) -> 
         node = state.nodes[name]
         memory = node.labels.get("nvidia.com/gpu.memory")
         if memory and memory.isdigit():
-            lines.append(f"- {name}: {mps.describe(node.product, int(memory), settings.sharing().replicas)}")
+            lines.append(f"- {name}: {mps.describe(node.product, int(memory), settings.replicas)}")
     return lines
 
 
@@ -177,8 +177,8 @@ def _unhealthy_problem(node: Node, strategy: str) -> str:
     """An unhealthy card is out of service only until the device plugin reloads (its health state
     lives in its process: k8s-device-plugin internal/rm/health.go), and enabling sharing reloads it."""
     resource, allocatable, capacity = node.unhealthy or ("", 0, 0)
-    per_gpu = max(1, node.replicas)
-    cards = -(-(capacity - allocatable) // per_gpu)
+    replicas = max(1, node.replicas)
+    cards = -(-(capacity - allocatable) // replicas)
     of = f" of its {node.gpus}" if node.gpus else ""
     noun = "GPU" if (node.gpus or cards) == 1 else "GPUs"
     return (f"{node.name}: {cards}{of} {noun} unhealthy ({resource} allocatable {allocatable} "
@@ -210,7 +210,7 @@ def _node_change(node: Node, settings: Settings, record: str) -> tuple[list[Chan
     add_taint = pool.taint is not None and existing is None
     taint_added = add_taint or bool(existing and previous and previous.valid and previous.taint_added
                                     and existing == pool.taint)
-    mark = Mark(settings.configmap, settings.key, settings.sharing().replicas, settings.scope,
+    mark = Mark(settings.configmap, settings.key, settings.replicas, settings.scope,
                 previous.run if previous and previous.valid and previous.run else record, taint_added)
     annotations = {MARK: mark.text()} if not previous or previous.text() != mark.text() else {}
     changes = []
@@ -250,7 +250,7 @@ class Wanted:
             wanted_default = settings.key
         else:
             wanted_default = policy_default if policy_name == settings.configmap and policy_default else DEFAULT_KEY
-        desired = {**data, settings.key: settings.shared_config()}
+        desired = {**data, settings.key: settings.config.text}
         if DEFAULT_KEY not in desired:
             desired[DEFAULT_KEY] = DEFAULT_CONFIG
         taint = settings.pool_taint
@@ -341,7 +341,7 @@ def _change_problems(state: ClusterState, settings: Settings, targets: list[str]
 def _config_problems(state: ClusterState, settings: Settings, targets: list[str], wanted: Wanted) -> list[str]:
     """The ConfigMap's keys and the ClusterPolicy's config that the change would overwrite or strand."""
     problems = []
-    data, shared = wanted.data, settings.shared_config()
+    data, shared = wanted.data, settings.config.text
     managed = state.managed_keys(settings.configmap)
     policy_name, policy_default = state.plugin_config
     gpu_nodes = state.gpu_nodes
@@ -373,7 +373,7 @@ def _config_problems(state: ClusterState, settings: Settings, targets: list[str]
         bystanders = sorted(set(_key_users(state, settings, settings.key)) - set(wanted.affected))
         if bystanders:
             problems.append(f"The `{settings.key}` config already in ConfigMap {settings.configmap} differs from this "
-                            f"run's ({settings.sharing().replicas} replicas). Changing it would also change GPU node(s) "
+                            f"run's ({settings.replicas} replicas). Changing it would also change GPU node(s) "
                             f"outside the limit that use it: {', '.join(bystanders)}. Add them to the limit "
                             f"(-l {','.join(sorted(set(targets) | set(bystanders)))}), or give this trial its own "
                             "timeslicing_config_key.")
@@ -466,7 +466,7 @@ def _plan_changes(result: EnablePlan, state: ClusterState, settings: Settings, t
     result.backup_file = (f"{settings.backup_dir}/clusterpolicy-{now.strftime('%Y%m%dT%H%M%SZ')}.yaml"
                           if policy_changes else "")
     if not (configmap_changes or policy_changes or node_changes or restart) and adopted is None:
-        result.lines = [f"Nothing to change: {settings.mechanism} is already enabled as asked ({settings.sharing().replicas} "
+        result.lines = [f"Nothing to change: {settings.mechanism} is already enabled as asked ({settings.replicas} "
                         f"replicas, key {settings.key}, scope {settings.scope}) on {', '.join(sorted(set(targets)))}."
                         if targets else f"Nothing to change: the cluster is prepared for time-slicing trials "
                         f"(ConfigMap {settings.namespace}/{settings.configmap}, key {settings.key})."]
@@ -600,10 +600,9 @@ def _dump(obj: dict[str, Any]) -> str:
 
 def _expected(state: ClusterState, settings: Settings, affected: list[str], targets: list[str],
               rolls_fleet: bool, upgrades: bool) -> dict[str, Any]:
-    sharing = settings.sharing()
     return {
         "targets": {n: {"gpus": state.nodes[n].gpus, "pool": n in set(targets)} for n in affected},
-        "replicas": sharing.replicas, "rename": sharing.rename_by_default, "strategy": settings.strategy,
+        "replicas": settings.replicas, "rename": settings.rename_by_default, "strategy": settings.strategy,
         "pool": settings.pool.as_dict(), "scope": settings.scope, "key": settings.key,
         **state.bystanders(affected, settings.pool, rolls_fleet),
         "compare_allocatable": not rolls_fleet, "compare_schedulable": not upgrades,
@@ -613,17 +612,16 @@ def _expected(state: ClusterState, settings: Settings, affected: list[str], targ
 
 def _lines(state: ClusterState, settings: Settings, result: EnablePlan, affected: list[str], targets: list[str],
            field_changes: list[FieldChange], readers: list[str], creates_cm: bool, data: dict[str, str]) -> list[str]:
-    sharing = settings.sharing()
-    lines = [f"Plan: {settings.mechanism} with {sharing.replicas} replicas per GPU on {', '.join(sorted(set(targets)))} "
+    lines = [f"Plan: {settings.mechanism} with {settings.replicas} replicas per GPU on {', '.join(sorted(set(targets)))} "
              f"(key {settings.key} of {settings.namespace}/{settings.configmap}, scope {settings.scope})" if targets else
              f"Plan: prepare the cluster for time-slicing trials (ConfigMap {settings.namespace}/{settings.configmap}, "
-             f"key {settings.key} with {sharing.replicas} replicas)"]
+             f"key {settings.key} with {settings.replicas} replicas)"]
     lines += [f"  note: {n}" for n in result.notes]
     lines += [f"  WARNING: {w}" for w in result.warnings]
     lines += share_lines(state, settings, targets)
     if result.changes.get("configmap"):
         added = [k for k in sorted({settings.key, DEFAULT_KEY}) if k not in data]
-        changed = [settings.key] if settings.key in data and data[settings.key] != settings.shared_config() else []
+        changed = [settings.key] if settings.key in data and data[settings.key] != settings.config.text else []
         lines.append(f"- ConfigMap {settings.namespace}/{settings.configmap}: "
                      + ("create" if creates_cm else "update")
                      + (f", add {', '.join(added)}" if added else "") + (f", change {', '.join(changed)}" if changed else ""))
