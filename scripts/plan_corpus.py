@@ -3,7 +3,8 @@
 
 A restructuring of a plan must not change its output. This runs the plan-related unit tests with
 every public function of every plan module (`src/gpushare/**/plan.py`: `plan`, `refusals`,
-`needs_fleet`, ...) wrapped, and writes each call's output (a plan's `as_dict()`: its refusals'
+`needs_fleet`, ...) and the `*problem(s)` methods of the settings beside it (`Settings.problems`,
+the inputs' refusals) wrapped, and writes each call's output (a plan's `as_dict()`: its refusals'
 text, printed lines, changes, expected state; any other value as plain data; an exception's type
 and text) to a JSON corpus, keyed by test id and call index. Only the outermost call is recorded
 (a plan calling another public function of its module records once), so moving code between a
@@ -17,7 +18,8 @@ plan's own functions does not change the keys.
 each difference) and exits 1 when the corpora differ. Two recordings of the same code are identical:
 the random suffixes of run records and lock holders come from a counter (one per test), the fuzzed
 tests' seed and pytest's temporary directory are fixed, and the times near now (where a filter takes
-the current time) and this process's parent (in a lock holder) are written `<now>` and `<ppid>`.
+the current time), this process's parent (in a lock holder) and the checkout's path are written
+`<now>`, `<ppid>` and `<repo>` (so a checkout of the old code elsewhere compares with this one).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import datetime as dt
 import difflib
 import functools
 import importlib
+import importlib.util
 import inspect
 import itertools
 import json
@@ -45,21 +48,23 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 TMP = Path(tempfile.gettempdir()) / "gpushare-plan-corpus"  # pytest's basetemp: the same paths in every recording
 # The unit tests that reach a plan, directly or through a runbook's filters.
-PLAN_TESTS = [
-    "tests/unit/test_timeslicing_plan.py", "tests/unit/test_mps_enable.py", "tests/unit/test_timeslicing_partial_read.py",
-    "tests/unit/test_timeslicing_records.py", "tests/unit/test_timeslicing_report.py", "tests/unit/test_records_untrusted.py",
-    "tests/unit/test_timeslicing_rollback_plan.py", "tests/unit/test_timeslicing_rollback_report.py",
-    "tests/unit/test_rollback_write_model.py", "tests/unit/test_rbac_access.py", "tests/unit/test_plan_keys.py",
-    "tests/unit/test_mig_plan.py", "tests/unit/test_mig_report.py", "tests/unit/test_share_check.py",
-    "tests/unit/test_rollout_plan.py", "tests/unit/test_rollout_report.py", "tests/unit/test_dra_pilot.py",
-    "tests/unit/test_release_gates.py", "tests/unit/test_upgrade.py", "tests/unit/test_change_record.py",
-]
+PLAN_TESTS = [f"tests/unit/test_{name}.py" for name in (
+    "timeslicing_plan", "timeslicing_settings", "mps_enable", "timeslicing_partial_read", "timeslicing_records",
+    "timeslicing_report", "records_untrusted", "timeslicing_rollback_plan", "timeslicing_rollback_report",
+    "rollback_write_model", "rbac_access", "plan_keys", "mig_plan", "mig_report", "share_check", "rollout_plan",
+    "rollout_report", "dra_pilot", "release_gates", "upgrade", "change_record")]
 
 
 def plan_modules() -> list[ModuleType]:
     names = sorted(".".join(p.relative_to(REPO / "src").with_suffix("").parts)
                    for p in (REPO / "src" / "gpushare").rglob("plan.py"))
     return [importlib.import_module(name) for name in names]
+
+
+def settings_modules() -> list[ModuleType]:
+    """Each plan's settings module (its inputs' problems are refusals of the plan)."""
+    names = sorted(f"{module.__name__.rpartition('.')[0]}.settings" for module in plan_modules())
+    return [importlib.import_module(name) for name in names if importlib.util.find_spec(name) is not None]
 
 
 def plain(value: Any) -> Any:
@@ -127,6 +132,11 @@ class Recorder:
             for attr, value in list(vars(module).items()):
                 if inspect.isfunction(value) and value.__module__ == module.__name__ and not attr.startswith("_"):
                     setattr(module, attr, self.wrap(f"{module.__name__}.{attr}", value))
+        for module in settings_modules():
+            for cls in [v for v in vars(module).values() if inspect.isclass(v) and v.__module__ == module.__name__]:
+                for attr, value in list(vars(cls).items()):
+                    if inspect.isfunction(value) and not attr.startswith("_") and attr.endswith(("problem", "problems")):
+                        setattr(cls, attr, self.wrap(f"{module.__name__}.{cls.__name__}.{attr}", value))
 
 
 _MOMENTS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:Z|\+00:00)|\d{8}[Tt]\d{6}[Zz]")
@@ -134,7 +144,8 @@ _MOMENTS = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:Z|\+00:00)|\d{8}[T
 
 def _normalized(output: dict[str, Any]) -> dict[str, Any]:
     """The output with the times near now (a filter's utc_now, and a lease's end from it), in each
-    form a plan writes them, and this process's parent (a lock holder's) written <now> and <ppid>.
+    form a plan writes them, this process's parent (a lock holder's) and the checkout's path written
+    <now>, <ppid> and <repo>.
     The tests' own moments (fixed, days away) stay."""
     now = dt.datetime.now(dt.timezone.utc)
 
@@ -144,7 +155,7 @@ def _normalized(output: dict[str, Any]) -> dict[str, Any]:
                   else dt.datetime.strptime(text.upper(), "%Y%m%dT%H%M%SZ").replace(tzinfo=dt.timezone.utc))
         return "<now>" if abs(moment - now) < dt.timedelta(days=2) else text
 
-    text = json.dumps(output, sort_keys=True).replace(f"/{os.getppid()}/", "/<ppid>/")
+    text = json.dumps(output, sort_keys=True).replace(f"/{os.getppid()}/", "/<ppid>/").replace(str(REPO), "<repo>")
     return json.loads(_MOMENTS.sub(near_now, text))
 
 
