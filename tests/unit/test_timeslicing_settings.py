@@ -84,6 +84,8 @@ def test_the_plan_takes_the_config_as_read_and_never_parses_it_again(inputs: dic
     pytest.param({"config_override": MPS}, "timeslicing_config_override gives sharing strategy `mps`, not "
                                            "time-slicing of nvidia.com/gpu", id="override-mps"),
     pytest.param({"config_override": "version: v1\n"}, "gives sharing strategy `none`", id="override-no-sharing"),
+    pytest.param({"config_override": MPS.replace("mps", "timeSlicing").replace("replicas: 2", "replicas: 20"), "replicas": 2},
+                 "timeslicing_config_override asks for 20 replicas per GPU, above the bound of 16", id="override-above-max"),
     pytest.param({"config_override": "version: v1\nsharing: [\n"},
                  "The device plugin would refuse timeslicing_config_override for key `shared`.",
                  id="override-not-yaml"),
