@@ -45,187 +45,6 @@ class EnablePlan(Plan):
         return super().writes or bool(self.restart_nodes)
 
 
-def _label_problems(state: ClusterState, settings: Settings, targets: list[str]) -> list[str]:
-    """Labels of the targets that the enable would overwrite (it records no backup of a label)."""
-    problems = []
-    for name in targets:
-        node = state.nodes[name]
-        own, mark = node.config_label, timeslicing_mark(node)
-        if settings.scope == "node" and own and own != settings.key and not (mark and mark.valid):
-            problems.append(f"{name} already uses its own device-plugin config ({CONFIG_LABEL}={own}): the trial would "
-                            "replace it. Remove that label first, or leave this node out of the trial.")
-        pool = node.labels.get(settings.pool.label_key)
-        if pool is not None and pool != settings.pool.label_value:
-            problems.append(f"{name} already carries {settings.pool.label_key}={pool}: the shared-pool label would "
-                            f"replace it. Choose another label with timeslicing_pool_label_key, or remove it first.")
-    return problems
-
-
-def _strategy_of(state: ClusterState, settings: Settings, node: Node) -> str:
-    """The sharing strategy the node's device-plugin config gives, else the one GFD labels."""
-    if node.config_label:
-        mark = timeslicing_mark(node)
-        text = state.configmap_data(mark.configmap if mark and mark.configmap
-                                    else settings.configmap).get(node.config_label)
-        try:
-            return dpc.parse(text).sharing.strategy if text is not None else node.strategy
-        except dpc.ConfigError:
-            return node.strategy
-    return node.strategy
-
-
-def _mps_problems(state: ClusterState, settings: Settings, targets: list[str]) -> list[str]:
-    """What stops MPS (or a switch between MPS and time-slicing) on the targets, before any write."""
-    problems = []
-    if settings.strategy == "mps" and (state.spec.get("mig") or {}).get("strategy") == "mixed":
-        problems.append(f"the ClusterPolicy's mig.strategy is mixed: {mps.MIXED_UNSUPPORTED} (the operator sets "
-                        "MIG_STRATEGY=mixed on every device plugin, over the config file, so the plugin on "
-                        f"{', '.join(targets)} would exit and the node advertise no GPUs). Share these cards with "
-                        "time-slicing (playbooks/enable-timeslicing.yml), or set the ClusterPolicy's mig.strategy to "
-                        "single first (the device plugin and GFD restart on every GPU node).")
-    other = "time-slicing" if settings.strategy == "mps" else "mps"
-    rollback = "playbooks/rollback-timeslicing.yml"
-    daemon = state.operands.get(MPS)
-    if settings.strategy == "mps" and settings.scope == "node" and daemon is not None:
-        problems += _per_node_mps_problems(daemon.template, settings, targets)
-    for name in targets:
-        node = state.nodes.get(name)
-        if node is None or not node.gpu_present or node.gpus is None:
-            continue  # _target_problems says why
-        current = _strategy_of(state, settings, node)
-        if current == other:
-            problems.append(f"{name} already shares its cards with {'MPS' if other == 'mps' else 'time-slicing'}: "
-                            f"switching it to {settings.mechanism} in place would restart its shared pods under "
-                            f"other limits. Roll back first ({rollback}, limited to this node), then enable {settings.mechanism}.")
-        if settings.strategy != "mps":
-            continue
-        if node.mig_enabled:
-            problems.append(f"{name} has MIG enabled (nvidia.com/mig.config={node.mig_config}): {mps.MIG_UNSUPPORTED} "
-                            "(the MPS control daemon starts no server for them and the device plugin would wait for "
-                            "it forever). Roll MIG back first (playbooks/rollback-mig.yml), or keep MIG.")
-        elif node.mig_in_hardware:
-            problems.append(f"{name} has MIG enabled on its cards ({node.mig_in_hardware}), though not by the MIG "
-                            f"manager (nvidia.com/mig.config={node.mig_config or '<unset>'}): {mps.MIG_UNSUPPORTED} (the "
-                            "device plugin exits there and GFD fails). Disable MIG on the node first (nvidia-smi -mig 0 "
-                            "on each card, with the node drained, or let the MIG manager apply all-disabled), or keep MIG.")
-        elif daemon is None:
-            problems.append(f"the GPU Operator runs no {MPS} DaemonSet: this operator cannot run MPS (GPU Operator "
-                            "v24.3 and later with device plugin v0.15 and later can). Upgrade it first.")
-        elif not daemon.selects({**node.labels, "nvidia.com/mps.capable": "true"}):
-            selector = daemon.template.get("nodeSelector") or {}
-            problems.append(f"{name}: the MPS control daemon cannot run there (its DaemonSet {MPS} selects "
-                            + ", ".join(f"{k}={v}" for k, v in sorted(selector.items()))
-                            + "; the node has " + ", ".join(f"{k}={node.labels.get(k, '<unset>')}" for k in sorted(selector)
-                                                           if k != "nvidia.com/mps.capable")
-                            + ") and the device plugin would wait for it forever. Fix the node's labels first.")
-        else:
-            memory = node.labels.get("nvidia.com/gpu.memory")
-            problem = settings.memory_problem(name, node.product, int(memory) if memory and memory.isdigit() else None)
-            if problem:
-                problems.append(problem)
-    return problems
-
-
-def _per_node_mps_problems(template: dict[str, Any], settings: Settings, targets: list[str]) -> list[str]:
-    """A per-node MPS config the operator's MPS control daemon can never load (gpushare.mps)."""
-    failure = mps.per_node_failure(template)
-    if failure is None:
-        return []
-    version, why = failure
-    return [f"per-node MPS cannot work on this GPU Operator: its MPS control daemon runs device plugin {version}, "
-            "whose config-manager-init starts the daemon on the ClusterPolicy's default config (v0.18.2 and later) "
-            f"and whose sidecar cannot signal it to load key `{settings.key}`: {why}. The daemon would wait forever "
-            f'("{mps.NOT_CONFIGURED}"), the device plugin run on retrying every 30 s, and '
-            f"{', '.join(sorted(set(targets)))} advertise 0 GPUs. What works: {mps.WHAT_WORKS}."]
-
-
-def share_lines(state: ClusterState, settings: Settings, targets: list[str]) -> list[str]:
-    """MPS: each target's per-share limits, as the daemon will set them."""
-    if settings.strategy != "mps":
-        return []
-    lines = []
-    for name in sorted(set(targets)):
-        node = state.nodes[name]
-        memory = node.labels.get("nvidia.com/gpu.memory")
-        if memory and memory.isdigit():
-            lines.append(f"- {name}: {mps.describe(node.product, int(memory), settings.replicas)}")
-    return lines
-
-
-def _target_problems(state: ClusterState, targets: list[str], strategy: str = "time-slicing") -> list[str]:
-    problems = []
-    for name in targets:
-        node = state.nodes.get(name)
-        if node is None:
-            problems.append(f"{name} is not a node of this cluster (kubectl get node {name} finds nothing): check -l, "
-                            "the inventory, or the host's gpushare_node_name.")
-        elif not node.gpu_present:
-            problems.append(f"{name} has no nvidia.com/gpu.present=true label: it is not a GPU node managed by the "
-                            "GPU Operator. Limit the run (-l) to GPU nodes.")
-        elif node.gpus is None:
-            problems.append(f"{name} has no nvidia.com/gpu.count label yet (GPU feature discovery has not run): "
-                            "wait for the GPU Operator to finish with it.")
-        elif node.mig_enabled and strategy != "mps":  # MPS says it in its own words (_mps_problems)
-            problems.append(f"{name} has MIG enabled (nvidia.com/mig.config={node.mig_config}): this runbook "
-                            "time-slices whole GPUs only; roll MIG back first (playbooks/rollback-mig.yml).")
-        elif node.unhealthy is not None:
-            problems.append(_unhealthy_problem(node, strategy))
-    return problems
-
-
-def _unhealthy_problem(node: Node, strategy: str) -> str:
-    """An unhealthy card is out of service only until the device plugin reloads (its health state
-    lives in its process: k8s-device-plugin internal/rm/health.go), and enabling sharing reloads it."""
-    resource, allocatable, capacity = node.unhealthy or ("", 0, 0)
-    replicas = max(1, node.replicas)
-    cards = -(-(capacity - allocatable) // replicas)
-    of = f" of its {node.gpus}" if node.gpus else ""
-    noun = "GPU" if (node.gpus or cards) == 1 else "GPUs"
-    return (f"{node.name}: {cards}{of} {noun} unhealthy ({resource} allocatable {allocatable} "
-            f"of capacity {capacity}): the device plugin took {'them' if cards != 1 else 'it'} out after an Xid error, "
-            f"or it does not serve them. Enabling {'MPS' if strategy == 'mps' else strategy} reloads the plugin, which forgets the fault and "
-            "advertises the card again, once per share. Find the card (the device plugin's log on the node says "
-            "\"marked unhealthy\" with its UUID; DCGM_FI_DEV_XID_ERRORS), drain the node and repair or reset it (an "
-            "Xid 79, fallen off the bus, needs a reboot), then run this again.")
-
-
-def _key_users(state: ClusterState, settings: Settings, key: str) -> list[str]:
-    name, default = state.plugin_config
-    users = [n.name for n in state.gpu_nodes if n.config_label == key]
-    if name == settings.configmap and default == key:
-        users += [n.name for n in state.gpu_nodes if not n.config_label]
-    return sorted(set(users))
-
-
-def _node_change(node: Node, settings: Settings, record: str) -> tuple[list[Change], bool]:
-    """The node's label/annotation merge patch and, when the pool taint is missing, the taint patch."""
-    pool = settings.pool
-    labels: dict[str, str] = {}
-    if settings.scope == "node" and node.config_label != settings.key:
-        labels[CONFIG_LABEL] = settings.key
-    if not node.in_pool(pool):
-        labels[pool.label_key] = pool.label_value
-    previous = timeslicing_mark(node)
-    existing = node.pool_taint(pool)
-    add_taint = pool.taint is not None and existing is None
-    taint_added = add_taint or bool(existing and previous and previous.valid and previous.taint_added
-                                    and existing == pool.taint)
-    mark = Mark(settings.configmap, settings.key, settings.replicas, settings.scope,
-                previous.run if previous and previous.valid and previous.run else record, taint_added)
-    annotations = {MARK: mark.text()} if not previous or previous.text() != mark.text() else {}
-    changes = []
-    if labels or annotations:
-        body: dict[str, Any] = {"metadata": {}}
-        if labels:
-            body["metadata"]["labels"] = labels
-        if annotations:
-            body["metadata"]["annotations"] = annotations
-        changes.append(Change("merge", "Node", node.name, body=body, why="select the shared config and join the shared pool"))
-    if add_taint:
-        changes.append(Change("taint", "Node", node.name, body=pool.taint.as_dict(), why=f"taint the shared pool ({pool.taint})"))
-    return changes, bool(existing and existing != pool.taint)
-
-
 @dataclass(frozen=True)
 class Wanted:
     """What the run asks of the cluster, before it is judged: the nodes it affects, the ConfigMap's
@@ -281,26 +100,35 @@ class Wanted:
                 f"{_operand_roll_cost(state)}."]
 
 
-def _config_changes(state: ClusterState, settings: Settings, wanted_default: str) -> list[FieldChange]:
-    """spec.devicePlugin.config as this run wants it."""
-    policy_name, policy_default = state.plugin_config
-    config = (state.spec.get("devicePlugin") or {}).get("config")
-    if config is None:  # the chart renders no config block until a ConfigMap is named
-        return [FieldChange(CONFIG, None, {"name": settings.configmap, "default": wanted_default})]
-    changes = []
-    if policy_name != settings.configmap:
-        changes.append(FieldChange(CONFIG_NAME, config.get("name"), settings.configmap))
-    if policy_default != wanted_default:
-        changes.append(FieldChange(CONFIG_DEFAULT, config.get("default"), wanted_default))
-    return changes
+def plan(state: ClusterState, settings: Settings, targets: list[str], invocation: dict[str, str],
+         now: dt.datetime, access: dict[str, Any] | None = None, partial: bool = False) -> EnablePlan:
+    """The refusals, else the changes. `partial`: the state's nodes are only the targets and the nodes
+    with a device-plugin config label (the preflight's first read; see `needs_fleet`)."""
+    result = EnablePlan(warnings=state.record_warnings(settings.records_namespace))
+    adopted = next(iter(reversed(state.interrupted(RUNBOOK))), None)
+    if adopted:
+        result.interrupted = [state.interrupted_note(adopted, "An earlier enable run was interrupted",
+                                                     settings.records_namespace, now)]
+        result.notes.append(f"{result.interrupted[0]} This run finishes that change and keeps its backup (roll back "
+                            "instead with playbooks/rollback-timeslicing.yml).")
+    result.refusals, wanted = refusals(state, settings, targets, invocation, access)
+    if wanted:
+        result.notes += wanted.notes(state, settings)
+        result.needs_workloads = wanted.needs_workloads(state, settings)
+        if not result.refusals:
+            _plan_changes(result, state, settings, targets, wanted, invocation, now,
+                          adopted.name if adopted else record_name(RUNBOOK, now), adopted.intent if adopted else None)
+    result.needs_fleet = partial and needs_fleet(result, settings)
+    return result
 
 
-def _operand_roll_cost(state: ClusterState) -> str:
-    operands = sorted(state.operands)
-    return (f"re-renders every operand DaemonSet ({spread(state, operands)})"
-            + ("; the driver DaemonSet's template changes, and with driver.upgradePolicy.autoUpgrade=true the "
-               "upgrade controller then cordons each GPU node in turn, evicts its GPU pods and reloads the driver"
-               if upgrades_driver(state) else ""))
+def needs_fleet(result: EnablePlan, settings: Settings) -> bool:
+    """The fleet-read rule. The preflight first reads the targets and the nodes with a device-plugin
+    config label; a plan made from that is the plan only when it writes nothing, refuses nothing and
+    has node scope. Every other node counts only for a change (its fingerprint for the verify, the
+    users of a key or of the default, the fleet's size) or for the refusal of a cluster-scope run:
+    for those the preflight reads every node and plans again."""
+    return not (settings.scope == "node" and not result.writes and not result.refusals)
 
 
 def refusals(state: ClusterState, settings: Settings, targets: list[str], invocation: dict[str, str],
@@ -332,10 +160,141 @@ def _precondition_problems(state: ClusterState, settings: Settings, targets: lis
             + _target_problems(state, targets, settings.strategy) + _mps_problems(state, settings, targets))
 
 
+def _target_problems(state: ClusterState, targets: list[str], strategy: str = "time-slicing") -> list[str]:
+    problems = []
+    for name in targets:
+        node = state.nodes.get(name)
+        if node is None:
+            problems.append(f"{name} is not a node of this cluster (kubectl get node {name} finds nothing): check -l, "
+                            "the inventory, or the host's gpushare_node_name.")
+        elif not node.gpu_present:
+            problems.append(f"{name} has no nvidia.com/gpu.present=true label: it is not a GPU node managed by the "
+                            "GPU Operator. Limit the run (-l) to GPU nodes.")
+        elif node.gpus is None:
+            problems.append(f"{name} has no nvidia.com/gpu.count label yet (GPU feature discovery has not run): "
+                            "wait for the GPU Operator to finish with it.")
+        elif node.mig_enabled and strategy != "mps":  # MPS says it in its own words (_mps_problems)
+            problems.append(f"{name} has MIG enabled (nvidia.com/mig.config={node.mig_config}): this runbook "
+                            "time-slices whole GPUs only; roll MIG back first (playbooks/rollback-mig.yml).")
+        elif node.unhealthy is not None:
+            problems.append(_unhealthy_problem(node, strategy))
+    return problems
+
+
+def _unhealthy_problem(node: Node, strategy: str) -> str:
+    """An unhealthy card is out of service only until the device plugin reloads (its health state
+    lives in its process: k8s-device-plugin internal/rm/health.go), and enabling sharing reloads it."""
+    resource, allocatable, capacity = node.unhealthy or ("", 0, 0)
+    replicas = max(1, node.replicas)
+    cards = -(-(capacity - allocatable) // replicas)
+    of = f" of its {node.gpus}" if node.gpus else ""
+    noun = "GPU" if (node.gpus or cards) == 1 else "GPUs"
+    return (f"{node.name}: {cards}{of} {noun} unhealthy ({resource} allocatable {allocatable} "
+            f"of capacity {capacity}): the device plugin took {'them' if cards != 1 else 'it'} out after an Xid error, "
+            f"or it does not serve them. Enabling {'MPS' if strategy == 'mps' else strategy} reloads the plugin, which forgets the fault and "
+            "advertises the card again, once per share. Find the card (the device plugin's log on the node says "
+            "\"marked unhealthy\" with its UUID; DCGM_FI_DEV_XID_ERRORS), drain the node and repair or reset it (an "
+            "Xid 79, fallen off the bus, needs a reboot), then run this again.")
+
+
+def _mps_problems(state: ClusterState, settings: Settings, targets: list[str]) -> list[str]:
+    """What stops MPS (or a switch between MPS and time-slicing) on the targets, before any write."""
+    problems = []
+    if settings.strategy == "mps" and (state.spec.get("mig") or {}).get("strategy") == "mixed":
+        problems.append(f"the ClusterPolicy's mig.strategy is mixed: {mps.MIXED_UNSUPPORTED} (the operator sets "
+                        "MIG_STRATEGY=mixed on every device plugin, over the config file, so the plugin on "
+                        f"{', '.join(targets)} would exit and the node advertise no GPUs). Share these cards with "
+                        "time-slicing (playbooks/enable-timeslicing.yml), or set the ClusterPolicy's mig.strategy to "
+                        "single first (the device plugin and GFD restart on every GPU node).")
+    other = "time-slicing" if settings.strategy == "mps" else "mps"
+    rollback = "playbooks/rollback-timeslicing.yml"
+    daemon = state.operands.get(MPS)
+    if settings.strategy == "mps" and settings.scope == "node" and daemon is not None:
+        problems += _per_node_mps_problems(daemon.template, settings, targets)
+    for name in targets:
+        node = state.nodes.get(name)
+        if node is None or not node.gpu_present or node.gpus is None:
+            continue  # _target_problems says why
+        current = _strategy_of(state, settings, node)
+        if current == other:
+            problems.append(f"{name} already shares its cards with {'MPS' if other == 'mps' else 'time-slicing'}: "
+                            f"switching it to {settings.mechanism} in place would restart its shared pods under "
+                            f"other limits. Roll back first ({rollback}, limited to this node), then enable {settings.mechanism}.")
+        if settings.strategy != "mps":
+            continue
+        if node.mig_enabled:
+            problems.append(f"{name} has MIG enabled (nvidia.com/mig.config={node.mig_config}): {mps.MIG_UNSUPPORTED} "
+                            "(the MPS control daemon starts no server for them and the device plugin would wait for "
+                            "it forever). Roll MIG back first (playbooks/rollback-mig.yml), or keep MIG.")
+        elif node.mig_in_hardware:
+            problems.append(f"{name} has MIG enabled on its cards ({node.mig_in_hardware}), though not by the MIG "
+                            f"manager (nvidia.com/mig.config={node.mig_config or '<unset>'}): {mps.MIG_UNSUPPORTED} (the "
+                            "device plugin exits there and GFD fails). Disable MIG on the node first (nvidia-smi -mig 0 "
+                            "on each card, with the node drained, or let the MIG manager apply all-disabled), or keep MIG.")
+        elif daemon is None:
+            problems.append(f"the GPU Operator runs no {MPS} DaemonSet: this operator cannot run MPS (GPU Operator "
+                            "v24.3 and later with device plugin v0.15 and later can). Upgrade it first.")
+        elif not daemon.selects({**node.labels, "nvidia.com/mps.capable": "true"}):
+            selector = daemon.template.get("nodeSelector") or {}
+            problems.append(f"{name}: the MPS control daemon cannot run there (its DaemonSet {MPS} selects "
+                            + ", ".join(f"{k}={v}" for k, v in sorted(selector.items()))
+                            + "; the node has " + ", ".join(f"{k}={node.labels.get(k, '<unset>')}" for k in sorted(selector)
+                                                           if k != "nvidia.com/mps.capable")
+                            + ") and the device plugin would wait for it forever. Fix the node's labels first.")
+        else:
+            memory = node.labels.get("nvidia.com/gpu.memory")
+            problem = settings.memory_problem(name, node.product, int(memory) if memory and memory.isdigit() else None)
+            if problem:
+                problems.append(problem)
+    return problems
+
+
+def _strategy_of(state: ClusterState, settings: Settings, node: Node) -> str:
+    """The sharing strategy the node's device-plugin config gives, else the one GFD labels."""
+    if node.config_label:
+        mark = timeslicing_mark(node)
+        text = state.configmap_data(mark.configmap if mark and mark.configmap
+                                    else settings.configmap).get(node.config_label)
+        try:
+            return dpc.parse(text).sharing.strategy if text is not None else node.strategy
+        except dpc.ConfigError:
+            return node.strategy
+    return node.strategy
+
+
+def _per_node_mps_problems(template: dict[str, Any], settings: Settings, targets: list[str]) -> list[str]:
+    """A per-node MPS config the operator's MPS control daemon can never load (gpushare.mps)."""
+    failure = mps.per_node_failure(template)
+    if failure is None:
+        return []
+    version, why = failure
+    return [f"per-node MPS cannot work on this GPU Operator: its MPS control daemon runs device plugin {version}, "
+            "whose config-manager-init starts the daemon on the ClusterPolicy's default config (v0.18.2 and later) "
+            f"and whose sidecar cannot signal it to load key `{settings.key}`: {why}. The daemon would wait forever "
+            f'("{mps.NOT_CONFIGURED}"), the device plugin run on retrying every 30 s, and '
+            f"{', '.join(sorted(set(targets)))} advertise 0 GPUs. What works: {mps.WHAT_WORKS}."]
+
+
 def _change_problems(state: ClusterState, settings: Settings, targets: list[str], wanted: Wanted) -> list[str]:
     """What the change itself would harm: other configs, other nodes, the fleet, a roll under way."""
     return (_label_problems(state, settings, targets) + _config_problems(state, settings, targets, wanted)
             + _roll_problems(state, settings, wanted))
+
+
+def _label_problems(state: ClusterState, settings: Settings, targets: list[str]) -> list[str]:
+    """Labels of the targets that the enable would overwrite (it records no backup of a label)."""
+    problems = []
+    for name in targets:
+        node = state.nodes[name]
+        own, mark = node.config_label, timeslicing_mark(node)
+        if settings.scope == "node" and own and own != settings.key and not (mark and mark.valid):
+            problems.append(f"{name} already uses its own device-plugin config ({CONFIG_LABEL}={own}): the trial would "
+                            "replace it. Remove that label first, or leave this node out of the trial.")
+        pool = node.labels.get(settings.pool.label_key)
+        if pool is not None and pool != settings.pool.label_value:
+            problems.append(f"{name} already carries {settings.pool.label_key}={pool}: the shared-pool label would "
+                            f"replace it. Choose another label with timeslicing_pool_label_key, or remove it first.")
+    return problems
 
 
 def _config_problems(state: ClusterState, settings: Settings, targets: list[str], wanted: Wanted) -> list[str]:
@@ -387,6 +346,14 @@ def _config_problems(state: ClusterState, settings: Settings, targets: list[str]
     return problems
 
 
+def _key_users(state: ClusterState, settings: Settings, key: str) -> list[str]:
+    name, default = state.plugin_config
+    users = [n.name for n in state.gpu_nodes if n.config_label == key]
+    if name == settings.configmap and default == key:
+        users += [n.name for n in state.gpu_nodes if not n.config_label]
+    return sorted(set(users))
+
+
 def _roll_problems(state: ClusterState, settings: Settings, wanted: Wanted) -> list[str]:
     """The operator's rolls the change starts (operands, driver upgrade, the fleet's readers) or would
     start during one under way."""
@@ -417,35 +384,40 @@ def _roll_problems(state: ClusterState, settings: Settings, wanted: Wanted) -> l
     return problems
 
 
-def plan(state: ClusterState, settings: Settings, targets: list[str], invocation: dict[str, str],
-         now: dt.datetime, access: dict[str, Any] | None = None, partial: bool = False) -> EnablePlan:
-    """The refusals, else the changes. `partial`: the state's nodes are only the targets and the nodes
-    with a device-plugin config label (the preflight's first read; see `needs_fleet`)."""
-    result = EnablePlan(warnings=state.record_warnings(settings.records_namespace))
-    adopted = next(iter(reversed(state.interrupted(RUNBOOK))), None)
-    if adopted:
-        result.interrupted = [state.interrupted_note(adopted, "An earlier enable run was interrupted",
-                                                     settings.records_namespace, now)]
-        result.notes.append(f"{result.interrupted[0]} This run finishes that change and keeps its backup (roll back "
-                            "instead with playbooks/rollback-timeslicing.yml).")
-    result.refusals, wanted = refusals(state, settings, targets, invocation, access)
-    if wanted:
-        result.notes += wanted.notes(state, settings)
-        result.needs_workloads = wanted.needs_workloads(state, settings)
-        if not result.refusals:
-            _plan_changes(result, state, settings, targets, wanted, invocation, now,
-                          adopted.name if adopted else record_name(RUNBOOK, now), adopted.intent if adopted else None)
-    result.needs_fleet = partial and needs_fleet(result, settings)
-    return result
+def _operand_roll_cost(state: ClusterState) -> str:
+    operands = sorted(state.operands)
+    return (f"re-renders every operand DaemonSet ({spread(state, operands)})"
+            + ("; the driver DaemonSet's template changes, and with driver.upgradePolicy.autoUpgrade=true the "
+               "upgrade controller then cordons each GPU node in turn, evicts its GPU pods and reloads the driver"
+               if upgrades_driver(state) else ""))
 
 
-def needs_fleet(result: EnablePlan, settings: Settings) -> bool:
-    """The fleet-read rule. The preflight first reads the targets and the nodes with a device-plugin
-    config label; a plan made from that is the plan only when it writes nothing, refuses nothing and
-    has node scope. Every other node counts only for a change (its fingerprint for the verify, the
-    users of a key or of the default, the fleet's size) or for the refusal of a cluster-scope run:
-    for those the preflight reads every node and plans again."""
-    return not (settings.scope == "node" and not result.writes and not result.refusals)
+def _unevictable(state: ClusterState, change: str) -> list[str]:
+    """The driver upgrade that `change` starts must be able to take every GPU pod off its node
+    (gpushare.driver_upgrade); `state.workloads` holds them."""
+    nodes = set(du.upgraded_nodes(state.gpu_nodes))
+    pods: dict[str, list[dict[str, Any]]] = {}
+    for pod in state.workloads or []:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node in nodes:
+            pods.setdefault(node, []).append(pod)
+    problem = du.refusal(pods, du.Policy.of(state.spec), change)
+    return [problem + " Or use a pool taint the operands already tolerate (the default: "
+            "-e timeslicing_pool_taint_key=nvidia.com/gpu), or -e timeslicing_pool_taint=false."] if problem else []
+
+
+def _config_changes(state: ClusterState, settings: Settings, wanted_default: str) -> list[FieldChange]:
+    """spec.devicePlugin.config as this run wants it."""
+    policy_name, policy_default = state.plugin_config
+    config = (state.spec.get("devicePlugin") or {}).get("config")
+    if config is None:  # the chart renders no config block until a ConfigMap is named
+        return [FieldChange(CONFIG, None, {"name": settings.configmap, "default": wanted_default})]
+    changes = []
+    if policy_name != settings.configmap:
+        changes.append(FieldChange(CONFIG_NAME, config.get("name"), settings.configmap))
+    if policy_default != wanted_default:
+        changes.append(FieldChange(CONFIG_DEFAULT, config.get("default"), wanted_default))
+    return changes
 
 
 def _plan_changes(result: EnablePlan, state: ClusterState, settings: Settings, targets: list[str], wanted: Wanted,
@@ -523,6 +495,35 @@ def _node_changes(result: EnablePlan, state: ClusterState, settings: Settings, t
     return node_changes, changing_nodes
 
 
+def _node_change(node: Node, settings: Settings, record: str) -> tuple[list[Change], bool]:
+    """The node's label/annotation merge patch and, when the pool taint is missing, the taint patch."""
+    pool = settings.pool
+    labels: dict[str, str] = {}
+    if settings.scope == "node" and node.config_label != settings.key:
+        labels[CONFIG_LABEL] = settings.key
+    if not node.in_pool(pool):
+        labels[pool.label_key] = pool.label_value
+    previous = timeslicing_mark(node)
+    existing = node.pool_taint(pool)
+    add_taint = pool.taint is not None and existing is None
+    taint_added = add_taint or bool(existing and previous and previous.valid and previous.taint_added
+                                    and existing == pool.taint)
+    mark = Mark(settings.configmap, settings.key, settings.replicas, settings.scope,
+                previous.run if previous and previous.valid and previous.run else record, taint_added)
+    annotations = {MARK: mark.text()} if not previous or previous.text() != mark.text() else {}
+    changes = []
+    if labels or annotations:
+        body: dict[str, Any] = {"metadata": {}}
+        if labels:
+            body["metadata"]["labels"] = labels
+        if annotations:
+            body["metadata"]["annotations"] = annotations
+        changes.append(Change("merge", "Node", node.name, body=body, why="select the shared config and join the shared pool"))
+    if add_taint:
+        changes.append(Change("taint", "Node", node.name, body=pool.taint.as_dict(), why=f"taint the shared pool ({pool.taint})"))
+    return changes, bool(existing and existing != pool.taint)
+
+
 def _restarts(state: ClusterState, settings: Settings, targets: list[str], wanted: Wanted,
               writes_configmap: bool) -> list[str]:
     """The nodes whose ConfigMap readers the run restarts. Pods read the ConfigMap as mounted: a node
@@ -549,31 +550,6 @@ def _record_changes(state: ClusterState, settings: Settings, record: str, intent
     if cm is not None:
         body["data"]["configmap.yaml"] = _dump(cm)
     return [Change("create", "ConfigMap", record, namespace=settings.records_namespace, body=body, why="record this run and back up the ClusterPolicy")]
-
-
-def writes_configmap(state: ClusterState, settings: Settings) -> list[str]:
-    """What an enable may send to the time-slicing ConfigMap: patch (a key merged in), and create
-    when it does not exist yet."""
-    return ["patch"] + (["create"] if settings.configmap not in state.configmaps else [])
-
-
-def rbac_names(settings: Settings) -> Names:
-    """The names deploy/rbac must be rendered for, for this run."""
-    return Names(settings.namespace, settings.configmap, settings.pool.label_key)
-
-
-def _unevictable(state: ClusterState, change: str) -> list[str]:
-    """The driver upgrade that `change` starts must be able to take every GPU pod off its node
-    (gpushare.driver_upgrade); `state.workloads` holds them."""
-    nodes = set(du.upgraded_nodes(state.gpu_nodes))
-    pods: dict[str, list[dict[str, Any]]] = {}
-    for pod in state.workloads or []:
-        node = (pod.get("spec") or {}).get("nodeName")
-        if node in nodes:
-            pods.setdefault(node, []).append(pod)
-    problem = du.refusal(pods, du.Policy.of(state.spec), change)
-    return [problem + " Or use a pool taint the operands already tolerate (the default: "
-            "-e timeslicing_pool_taint_key=nvidia.com/gpu), or -e timeslicing_pool_taint=false."] if problem else []
 
 
 def _merge(old: Intent, new: Intent) -> Intent:
@@ -656,3 +632,27 @@ def _lines(state: ClusterState, settings: Settings, result: EnablePlan, affected
                  + (", written before the first change" if result.changes["record"][0].action == "create"
                     else " (the interrupted run's)"))
     return lines
+
+
+def share_lines(state: ClusterState, settings: Settings, targets: list[str]) -> list[str]:
+    """MPS: each target's per-share limits, as the daemon will set them."""
+    if settings.strategy != "mps":
+        return []
+    lines = []
+    for name in sorted(set(targets)):
+        node = state.nodes[name]
+        memory = node.labels.get("nvidia.com/gpu.memory")
+        if memory and memory.isdigit():
+            lines.append(f"- {name}: {mps.describe(node.product, int(memory), settings.replicas)}")
+    return lines
+
+
+def writes_configmap(state: ClusterState, settings: Settings) -> list[str]:
+    """What an enable may send to the time-slicing ConfigMap: patch (a key merged in), and create
+    when it does not exist yet."""
+    return ["patch"] + (["create"] if settings.configmap not in state.configmaps else [])
+
+
+def rbac_names(settings: Settings) -> Names:
+    """The names deploy/rbac must be rendered for, for this run."""
+    return Names(settings.namespace, settings.configmap, settings.pool.label_key)
