@@ -445,7 +445,7 @@ def test_a_re_run_does_not_claim_a_taint_the_node_had_before() -> None:
 
 # ---- bystanders of a key whose content changes ------------------------------------------------------
 def four_replicas() -> dict[str, Any]:
-    text = settings(replicas=4).shared_config()
+    text = settings(replicas=4).config.text
     return managed_configmap({"default": "version: v1\n", "shared": text})
 
 
@@ -460,7 +460,7 @@ def test_changing_a_shared_key_of_nodes_all_in_the_limit_is_fine() -> None:
     cluster = enabled_read(shared=("gpu-node-2",), configmaps=[four_replicas()])
     result = enable(cluster, ["gpu-node", "gpu-node-2"])
     assert result.refusals == []
-    assert result.changes["configmap"][0].body["data"] == {"shared": settings().shared_config()}
+    assert result.changes["configmap"][0].body["data"] == {"shared": settings().config.text}
     assert result.restart_nodes == ["gpu-node", "gpu-node-2"]  # their pods mounted the 4-replica config
 
 
@@ -583,7 +583,7 @@ def test_another_replica_count_changes_the_key_and_restarts_its_readers() -> Non
     cluster = enabled_read()
     result = enable(cluster, ["gpu-node"], replicas=4)
     assert result.refusals == []
-    assert result.changes["configmap"][0].body["data"] == {"shared": settings(replicas=4).shared_config()}
+    assert result.changes["configmap"][0].body["data"] == {"shared": settings(replicas=4).config.text}
     assert result.changes["clusterpolicy"] == [] and not result.rolls_fleet
     assert result.restart_nodes == ["gpu-node"]
     assert any("change shared" in line for line in result.lines)

@@ -10,8 +10,10 @@ import yaml
 
 from gpushare import device_plugin_config as dpc
 from gpushare.model.taints import Taint
-from gpushare.timeslicing.settings import Settings
-from tests.unit.cluster_objects import INPUTS, settings
+from gpushare.runbook.state import ClusterState
+from gpushare.timeslicing.plan import plan
+from gpushare.timeslicing.settings import Settings, SharedConfig
+from tests.unit.cluster_objects import INPUTS, NOW, read, settings
 
 MPS = "version: v1\nsharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 2\n"
 
@@ -19,11 +21,12 @@ MPS = "version: v1\nsharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu
 def test_the_defaults_render_the_seeds_config() -> None:
     chosen = settings()
     assert chosen.problems() == []
-    assert yaml.safe_load(chosen.shared_config()) == {
+    assert yaml.safe_load(chosen.config.text) == {
         "version": "v1", "flags": {"migStrategy": "none"},
         "sharing": {"timeSlicing": {"renameByDefault": True, "failRequestsGreaterThanOne": True,
                                     "resources": [{"name": "nvidia.com/gpu", "replicas": 2}]}}}
-    assert chosen.sharing() == dpc.Sharing("time-slicing", True, True, 2)
+    assert dpc.parse(chosen.config.text).sharing == dpc.Sharing("time-slicing", True, True, 2)
+    assert chosen.config == SharedConfig(chosen.config.text, strategy="time-slicing")
     assert chosen.resource == "nvidia.com/gpu.shared"
     assert chosen.pool_taint == Taint("nvidia.com/gpu", "shared", "NoSchedule")
 
@@ -35,16 +38,27 @@ def test_values_as_ansible_passes_them() -> None:
     assert (chosen.replicas, chosen.rename_by_default, chosen.pool_taint, chosen.confirm_cluster_scope,
             chosen.fleet_roll_confirm_above) == (4, False, None, True, 3)
     assert chosen.resource == "nvidia.com/gpu"
-    assert chosen.sharing().replicas == 4
+    assert dpc.parse(chosen.config.text).sharing.replicas == 4
 
 
 def test_an_override_is_used_as_given() -> None:
     text = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 3\n"
     chosen = settings(config_override=text, replicas=2)
-    assert chosen.shared_config() == text and chosen.sharing().replicas == 3 and chosen.problems() == []
+    # one name for the count: the replicas the ConfigMap gets, the override's
+    assert chosen.config.text == text and chosen.replicas == 3 and chosen.problems() == []
     as_mapping = settings(config_override=yaml.safe_load(text))
-    assert yaml.safe_load(as_mapping.shared_config()) == yaml.safe_load(text)
+    assert yaml.safe_load(as_mapping.config.text) == yaml.safe_load(text)
     assert as_mapping.resource == "nvidia.com/gpu"
+
+
+@pytest.mark.parametrize("inputs", [{}, {"replicas": 4}, {"config_override": MPS.replace("mps", "timeSlicing")}])
+def test_the_plan_takes_the_config_as_read_and_never_parses_it_again(inputs: dict[str, Any],
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    chosen, parse, parsed = settings(**inputs), dpc.parse, []
+    monkeypatch.setattr(dpc, "parse", lambda text, *args: parsed.append(text) or parse(text, *args))
+    result = plan(ClusterState.of(read()), chosen, ["gpu-node"], {"command": "ansible-playbook"}, NOW)
+    assert result.refusals == [] and result.changes["configmap"][0].body["data"]["shared"] == chosen.config.text
+    assert chosen.config.text not in parsed
 
 
 @pytest.mark.parametrize(("inputs", "problem"), [
@@ -70,6 +84,8 @@ def test_an_override_is_used_as_given() -> None:
     pytest.param({"config_override": MPS}, "timeslicing_config_override gives sharing strategy `mps`, not "
                                            "time-slicing of nvidia.com/gpu", id="override-mps"),
     pytest.param({"config_override": "version: v1\n"}, "gives sharing strategy `none`", id="override-no-sharing"),
+    pytest.param({"config_override": MPS.replace("mps", "timeSlicing").replace("replicas: 2", "replicas: 20"), "replicas": 2},
+                 "timeslicing_config_override asks for 20 replicas per GPU, above the bound of 16", id="override-above-max"),
     pytest.param({"config_override": "version: v1\nsharing: [\n"},
                  "The device plugin would refuse timeslicing_config_override for key `shared`.",
                  id="override-not-yaml"),

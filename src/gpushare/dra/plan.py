@@ -99,17 +99,8 @@ def plan(facts: dict[str, Any], read: dict[str, Any], settings: PilotSettings, i
          now: dt.datetime) -> PilotPlan:
     """`facts`: the readiness probe's; `read`: node, pods (on it), device_class, records_namespace."""
     result = PilotPlan()
-    problems = settings.problems()
-    if problems:
-        result.refusals = [f"{p} {NOTHING}" for p in problems]
-        return result
-    failed = [c.line for c in readiness.checks(facts, settings.readiness) if not c.ok and c.name != "pods"]
-    failed += _driver_refusals(facts, settings)
-    if not read.get("records_namespace"):
-        failed.append(f"FAIL records: namespace {settings.records_namespace} (the runbooks' records) does not exist. "
-                      "Fix: create it (deploy/rbac).")
-    if failed:
-        result.refusals = ["The cluster is not ready for the DRA pilot:\n" + "\n".join(failed) + f"\n{NOTHING}"]
+    result.refusals = _cluster_refusals(facts, read, settings)
+    if result.refusals:
         return result
     node = Node(read["node"])
     result.node, result.gpus = node.name, node.gpus or 0
@@ -119,10 +110,32 @@ def plan(facts: dict[str, Any], read: dict[str, Any], settings: PilotSettings, i
         return result
     result.evict = [p.ref for p in evict]
     mark = mark_of(node)
-    ours = node.unschedulable and node.cordoned_by == RUNBOOK
-    tainted = any(t.key == TAINT["key"] and t.effect == TAINT["effect"] for t in node.taints)
-    record = str(mark["run"]) if mark and mark.get("run") else record_name(RUNBOOK, now)
-    result.record = record
+    result.record = str(mark["run"]) if mark and mark.get("run") else record_name(RUNBOOK, now)
+    result.changes = _changes(result, node, mark, _steps(node, settings, read.get("device_class")), settings,
+                              invocation, now)
+    result.expected = {"node": node.name, "gpus": result.gpus, "driver": settings.readiness.device_class,
+                       "driver_namespace": settings.readiness.driver_namespace, "plugin_label": settings.plugin_label,
+                       "namespace": settings.namespace, "class_name": settings.class_name,
+                       "gpu_config": settings.gpu_config(), "prometheus_url": settings.prometheus_url}
+    result.lines = _lines(node, settings, result, mark is not None)
+    return result
+
+
+def _cluster_refusals(facts: dict[str, Any], read: dict[str, Any], settings: PilotSettings) -> list[str]:
+    """The inputs' problems, else the readiness's failed checks (its "pods" aside) in one refusal."""
+    problems = settings.problems()
+    if problems:
+        return [f"{p} {NOTHING}" for p in problems]
+    failed = [c.line for c in readiness.checks(facts, settings.readiness) if not c.ok and c.name != "pods"]
+    failed += _driver_refusals(facts, settings)
+    if not read.get("records_namespace"):
+        failed.append(f"FAIL records: namespace {settings.records_namespace} (the runbooks' records) does not exist. "
+                      "Fix: create it (deploy/rbac).")
+    return ["The cluster is not ready for the DRA pilot:\n" + "\n".join(failed) + f"\n{NOTHING}"] if failed else []
+
+
+def _steps(node: Node, settings: PilotSettings, current_class: dict[str, Any] | None) -> dict[str, list[Change]]:
+    """The device plugin off, the DRA kubelet plugin's label and the pilot's DeviceClass, each where the cluster is not there yet."""
     steps: dict[str, list[Change]] = {}
     if node.labels.get(DEVICE_PLUGIN_LABEL) != "false":
         steps["device_plugin"] = [Change("merge", "Node", node.name, body={"metadata": {"labels": {DEVICE_PLUGIN_LABEL: "false"}}},
@@ -130,7 +143,7 @@ def plan(facts: dict[str, Any], read: dict[str, Any], settings: PilotSettings, i
     if node.labels.get(settings.plugin_label) != "true":
         steps["kubelet_plugin"] = [Change("merge", "Node", node.name, body={"metadata": {"labels": {settings.plugin_label: "true"}}},
                                           why="run the DRA driver's kubelet plugin on the node")]
-    wanted_class, current_class = device_class(settings), read.get("device_class")
+    wanted_class = device_class(settings)
     if current_class is None:
         steps["device_class"] = [Change("create", "DeviceClass", settings.class_name, body=wanted_class,
                                         why="the pilot's DeviceClass with the GpuConfig")]
@@ -139,6 +152,16 @@ def plan(facts: dict[str, Any], read: dict[str, Any], settings: PilotSettings, i
                                                  "resourceVersion": current_class["metadata"]["resourceVersion"]}}
         steps["device_class"] = [Change("replace", "DeviceClass", settings.class_name, body=replaced,
                                         why="the pilot's DeviceClass with this GpuConfig")]
+    return steps
+
+
+def _changes(result: PilotPlan, node: Node, mark: dict[str, Any] | None, steps: dict[str, list[Change]],
+             settings: PilotSettings, invocation: dict[str, str], now: dt.datetime) -> dict[str, list[Change]]:
+    """In order: the record (a new run's), the cordon with the node's mark, `steps`, the uncordon with the
+    pilot taint, the record marked complete; `result.cordons` says whether this run holds a cordon."""
+    record = result.record
+    ours = node.unschedulable and node.cordoned_by == RUNBOOK
+    tainted = any(t.key == TAINT["key"] and t.effect == TAINT["effect"] for t in node.taints)
     node_steps = bool(steps.keys() - {"device_class"}) or not tainted or ours
     result.cordons = node_steps and (not node.unschedulable or ours)
     changes: dict[str, list[Change]] = {}
@@ -173,13 +196,7 @@ def plan(facts: dict[str, Any], read: dict[str, Any], settings: PilotSettings, i
     if changes:
         changes["finish"] = [Change("merge", "ConfigMap", record, namespace=settings.records_namespace,
                                     body=state_patch("complete", now), why="mark the run complete")]
-    result.changes = changes
-    result.expected = {"node": node.name, "gpus": result.gpus, "driver": settings.readiness.device_class,
-                       "driver_namespace": settings.readiness.driver_namespace, "plugin_label": settings.plugin_label,
-                       "namespace": settings.namespace, "class_name": settings.class_name,
-                       "gpu_config": settings.gpu_config(), "prometheus_url": settings.prometheus_url}
-    result.lines = _lines(node, settings, result, mark is not None)
-    return result
+    return changes
 
 
 def _lines(node: Node, settings: PilotSettings, result: PilotPlan, resumed: bool) -> list[str]:

@@ -238,83 +238,110 @@ def _pod_refusals(name: str, node: Node, pods: list[Pod], settings: MigSettings)
 def plan(state: ClusterState, pods: list[dict[str, Any]], settings: MigSettings, targets: list[str],
          invocation: dict[str, str], now: dt.datetime) -> MigPlan:
     result = MigPlan(warnings=state.record_warnings(settings.records_namespace))
-
-    def refuse(message: str) -> None:
-        result.refusals.append(f"{message} {NOTHING}")
-
-    for problem in settings.problems + operator_problems(state, settings.namespace, settings.clusterpolicy,
-                                                                          settings.records_namespace):
-        refuse(problem)
+    result.refusals = [f"{problem} {NOTHING}" for problem in settings.problems + operator_problems(
+        state, settings.namespace, settings.clusterpolicy, settings.records_namespace)]
     if result.refusals:
         return result
-    manager = state.spec.get("migManager") or {}
     strategy = str((state.spec.get("mig") or {}).get("strategy") or "")
-    if manager.get("enabled") is False:
-        refuse(f"The MIG manager is disabled (ClusterPolicy {settings.clusterpolicy} spec.migManager.enabled false): "
-               "nothing would apply a MIG config. Enable it first.")
-    if strategy not in STRATEGIES:
-        refuse(f"ClusterPolicy {settings.clusterpolicy} has spec.mig.strategy {strategy or 'unset'}: the device plugin "
-               "then advertises no MIG instance. Set it to single or mixed first (it applies to every GPU node).")
+    result.refusals = [f"{problem} {NOTHING}" for problem in _cluster_problems(state, settings, strategy)]
     workload_pods = [Pod(p) for p in pods]
     plans: list[NodePlan] = []
     for name in targets:
-        node = state.nodes.get(name)
-        if node is None or not node.gpu_present:
-            why = "no such node" if node is None else "no nvidia.com/gpu.present=true label"
-            refuse(f"{name} is not a GPU node of this cluster ({why}): check -l, the inventory, or the host's "
-                   "gpushare_node_name.")
-            continue
-        if not node.mig_capable and settings.runbook == ENABLE:
-            refuse(f"{name} is not MIG-capable (nvidia.com/mig.capable={node.labels.get('nvidia.com/mig.capable', 'unset')}"
-                   f", product {node.product or 'unknown'}): MIG needs an A100, A30, H100, H200 or newer data-centre GPU.")
-            continue
-        if settings.runbook == ENABLE and (node.shares or timeslicing_mark(node) is not None):
-            refuse(f"{name} is time-sliced (nvidia.com/gpu.replicas {node.replicas}, sharing strategy {node.strategy}): "
-                   "one change at a time. Roll time-slicing back first (playbooks/rollback-timeslicing.yml).")
-            continue
-        mark = Mark.parse(node.annotations.get(MARK))
-        target = (settings.configs.get(name, "") if settings.runbook == ENABLE
-                  else settings.rollback_to or (mark.previous if mark else mig_layout.DISABLED))
-        ours = node.unschedulable and node.cordoned_by in RUNBOOKS
-        if node.mig_config == target and node.mig_state == "success" and not ours and (
-                settings.runbook == ENABLE or mark is None):
-            continue
-        if not node.mig_capable:  # a rollback of a node without MIG: nothing is partitioned there
-            continue
-        if node.mig_config == target and node.mig_state == "failed":
-            node_plan = _config_refusals(name, node, state, settings, strategy, target)[0]
-            reboot = (f" It turns MIG mode on or off, which takes effect only once the GPUs are reset, and the MIG "
-                      f"manager runs without WITH_REBOOT: if the node needs a reboot for that, reboot {name} (at its "
-                      f"start the MIG manager applies {target} again) and re-run this command once it reports success."
-                      if node_plan is not None and node_plan.mode_change else "")
-            refuse(f"The MIG manager already failed to apply {target} on {name} (nvidia.com/mig.config.state=failed): "
-                   f"its log says why (kubectl -n {settings.namespace} logs -l app=nvidia-mig-manager).{reboot} Roll "
-                   "back with playbooks/rollback-mig.yml, or fix the cause and set the label again.")
-            continue
-        record = _gave_up(state, node, target, settings, now)
-        if record is not None:
-            refuse(stuck(name, target, settings.namespace, [p for p in pods if (p.get("spec") or {}).get("nodeName") == name],
-                         record.name, record.intent.node_labels.get(name)))
-            continue
-        if node.mig_config != target and node.mig_state in ("pending", "rebooting") and not ours:
-            refuse(f"The MIG manager is still applying {node.mig_config} on {name} (nvidia.com/mig.config.state="
-                   f"{node.mig_state}): wait until it reports success or failed, then re-run.")
-            continue
-        node_plan, refusals, warnings = _config_refusals(name, node, state, settings, strategy, target)
-        evict, pod_refusals, pod_warnings = _pod_refusals(name, node, workload_pods, settings)
-        for message in refusals + pod_refusals:
-            refuse(message)
-        result.warnings += warnings + pod_warnings
+        node_plan, refusals, warnings = _node_plan(name, state, settings, strategy, pods, workload_pods, now)
+        result.refusals += [f"{message} {NOTHING}" for message in refusals]
+        result.warnings += warnings
         if node_plan is not None:
-            node_plan.evict, node_plan.resources = evict, gpu_resources(node)
-            node_plan.cordon = not node.unschedulable or ours
-            node_plan.relabel = node.mig_config != target
             plans.append(node_plan)
     if result.refusals:
         return result
     if not plans:
         result.lines = [_nothing_line(state, targets, settings), *(f"  WARNING: {w}" for w in result.warnings)]
         return result
+    _plan_writes(result, state, settings, strategy, plans, invocation, now)
+    return result
+
+
+def _cluster_problems(state: ClusterState, settings: MigSettings, strategy: str) -> list[str]:
+    """What stops any MIG change: no MIG manager, or a MIG strategy under which no instance is advertised."""
+    problems = []
+    if (state.spec.get("migManager") or {}).get("enabled") is False:
+        problems.append(f"The MIG manager is disabled (ClusterPolicy {settings.clusterpolicy} spec.migManager.enabled "
+                        "false): nothing would apply a MIG config. Enable it first.")
+    if strategy not in STRATEGIES:
+        problems.append(f"ClusterPolicy {settings.clusterpolicy} has spec.mig.strategy {strategy or 'unset'}: the device "
+                        "plugin then advertises no MIG instance. Set it to single or mixed first (it applies to every "
+                        "GPU node).")
+    return problems
+
+
+def _node_plan(name: str, state: ClusterState, settings: MigSettings, strategy: str, pods: list[dict[str, Any]],
+               workload_pods: list[Pod], now: dt.datetime) -> tuple[NodePlan | None, list[str], list[str]]:
+    """A target's plan (None when it is where the run takes it, or refused), refusals and warnings."""
+    node = state.nodes.get(name)
+    refusal = _target_problem(name, node, settings)
+    if refusal or node is None:
+        return None, [refusal], []
+    mark = Mark.parse(node.annotations.get(MARK))
+    target = (settings.configs.get(name, "") if settings.runbook == ENABLE
+              else settings.rollback_to or (mark.previous if mark else mig_layout.DISABLED))
+    ours = node.unschedulable and node.cordoned_by in RUNBOOKS
+    if node.mig_config == target and node.mig_state == "success" and not ours and (
+            settings.runbook == ENABLE or mark is None):
+        return None, [], []
+    if not node.mig_capable:  # a rollback of a node without MIG: nothing is partitioned there
+        return None, [], []
+    refusal = _manager_problem(name, node, state, settings, strategy, target, pods, ours, now)
+    if refusal:
+        return None, [refusal], []
+    node_plan, refusals, warnings = _config_refusals(name, node, state, settings, strategy, target)
+    evict, pod_refusals, pod_warnings = _pod_refusals(name, node, workload_pods, settings)
+    if node_plan is not None:
+        node_plan.evict, node_plan.resources = evict, gpu_resources(node)
+        node_plan.cordon = not node.unschedulable or ours
+        node_plan.relabel = node.mig_config != target
+    return node_plan, refusals + pod_refusals, warnings + pod_warnings
+
+
+def _target_problem(name: str, node: Node | None, settings: MigSettings) -> str:
+    """A target that is no GPU node, or that the enable cannot partition: not MIG-capable, or time-sliced."""
+    if node is None or not node.gpu_present:
+        why = "no such node" if node is None else "no nvidia.com/gpu.present=true label"
+        return (f"{name} is not a GPU node of this cluster ({why}): check -l, the inventory, or the host's "
+                "gpushare_node_name.")
+    if not node.mig_capable and settings.runbook == ENABLE:
+        return (f"{name} is not MIG-capable (nvidia.com/mig.capable={node.labels.get('nvidia.com/mig.capable', 'unset')}"
+                f", product {node.product or 'unknown'}): MIG needs an A100, A30, H100, H200 or newer data-centre GPU.")
+    if settings.runbook == ENABLE and (node.shares or timeslicing_mark(node) is not None):
+        return (f"{name} is time-sliced (nvidia.com/gpu.replicas {node.replicas}, sharing strategy {node.strategy}): "
+                "one change at a time. Roll time-slicing back first (playbooks/rollback-timeslicing.yml).")
+    return ""
+
+
+def _manager_problem(name: str, node: Node, state: ClusterState, settings: MigSettings, strategy: str, target: str,
+                     pods: list[dict[str, Any]], ours: bool, now: dt.datetime) -> str:
+    """The MIG manager failed on `target` already, an earlier run gave up on the node, or it is still applying another config."""
+    if node.mig_config == target and node.mig_state == "failed":
+        node_plan = _config_refusals(name, node, state, settings, strategy, target)[0]
+        reboot = (f" It turns MIG mode on or off, which takes effect only once the GPUs are reset, and the MIG "
+                  f"manager runs without WITH_REBOOT: if the node needs a reboot for that, reboot {name} (at its "
+                  f"start the MIG manager applies {target} again) and re-run this command once it reports success."
+                  if node_plan is not None and node_plan.mode_change else "")
+        return (f"The MIG manager already failed to apply {target} on {name} (nvidia.com/mig.config.state=failed): "
+                f"its log says why (kubectl -n {settings.namespace} logs -l app=nvidia-mig-manager).{reboot} Roll "
+                "back with playbooks/rollback-mig.yml, or fix the cause and set the label again.")
+    record = _gave_up(state, node, target, settings, now)
+    if record is not None:
+        return stuck(name, target, settings.namespace, [p for p in pods if (p.get("spec") or {}).get("nodeName") == name],
+                     record.name, record.intent.node_labels.get(name))
+    if node.mig_config != target and node.mig_state in ("pending", "rebooting") and not ours:
+        return (f"The MIG manager is still applying {node.mig_config} on {name} (nvidia.com/mig.config.state="
+                f"{node.mig_state}): wait until it reports success or failed, then re-run.")
+    return ""
+
+
+def _plan_writes(result: MigPlan, state: ClusterState, settings: MigSettings, strategy: str, plans: list[NodePlan],
+                 invocation: dict[str, str], now: dt.datetime) -> None:
+    """The record, the changes, what the verify must find and the lines of a run nothing refused."""
     result.nodes = [p.name for p in plans]
     result.resources = sorted({r for p in plans for r in p.resources})
     result.cordons = [p.name for p in plans if p.cordon]
@@ -335,7 +362,6 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: MigSettings,
     }
     result.before = {p.name: facts(state.nodes[p.name]) for p in plans}
     result.lines = _lines(state, settings, strategy, plans, result)
-    return result
 
 
 def _kept(node: Node) -> dict[str, str | None]:

@@ -72,40 +72,15 @@ def plan(read: dict[str, Any], settings: RolloutSettings, hosts: list[tuple[str,
     result.refusals += _node_problems(nodes, steps)
     if result.refusals:
         return result
-    wanted = pr.Progress(fingerprint(steps), steps)
     raw = read.get("record")
     record = pr.RolloutRecord.of(raw) if raw else None
-    if record is not None and record.progress is None:
-        result.refusals.append(f"ConfigMap {settings.records_namespace}/{pr.RECORD}, the rollout record, cannot be read (its "
-                               f"{pr.DATA} is not what this runbook writes). Look at it, then start over with "
-                               f"-e rollout_start_over=true (it is kept as a copy). {NOTHING}")
+    refusal = _record_refusal(record, settings, live, now)
+    if refusal:
+        result.refusals.append(refusal)
         return result
-    if record is not None and live(record, now):
-        result.refusals.append(f"Another run holds the rollout: {record.holder}, valid until "
-                               f"{record.annotations.get(pr.VALID_UNTIL)} ({_describe(record)}). Wait for it to finish; "
-                               f"a killed run's hold ends at that time. {NOTHING}")
+    current = _current(result, record, pr.Progress(fingerprint(steps), steps), settings)
+    if current is None:
         return result
-    same = record is not None and record.progress is not None and record.progress.fingerprint == wanted.fingerprint
-    if record is None:
-        result.status, current = "new", wanted
-    elif settings.start_over:
-        result.status, current = "start-over", wanted
-        result.notes.append(f"The earlier rollout ({record.state}; {_describe(record)}) is kept as ConfigMap "
-                            f"{pr.archive_name(record)}; its nodes stay as they are.")
-    elif not same:
-        if record.state in pr.FINAL:
-            result.status, current = "start-over", wanted
-            result.notes.append(f"A new rollout: the earlier one ({record.state}) is kept as ConfigMap "
-                                f"{pr.archive_name(record)}.")
-        else:
-            result.refusals.append(
-                f"A rollout with another plan is in progress ({_describe(record)}; {record.progress.outcome}). "
-                "Finish it first: re-run it with its own inventory limit and rollout_* inputs; or abandon it (its "
-                f"nodes stay as they are) with -e rollout_start_over=true. {NOTHING}")
-            return result
-    else:
-        current = record.progress
-        result.status = "finished" if current.outcome in pr.FINAL else "resume"
     result.progress = current
     if result.status == "finished":
         return result
@@ -115,8 +90,54 @@ def plan(read: dict[str, Any], settings: RolloutSettings, hosts: list[tuple[str,
     result.take = pr.take_changes(settings.records_namespace, record, current, holder, valid, now, invocation,
                                   report.change_record(current, started), result.status == "start-over")
     result.prepare = not current.prepared
-    if check_mode:
-        return result
+    if not check_mode:
+        _pending_hosts(result, current)
+    return result
+
+
+def _record_refusal(record: pr.RolloutRecord | None, settings: RolloutSettings,
+                    live: Callable[[pr.RolloutRecord, dt.datetime], bool], now: dt.datetime) -> str:
+    """A rollout record this runbook cannot read, or one another run holds."""
+    if record is not None and record.progress is None:
+        return (f"ConfigMap {settings.records_namespace}/{pr.RECORD}, the rollout record, cannot be read (its "
+                f"{pr.DATA} is not what this runbook writes). Look at it, then start over with "
+                f"-e rollout_start_over=true (it is kept as a copy). {NOTHING}")
+    if record is not None and live(record, now):
+        return (f"Another run holds the rollout: {record.holder}, valid until "
+                f"{record.annotations.get(pr.VALID_UNTIL)} ({_describe(record)}). Wait for it to finish; "
+                f"a killed run's hold ends at that time. {NOTHING}")
+    return ""
+
+
+def _current(result: RolloutPlan, record: pr.RolloutRecord | None, wanted: pr.Progress,
+             settings: RolloutSettings) -> pr.Progress | None:
+    """The rollout this run goes on with, its status in `result`: a new one, the recorded one resumed
+    (or finished), or a new one over a finished or abandoned record; None (refused) over another plan in progress."""
+    if record is None:
+        result.status = "new"
+        return wanted
+    if settings.start_over:
+        result.status = "start-over"
+        result.notes.append(f"The earlier rollout ({record.state}; {_describe(record)}) is kept as ConfigMap "
+                            f"{pr.archive_name(record)}; its nodes stay as they are.")
+        return wanted
+    if record.progress is not None and record.progress.fingerprint == wanted.fingerprint:
+        result.status = "finished" if record.progress.outcome in pr.FINAL else "resume"
+        return record.progress
+    if record.state in pr.FINAL:
+        result.status = "start-over"
+        result.notes.append(f"A new rollout: the earlier one ({record.state}) is kept as ConfigMap "
+                            f"{pr.archive_name(record)}.")
+        return wanted
+    result.refusals.append(
+        f"A rollout with another plan is in progress ({_describe(record)}; {record.progress.outcome}). "
+        "Finish it first: re-run it with its own inventory limit and rollout_* inputs; or abandon it (its "
+        f"nodes stay as they are) with -e rollout_start_over=true. {NOTHING}")
+    return None
+
+
+def _pending_hosts(result: RolloutPlan, current: pr.Progress) -> None:
+    """The hosts of the steps still to run: the widening batches, the raise, an undo pending."""
     pending = current.pending
     widen = [s for s in pending if s.kind == WIDEN]
     result.hosts["widen"] = [h for s in widen for h in s.hosts]
@@ -127,7 +148,6 @@ def plan(read: dict[str, Any], settings: RolloutSettings, hosts: list[tuple[str,
         result.hosts["raise"] = list(current.step(result.raise_steps[0]).hosts)
     if current.outcome == "rolling-back" and current.undo.get("state") == "pending":
         result.hosts["undo"] = list(current.undo["hosts"])
-    return result
 
 
 # ---- what a step needs ------------------------------------------------------------------------------

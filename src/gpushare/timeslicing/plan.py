@@ -46,33 +46,163 @@ class EnablePlan(Plan):
         return super().writes or bool(self.restart_nodes)
 
 
-def _label_problems(state: ClusterState, settings: Settings, targets: list[str]) -> list[str]:
-    """Labels of the targets that the enable would overwrite (it records no backup of a label)."""
+@dataclass(frozen=True)
+class Wanted:
+    """What the run asks of the cluster, before it is judged: the nodes it affects, the ConfigMap's
+    data it wants, the ClusterPolicy fields it changes and whether that rolls the fleet."""
+
+    affected: list[str]  # the targets; with cluster scope every GPU node too
+    data: dict[str, str]  # the ConfigMap's data as read
+    desired: dict[str, str]  # ... and as this run leaves it
+    wanted_default: str  # the ClusterPolicy's default key this run leaves
+    field_changes: list[FieldChange]
+    untolerated: Taint | None  # the pool taint, when the operands do not tolerate it
+    rolls_fleet: bool  # spec.devicePlugin.config changes: the operator restarts the readers everywhere
+    readers: list[str]  # the operand DaemonSets that read the ConfigMap
+    rerenders: bool = False  # spec.devicePlugin.config changes under OnDelete: re-rendered, no roll
+
+    @classmethod
+    def of(cls, state: ClusterState, settings: Settings, targets: list[str]) -> Wanted:
+        data = state.configmap_data(settings.configmap)
+        policy_name, policy_default = state.plugin_config
+        affected = sorted(set(targets) | ({n.name for n in state.gpu_nodes} if settings.scope == "cluster" else set()))
+        if settings.scope == "cluster":
+            wanted_default = settings.key
+        else:
+            wanted_default = policy_default if policy_name == settings.configmap and policy_default else DEFAULT_KEY
+        desired = {**data, settings.key: settings.config.text}
+        if DEFAULT_KEY not in desired:
+            desired[DEFAULT_KEY] = DEFAULT_CONFIG
+        taint = settings.pool_taint
+        untolerated = taint if taint is not None and not tolerated(state.operand_tolerations, taint) else None
+        field_changes = _config_changes(state, settings, wanted_default)
+        if untolerated is not None and settings.confirm_operand_roll:
+            field_changes.append(FieldChange(TOLERATIONS, (state.spec.get("daemonsets") or {}).get("tolerations"),
+                                             state.operand_tolerations + [{"key": untolerated.key, "operator": "Exists",
+                                                                           "effect": "NoSchedule"}]))
+        rerenders = any(c.path.startswith(CONFIG) for c in field_changes)
+        readers = state.config_readers()
+        on_delete = bool(readers) and all(o.on_delete for o in readers)
+        return cls(affected, data, desired, wanted_default, field_changes, untolerated, rerenders and not on_delete,
+                   [o.name for o in readers] or list(CONFIG_READERS[:2]), rerenders and on_delete)
+
+    def operand_roll(self, settings: Settings) -> bool:
+        """The confirmed toleration change: every operand DaemonSet re-renders."""
+        return self.untolerated is not None and settings.confirm_operand_roll
+
+    def needs_workloads(self, state: ClusterState, settings: Settings) -> bool:
+        """The driver upgrade the operand roll starts must evict every GPU pod: read them first."""
+        return self.operand_roll(settings) and upgrades_driver(state) and state.workloads is None
+
+    def notes(self, state: ClusterState, settings: Settings) -> list[str]:
+        if not self.operand_roll(settings):
+            return []
+        return [f"Confirmed: adding the toleration for {self.untolerated} to spec.daemonsets.tolerations "
+                f"{_operand_roll_cost(state)}."]
+
+
+def plan(state: ClusterState, settings: Settings, targets: list[str], invocation: dict[str, str],
+         now: dt.datetime, access: dict[str, Any] | None = None, partial: bool = False,
+         xid: XidCheck | None = None) -> EnablePlan:
+    """The refusals, else the changes. `partial`: the state's nodes are only the targets and the nodes
+    with a device-plugin config label (the preflight's first read; see `needs_fleet`). `xid`: what
+    the preflight read of the targets' Xid codes (None: not run)."""
+    xid = xid or XidCheck("", settings.xid_window)
+    result = EnablePlan(warnings=state.record_warnings(settings.records_namespace))
+    adopted = next(iter(reversed(state.interrupted(RUNBOOK))), None)
+    if adopted:
+        result.interrupted = [state.interrupted_note(adopted, "An earlier enable run was interrupted",
+                                                     settings.records_namespace, now)]
+        result.notes.append(f"{result.interrupted[0]} This run finishes that change and keeps its backup (roll back "
+                            "instead with playbooks/rollback-timeslicing.yml).")
+    result.refusals, wanted = refusals(state, settings, targets, invocation, access, xid)
+    if wanted:
+        result.notes += wanted.notes(state, settings) + ([xid.note()] if targets else [])
+        result.needs_workloads = wanted.needs_workloads(state, settings)
+        if not result.refusals:
+            _plan_changes(result, state, settings, targets, wanted, invocation, now,
+                          adopted.name if adopted else record_name(RUNBOOK, now), adopted.intent if adopted else None)
+    result.needs_fleet = partial and needs_fleet(result, settings)
+    return result
+
+
+def needs_fleet(result: EnablePlan, settings: Settings) -> bool:
+    """The fleet-read rule. The preflight first reads the targets and the nodes with a device-plugin
+    config label; a plan made from that is the plan only when it writes nothing, refuses nothing and
+    has node scope. Every other node counts only for a change (its fingerprint for the verify, the
+    users of a key or of the default, the fleet's size) or for the refusal of a cluster-scope run:
+    for those the preflight reads every node and plans again."""
+    return not (settings.scope == "node" and not result.writes and not result.refusals)
+
+
+def refusals(state: ClusterState, settings: Settings, targets: list[str], invocation: dict[str, str],
+             access: dict[str, Any] | None = None, xid: XidCheck | None = None) -> tuple[list[str], Wanted | None]:
+    """Every reason to refuse the run before any write, each ending "Nothing was changed.", in the
+    order the operator reads them, and what the run wants once its preconditions hold (None until
+    they do). Each stage's refusals hide the later stages', which assume the earlier ones passed.
+    `access`: the authorizer's answers to the preflight's questions (gpushare.rbac.access), if asked."""
+    problems = _precondition_problems(state, settings, targets, invocation, access, xid)
+    wanted = None if problems else Wanted.of(state, settings, targets)
+    if wanted:
+        problems = _change_problems(state, settings, targets, wanted)
+    return [f"{problem} {NOTHING}" for problem in problems], wanted
+
+
+def _precondition_problems(state: ClusterState, settings: Settings, targets: list[str], invocation: dict[str, str],
+                           access: dict[str, Any] | None, xid: XidCheck | None) -> list[str]:
+    """The inputs, the operator, the identity's access, an interrupted rollback and the targets (a
+    card DCGM saw fall off the bus is named by the Xid check, not again as an unhealthy count)."""
+    problems = settings.problems() + operator_problems(state, settings.namespace, settings.clusterpolicy,
+                                                       settings.records_namespace)
+    if problems:
+        return problems
+    denied = configmap_refusal(access, identity(invocation), writes_configmap(state, settings), rbac_names(settings))
+    if denied:
+        return [denied]
+    return ([f"A rollback was interrupted (record {record.name}, started {record.started}, on "
+             f"{', '.join(record.intent.nodes) or 'the cluster level'}): finish it first by re-running "
+             "playbooks/rollback-timeslicing.yml for those nodes." for record in state.interrupted(ROLLBACK)]
+            + (xid.problems() if xid else [])
+            + _target_problems(state, targets, settings.strategy, {card.node for card in xid.fallen} if xid else set())
+            + _mps_problems(state, settings, targets))
+
+
+def _target_problems(state: ClusterState, targets: list[str], strategy: str = "time-slicing",
+                     fallen: set[str] | frozenset[str] = frozenset()) -> list[str]:
     problems = []
     for name in targets:
-        node = state.nodes[name]
-        own, mark = node.config_label, timeslicing_mark(node)
-        if settings.scope == "node" and own and own != settings.key and not (mark and mark.valid):
-            problems.append(f"{name} already uses its own device-plugin config ({CONFIG_LABEL}={own}): the trial would "
-                            "replace it. Remove that label first, or leave this node out of the trial.")
-        pool = node.labels.get(settings.pool.label_key)
-        if pool is not None and pool != settings.pool.label_value:
-            problems.append(f"{name} already carries {settings.pool.label_key}={pool}: the shared-pool label would "
-                            f"replace it. Choose another label with timeslicing_pool_label_key, or remove it first.")
+        node = state.nodes.get(name)
+        if node is None:
+            problems.append(f"{name} is not a node of this cluster (kubectl get node {name} finds nothing): check -l, "
+                            "the inventory, or the host's gpushare_node_name.")
+        elif not node.gpu_present:
+            problems.append(f"{name} has no nvidia.com/gpu.present=true label: it is not a GPU node managed by the "
+                            "GPU Operator. Limit the run (-l) to GPU nodes.")
+        elif node.gpus is None:
+            problems.append(f"{name} has no nvidia.com/gpu.count label yet (GPU feature discovery has not run): "
+                            "wait for the GPU Operator to finish with it.")
+        elif node.mig_enabled and strategy != "mps":  # MPS says it in its own words (_mps_problems)
+            problems.append(f"{name} has MIG enabled (nvidia.com/mig.config={node.mig_config}): this runbook "
+                            "time-slices whole GPUs only; roll MIG back first (playbooks/rollback-mig.yml).")
+        elif node.unhealthy is not None and name not in fallen:
+            problems.append(_unhealthy_problem(node, strategy))
     return problems
 
 
-def _strategy_of(state: ClusterState, settings: Settings, node: Node) -> str:
-    """The sharing strategy the node's device-plugin config gives, else the one GFD labels."""
-    if node.config_label:
-        mark = timeslicing_mark(node)
-        text = state.configmap_data(mark.configmap if mark and mark.configmap
-                                    else settings.configmap).get(node.config_label)
-        try:
-            return dpc.parse(text).sharing.strategy if text is not None else node.strategy
-        except dpc.ConfigError:
-            return node.strategy
-    return node.strategy
+def _unhealthy_problem(node: Node, strategy: str) -> str:
+    """An unhealthy card is out of service only until the device plugin reloads (its health state
+    lives in its process: k8s-device-plugin internal/rm/health.go), and enabling sharing reloads it."""
+    resource, allocatable, capacity = node.unhealthy or ("", 0, 0)
+    replicas = max(1, node.replicas)
+    cards = -(-(capacity - allocatable) // replicas)
+    of = f" of its {node.gpus}" if node.gpus else ""
+    noun = "GPU" if (node.gpus or cards) == 1 else "GPUs"
+    return (f"{node.name}: {cards}{of} {noun} unhealthy ({resource} allocatable {allocatable} "
+            f"of capacity {capacity}): the device plugin took {'them' if cards != 1 else 'it'} out after an Xid error, "
+            f"or it does not serve them. Enabling {'MPS' if strategy == 'mps' else strategy} reloads the plugin, which forgets the fault and "
+            "advertises the card again, once per share. Find the card (the device plugin's log on the node says "
+            "\"marked unhealthy\" with its UUID; DCGM_FI_DEV_XID_ERRORS), drain the node and repair or reset it (an "
+            "Xid 79, fallen off the bus, needs a reboot), then run this again.")
 
 
 def _mps_problems(state: ClusterState, settings: Settings, targets: list[str]) -> list[str]:
@@ -127,6 +257,19 @@ def _mps_problems(state: ClusterState, settings: Settings, targets: list[str]) -
     return problems
 
 
+def _strategy_of(state: ClusterState, settings: Settings, node: Node) -> str:
+    """The sharing strategy the node's device-plugin config gives, else the one GFD labels."""
+    if node.config_label:
+        mark = timeslicing_mark(node)
+        text = state.configmap_data(mark.configmap if mark and mark.configmap
+                                    else settings.configmap).get(node.config_label)
+        try:
+            return dpc.parse(text).sharing.strategy if text is not None else node.strategy
+        except dpc.ConfigError:
+            return node.strategy
+    return node.strategy
+
+
 def _per_node_mps_problems(template: dict[str, Any], settings: Settings, targets: list[str]) -> list[str]:
     """A per-node MPS config the operator's MPS control daemon can never load (gpushare.mps)."""
     failure = mps.per_node_failure(template)
@@ -140,213 +283,32 @@ def _per_node_mps_problems(template: dict[str, Any], settings: Settings, targets
             f"{', '.join(sorted(set(targets)))} advertise 0 GPUs. What works: {mps.WHAT_WORKS}."]
 
 
-def share_lines(state: ClusterState, settings: Settings, targets: list[str]) -> list[str]:
-    """MPS: each target's per-share limits, as the daemon will set them."""
-    if settings.strategy != "mps":
-        return []
-    lines = []
-    for name in sorted(set(targets)):
-        node = state.nodes[name]
-        memory = node.labels.get("nvidia.com/gpu.memory")
-        if memory and memory.isdigit():
-            lines.append(f"- {name}: {mps.describe(node.product, int(memory), settings.sharing().replicas)}")
-    return lines
-
-
-def _target_problems(state: ClusterState, targets: list[str], strategy: str = "time-slicing",
-                     fallen: set[str] | frozenset[str] = frozenset()) -> list[str]:
-    problems = []
-    for name in targets:
-        node = state.nodes.get(name)
-        if node is None:
-            problems.append(f"{name} is not a node of this cluster (kubectl get node {name} finds nothing): check -l, "
-                            "the inventory, or the host's gpushare_node_name.")
-        elif not node.gpu_present:
-            problems.append(f"{name} has no nvidia.com/gpu.present=true label: it is not a GPU node managed by the "
-                            "GPU Operator. Limit the run (-l) to GPU nodes.")
-        elif node.gpus is None:
-            problems.append(f"{name} has no nvidia.com/gpu.count label yet (GPU feature discovery has not run): "
-                            "wait for the GPU Operator to finish with it.")
-        elif node.mig_enabled and strategy != "mps":  # MPS says it in its own words (_mps_problems)
-            problems.append(f"{name} has MIG enabled (nvidia.com/mig.config={node.mig_config}): this runbook "
-                            "time-slices whole GPUs only; roll MIG back first (playbooks/rollback-mig.yml).")
-        elif node.unhealthy is not None and name not in fallen:
-            problems.append(_unhealthy_problem(node, strategy))
-    return problems
-
-
-def _unhealthy_problem(node: Node, strategy: str) -> str:
-    """An unhealthy card is out of service only until the device plugin reloads (its health state
-    lives in its process: k8s-device-plugin internal/rm/health.go), and enabling sharing reloads it."""
-    resource, allocatable, capacity = node.unhealthy or ("", 0, 0)
-    per_gpu = max(1, node.replicas)
-    cards = -(-(capacity - allocatable) // per_gpu)
-    of = f" of its {node.gpus}" if node.gpus else ""
-    noun = "GPU" if (node.gpus or cards) == 1 else "GPUs"
-    return (f"{node.name}: {cards}{of} {noun} unhealthy ({resource} allocatable {allocatable} "
-            f"of capacity {capacity}): the device plugin took {'them' if cards != 1 else 'it'} out after an Xid error, "
-            f"or it does not serve them. Enabling {'MPS' if strategy == 'mps' else strategy} reloads the plugin, which forgets the fault and "
-            "advertises the card again, once per share. Find the card (the device plugin's log on the node says "
-            "\"marked unhealthy\" with its UUID; DCGM_FI_DEV_XID_ERRORS), drain the node and repair or reset it (an "
-            "Xid 79, fallen off the bus, needs a reboot), then run this again.")
-
-
-def _key_users(state: ClusterState, settings: Settings, key: str) -> list[str]:
-    name, default = state.plugin_config
-    users = [n.name for n in state.gpu_nodes if n.config_label == key]
-    if name == settings.configmap and default == key:
-        users += [n.name for n in state.gpu_nodes if not n.config_label]
-    return sorted(set(users))
-
-
-def _node_change(node: Node, settings: Settings, record: str) -> tuple[list[Change], bool]:
-    """The node's label/annotation merge patch and, when the pool taint is missing, the taint patch."""
-    pool = settings.pool
-    labels: dict[str, str] = {}
-    if settings.scope == "node" and node.config_label != settings.key:
-        labels[CONFIG_LABEL] = settings.key
-    if not node.in_pool(pool):
-        labels[pool.label_key] = pool.label_value
-    previous = timeslicing_mark(node)
-    existing = node.pool_taint(pool)
-    add_taint = pool.taint is not None and existing is None
-    taint_added = add_taint or bool(existing and previous and previous.valid and previous.taint_added
-                                    and existing == pool.taint)
-    mark = Mark(settings.configmap, settings.key, settings.sharing().replicas, settings.scope,
-                previous.run if previous and previous.valid and previous.run else record, taint_added)
-    annotations = {MARK: mark.text()} if not previous or previous.text() != mark.text() else {}
-    changes = []
-    if labels or annotations:
-        body: dict[str, Any] = {"metadata": {}}
-        if labels:
-            body["metadata"]["labels"] = labels
-        if annotations:
-            body["metadata"]["annotations"] = annotations
-        changes.append(Change("merge", "Node", node.name, body=body, why="select the shared config and join the shared pool"))
-    if add_taint:
-        changes.append(Change("taint", "Node", node.name, body=pool.taint.as_dict(), why=f"taint the shared pool ({pool.taint})"))
-    return changes, bool(existing and existing != pool.taint)
-
-
-@dataclass(frozen=True)
-class Wanted:
-    """What the run asks of the cluster, before it is judged: the nodes it affects, the ConfigMap's
-    data it wants, the ClusterPolicy fields it changes and whether that rolls the fleet."""
-
-    affected: list[str]  # the targets; with cluster scope every GPU node too
-    data: dict[str, str]  # the ConfigMap's data as read
-    desired: dict[str, str]  # ... and as this run leaves it
-    wanted_default: str  # the ClusterPolicy's default key this run leaves
-    field_changes: list[FieldChange]
-    untolerated: Taint | None  # the pool taint, when the operands do not tolerate it
-    rolls_fleet: bool  # spec.devicePlugin.config changes: the operator restarts the readers everywhere
-    readers: list[str]  # the operand DaemonSets that read the ConfigMap
-    rerenders: bool = False  # spec.devicePlugin.config changes under OnDelete: re-rendered, no roll
-
-    @classmethod
-    def of(cls, state: ClusterState, settings: Settings, targets: list[str]) -> Wanted:
-        data = state.configmap_data(settings.configmap)
-        policy_name, policy_default = state.plugin_config
-        affected = sorted(set(targets) | ({n.name for n in state.gpu_nodes} if settings.scope == "cluster" else set()))
-        if settings.scope == "cluster":
-            wanted_default = settings.key
-        else:
-            wanted_default = policy_default if policy_name == settings.configmap and policy_default else DEFAULT_KEY
-        desired = {**data, settings.key: settings.shared_config()}
-        if DEFAULT_KEY not in desired:
-            desired[DEFAULT_KEY] = DEFAULT_CONFIG
-        taint = settings.pool_taint
-        untolerated = taint if taint is not None and not tolerated(state.operand_tolerations, taint) else None
-        field_changes = _config_changes(state, settings, wanted_default)
-        if untolerated is not None and settings.confirm_operand_roll:
-            field_changes.append(FieldChange(TOLERATIONS, (state.spec.get("daemonsets") or {}).get("tolerations"),
-                                             state.operand_tolerations + [{"key": untolerated.key, "operator": "Exists",
-                                                                           "effect": "NoSchedule"}]))
-        rerenders = any(c.path.startswith(CONFIG) for c in field_changes)
-        readers = state.config_readers()
-        on_delete = bool(readers) and all(o.on_delete for o in readers)
-        return cls(affected, data, desired, wanted_default, field_changes, untolerated, rerenders and not on_delete,
-                   [o.name for o in readers] or list(CONFIG_READERS[:2]), rerenders and on_delete)
-
-    def operand_roll(self, settings: Settings) -> bool:
-        """The confirmed toleration change: every operand DaemonSet re-renders."""
-        return self.untolerated is not None and settings.confirm_operand_roll
-
-    def needs_workloads(self, state: ClusterState, settings: Settings) -> bool:
-        """The driver upgrade the operand roll starts must evict every GPU pod: read them first."""
-        return self.operand_roll(settings) and upgrades_driver(state) and state.workloads is None
-
-    def notes(self, state: ClusterState, settings: Settings) -> list[str]:
-        if not self.operand_roll(settings):
-            return []
-        return [f"Confirmed: adding the toleration for {self.untolerated} to spec.daemonsets.tolerations "
-                f"{_operand_roll_cost(state)}."]
-
-
-def _config_changes(state: ClusterState, settings: Settings, wanted_default: str) -> list[FieldChange]:
-    """spec.devicePlugin.config as this run wants it."""
-    policy_name, policy_default = state.plugin_config
-    config = (state.spec.get("devicePlugin") or {}).get("config")
-    if config is None:  # the chart renders no config block until a ConfigMap is named
-        return [FieldChange(CONFIG, None, {"name": settings.configmap, "default": wanted_default})]
-    changes = []
-    if policy_name != settings.configmap:
-        changes.append(FieldChange(CONFIG_NAME, config.get("name"), settings.configmap))
-    if policy_default != wanted_default:
-        changes.append(FieldChange(CONFIG_DEFAULT, config.get("default"), wanted_default))
-    return changes
-
-
-def _operand_roll_cost(state: ClusterState) -> str:
-    operands = sorted(state.operands)
-    return (f"re-renders every operand DaemonSet ({spread(state, operands)})"
-            + ("; the driver DaemonSet's template changes, and with driver.upgradePolicy.autoUpgrade=true the "
-               "upgrade controller then cordons each GPU node in turn, evicts its GPU pods and reloads the driver"
-               if upgrades_driver(state) else ""))
-
-
-def refusals(state: ClusterState, settings: Settings, targets: list[str], invocation: dict[str, str],
-             access: dict[str, Any] | None = None, xid: XidCheck | None = None) -> tuple[list[str], Wanted | None]:
-    """Every reason to refuse the run before any write, each ending "Nothing was changed.", in the
-    order the operator reads them, and what the run wants once its preconditions hold (None until
-    they do). Each stage's refusals hide the later stages', which assume the earlier ones passed.
-    `access`: the authorizer's answers to the preflight's questions (gpushare.rbac.access), if asked."""
-    problems = _precondition_problems(state, settings, targets, invocation, access, xid)
-    wanted = None if problems else Wanted.of(state, settings, targets)
-    if wanted:
-        problems = _change_problems(state, settings, targets, wanted)
-    return [f"{problem} {NOTHING}" for problem in problems], wanted
-
-
-def _precondition_problems(state: ClusterState, settings: Settings, targets: list[str], invocation: dict[str, str],
-                           access: dict[str, Any] | None, xid: XidCheck | None) -> list[str]:
-    """The inputs, the operator, the identity's access, an interrupted rollback and the targets (a
-    card DCGM saw fall off the bus is named by the Xid check, not again as an unhealthy count)."""
-    problems = settings.problems() + operator_problems(state, settings.namespace, settings.clusterpolicy,
-                                                       settings.records_namespace)
-    if problems:
-        return problems
-    denied = configmap_refusal(access, identity(invocation), writes_configmap(state, settings), rbac_names(settings))
-    if denied:
-        return [denied]
-    return ([f"A rollback was interrupted (record {record.name}, started {record.started}, on "
-             f"{', '.join(record.intent.nodes) or 'the cluster level'}): finish it first by re-running "
-             "playbooks/rollback-timeslicing.yml for those nodes." for record in state.interrupted(ROLLBACK)]
-            + (xid.problems() if xid else [])
-            + _target_problems(state, targets, settings.strategy, {card.node for card in xid.fallen} if xid else set())
-            + _mps_problems(state, settings, targets))
-
-
 def _change_problems(state: ClusterState, settings: Settings, targets: list[str], wanted: Wanted) -> list[str]:
     """What the change itself would harm: other configs, other nodes, the fleet, a roll under way."""
     return (_label_problems(state, settings, targets) + _config_problems(state, settings, targets, wanted)
             + _roll_problems(state, settings, wanted))
 
 
+def _label_problems(state: ClusterState, settings: Settings, targets: list[str]) -> list[str]:
+    """Labels of the targets that the enable would overwrite (it records no backup of a label)."""
+    problems = []
+    for name in targets:
+        node = state.nodes[name]
+        own, mark = node.config_label, timeslicing_mark(node)
+        if settings.scope == "node" and own and own != settings.key and not (mark and mark.valid):
+            problems.append(f"{name} already uses its own device-plugin config ({CONFIG_LABEL}={own}): the trial would "
+                            "replace it. Remove that label first, or leave this node out of the trial.")
+        pool = node.labels.get(settings.pool.label_key)
+        if pool is not None and pool != settings.pool.label_value:
+            problems.append(f"{name} already carries {settings.pool.label_key}={pool}: the shared-pool label would "
+                            f"replace it. Choose another label with timeslicing_pool_label_key, or remove it first.")
+    return problems
+
+
 def _config_problems(state: ClusterState, settings: Settings, targets: list[str], wanted: Wanted) -> list[str]:
     """The ConfigMap's keys and the ClusterPolicy's config that the change would overwrite or strand."""
     problems = []
-    data, shared = wanted.data, settings.shared_config()
+    data, shared = wanted.data, settings.config.text
     managed = state.managed_keys(settings.configmap)
     policy_name, policy_default = state.plugin_config
     gpu_nodes = state.gpu_nodes
@@ -378,7 +340,7 @@ def _config_problems(state: ClusterState, settings: Settings, targets: list[str]
         bystanders = sorted(set(_key_users(state, settings, settings.key)) - set(wanted.affected))
         if bystanders:
             problems.append(f"The `{settings.key}` config already in ConfigMap {settings.configmap} differs from this "
-                            f"run's ({settings.sharing().replicas} replicas). Changing it would also change GPU node(s) "
+                            f"run's ({settings.replicas} replicas). Changing it would also change GPU node(s) "
                             f"outside the limit that use it: {', '.join(bystanders)}. Add them to the limit "
                             f"(-l {','.join(sorted(set(targets) | set(bystanders)))}), or give this trial its own "
                             "timeslicing_config_key.")
@@ -390,6 +352,14 @@ def _config_problems(state: ClusterState, settings: Settings, targets: list[str]
                         "ConfigMap, its config-manager there would crash-loop (\"specified config does not exist\"). "
                         "Remove the label or add the key first.")
     return problems
+
+
+def _key_users(state: ClusterState, settings: Settings, key: str) -> list[str]:
+    name, default = state.plugin_config
+    users = [n.name for n in state.gpu_nodes if n.config_label == key]
+    if name == settings.configmap and default == key:
+        users += [n.name for n in state.gpu_nodes if not n.config_label]
+    return sorted(set(users))
 
 
 def _roll_problems(state: ClusterState, settings: Settings, wanted: Wanted) -> list[str]:
@@ -422,38 +392,40 @@ def _roll_problems(state: ClusterState, settings: Settings, wanted: Wanted) -> l
     return problems
 
 
-def plan(state: ClusterState, settings: Settings, targets: list[str], invocation: dict[str, str],
-         now: dt.datetime, access: dict[str, Any] | None = None, partial: bool = False,
-         xid: XidCheck | None = None) -> EnablePlan:
-    """The refusals, else the changes. `partial`: the state's nodes are only the targets and the nodes
-    with a device-plugin config label (the preflight's first read; see `needs_fleet`). `xid`: what
-    the preflight read of the targets' Xid codes (None: not run)."""
-    xid = xid or XidCheck("", settings.xid_window)
-    result = EnablePlan(warnings=state.record_warnings(settings.records_namespace))
-    adopted = next(iter(reversed(state.interrupted(RUNBOOK))), None)
-    if adopted:
-        result.interrupted = [state.interrupted_note(adopted, "An earlier enable run was interrupted",
-                                                     settings.records_namespace, now)]
-        result.notes.append(f"{result.interrupted[0]} This run finishes that change and keeps its backup (roll back "
-                            "instead with playbooks/rollback-timeslicing.yml).")
-    result.refusals, wanted = refusals(state, settings, targets, invocation, access, xid)
-    if wanted:
-        result.notes += wanted.notes(state, settings) + ([xid.note()] if targets else [])
-        result.needs_workloads = wanted.needs_workloads(state, settings)
-        if not result.refusals:
-            _plan_changes(result, state, settings, targets, wanted, invocation, now,
-                          adopted.name if adopted else record_name(RUNBOOK, now), adopted.intent if adopted else None)
-    result.needs_fleet = partial and needs_fleet(result, settings)
-    return result
+def _operand_roll_cost(state: ClusterState) -> str:
+    operands = sorted(state.operands)
+    return (f"re-renders every operand DaemonSet ({spread(state, operands)})"
+            + ("; the driver DaemonSet's template changes, and with driver.upgradePolicy.autoUpgrade=true the "
+               "upgrade controller then cordons each GPU node in turn, evicts its GPU pods and reloads the driver"
+               if upgrades_driver(state) else ""))
 
 
-def needs_fleet(result: EnablePlan, settings: Settings) -> bool:
-    """The fleet-read rule. The preflight first reads the targets and the nodes with a device-plugin
-    config label; a plan made from that is the plan only when it writes nothing, refuses nothing and
-    has node scope. Every other node counts only for a change (its fingerprint for the verify, the
-    users of a key or of the default, the fleet's size) or for the refusal of a cluster-scope run:
-    for those the preflight reads every node and plans again."""
-    return not (settings.scope == "node" and not result.writes and not result.refusals)
+def _unevictable(state: ClusterState, change: str) -> list[str]:
+    """The driver upgrade that `change` starts must be able to take every GPU pod off its node
+    (gpushare.driver_upgrade); `state.workloads` holds them."""
+    nodes = set(du.upgraded_nodes(state.gpu_nodes))
+    pods: dict[str, list[dict[str, Any]]] = {}
+    for pod in state.workloads or []:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node in nodes:
+            pods.setdefault(node, []).append(pod)
+    problem = du.refusal(pods, du.Policy.of(state.spec), change)
+    return [problem + " Or use a pool taint the operands already tolerate (the default: "
+            "-e timeslicing_pool_taint_key=nvidia.com/gpu), or -e timeslicing_pool_taint=false."] if problem else []
+
+
+def _config_changes(state: ClusterState, settings: Settings, wanted_default: str) -> list[FieldChange]:
+    """spec.devicePlugin.config as this run wants it."""
+    policy_name, policy_default = state.plugin_config
+    config = (state.spec.get("devicePlugin") or {}).get("config")
+    if config is None:  # the chart renders no config block until a ConfigMap is named
+        return [FieldChange(CONFIG, None, {"name": settings.configmap, "default": wanted_default})]
+    changes = []
+    if policy_name != settings.configmap:
+        changes.append(FieldChange(CONFIG_NAME, config.get("name"), settings.configmap))
+    if policy_default != wanted_default:
+        changes.append(FieldChange(CONFIG_DEFAULT, config.get("default"), wanted_default))
+    return changes
 
 
 def _plan_changes(result: EnablePlan, state: ClusterState, settings: Settings, targets: list[str], wanted: Wanted,
@@ -474,7 +446,7 @@ def _plan_changes(result: EnablePlan, state: ClusterState, settings: Settings, t
     result.backup_file = (f"{settings.backup_dir}/clusterpolicy-{now.strftime('%Y%m%dT%H%M%SZ')}.yaml"
                           if policy_changes else "")
     if not (configmap_changes or policy_changes or node_changes or restart) and adopted is None:
-        result.lines = [f"Nothing to change: {settings.mechanism} is already enabled as asked ({settings.sharing().replicas} "
+        result.lines = [f"Nothing to change: {settings.mechanism} is already enabled as asked ({settings.replicas} "
                         f"replicas, key {settings.key}, scope {settings.scope}) on {', '.join(sorted(set(targets)))}."
                         if targets else f"Nothing to change: the cluster is prepared for time-slicing trials "
                         f"(ConfigMap {settings.namespace}/{settings.configmap}, key {settings.key})."]
@@ -531,6 +503,35 @@ def _node_changes(result: EnablePlan, state: ClusterState, settings: Settings, t
     return node_changes, changing_nodes
 
 
+def _node_change(node: Node, settings: Settings, record: str) -> tuple[list[Change], bool]:
+    """The node's label/annotation merge patch and, when the pool taint is missing, the taint patch."""
+    pool = settings.pool
+    labels: dict[str, str] = {}
+    if settings.scope == "node" and node.config_label != settings.key:
+        labels[CONFIG_LABEL] = settings.key
+    if not node.in_pool(pool):
+        labels[pool.label_key] = pool.label_value
+    previous = timeslicing_mark(node)
+    existing = node.pool_taint(pool)
+    add_taint = pool.taint is not None and existing is None
+    taint_added = add_taint or bool(existing and previous and previous.valid and previous.taint_added
+                                    and existing == pool.taint)
+    mark = Mark(settings.configmap, settings.key, settings.replicas, settings.scope,
+                previous.run if previous and previous.valid and previous.run else record, taint_added)
+    annotations = {MARK: mark.text()} if not previous or previous.text() != mark.text() else {}
+    changes = []
+    if labels or annotations:
+        body: dict[str, Any] = {"metadata": {}}
+        if labels:
+            body["metadata"]["labels"] = labels
+        if annotations:
+            body["metadata"]["annotations"] = annotations
+        changes.append(Change("merge", "Node", node.name, body=body, why="select the shared config and join the shared pool"))
+    if add_taint:
+        changes.append(Change("taint", "Node", node.name, body=pool.taint.as_dict(), why=f"taint the shared pool ({pool.taint})"))
+    return changes, bool(existing and existing != pool.taint)
+
+
 def _restarts(state: ClusterState, settings: Settings, targets: list[str], wanted: Wanted,
               writes_configmap: bool) -> list[str]:
     """The nodes whose ConfigMap readers the run restarts. Pods read the ConfigMap as mounted: a node
@@ -559,31 +560,6 @@ def _record_changes(state: ClusterState, settings: Settings, record: str, intent
     return [Change("create", "ConfigMap", record, namespace=settings.records_namespace, body=body, why="record this run and back up the ClusterPolicy")]
 
 
-def writes_configmap(state: ClusterState, settings: Settings) -> list[str]:
-    """What an enable may send to the time-slicing ConfigMap: patch (a key merged in), and create
-    when it does not exist yet."""
-    return ["patch"] + (["create"] if settings.configmap not in state.configmaps else [])
-
-
-def rbac_names(settings: Settings) -> Names:
-    """The names deploy/rbac must be rendered for, for this run."""
-    return Names(settings.namespace, settings.configmap, settings.pool.label_key)
-
-
-def _unevictable(state: ClusterState, change: str) -> list[str]:
-    """The driver upgrade that `change` starts must be able to take every GPU pod off its node
-    (gpushare.driver_upgrade); `state.workloads` holds them."""
-    nodes = set(du.upgraded_nodes(state.gpu_nodes))
-    pods: dict[str, list[dict[str, Any]]] = {}
-    for pod in state.workloads or []:
-        node = (pod.get("spec") or {}).get("nodeName")
-        if node in nodes:
-            pods.setdefault(node, []).append(pod)
-    problem = du.refusal(pods, du.Policy.of(state.spec), change)
-    return [problem + " Or use a pool taint the operands already tolerate (the default: "
-            "-e timeslicing_pool_taint_key=nvidia.com/gpu), or -e timeslicing_pool_taint=false."] if problem else []
-
-
 def _merge(old: Intent, new: Intent) -> Intent:
     paths: dict[str, FieldChange] = {c.path: c for c in old.clusterpolicy}
     for change in new.clusterpolicy:
@@ -608,10 +584,9 @@ def _dump(obj: dict[str, Any]) -> str:
 
 def _expected(state: ClusterState, settings: Settings, affected: list[str], targets: list[str],
               rolls_fleet: bool, upgrades: bool) -> dict[str, Any]:
-    sharing = settings.sharing()
     return {
         "targets": {n: {"gpus": state.nodes[n].gpus, "pool": n in set(targets)} for n in affected},
-        "replicas": sharing.replicas, "rename": sharing.rename_by_default, "strategy": settings.strategy,
+        "replicas": settings.replicas, "rename": settings.rename_by_default, "strategy": settings.strategy,
         "pool": settings.pool.as_dict(), "scope": settings.scope, "key": settings.key,
         **state.bystanders(affected, settings.pool, rolls_fleet),
         "compare_allocatable": not rolls_fleet, "compare_schedulable": not upgrades,
@@ -621,17 +596,16 @@ def _expected(state: ClusterState, settings: Settings, affected: list[str], targ
 
 def _lines(state: ClusterState, settings: Settings, result: EnablePlan, affected: list[str], targets: list[str],
            field_changes: list[FieldChange], readers: list[str], creates_cm: bool, data: dict[str, str]) -> list[str]:
-    sharing = settings.sharing()
-    lines = [f"Plan: {settings.mechanism} with {sharing.replicas} replicas per GPU on {', '.join(sorted(set(targets)))} "
+    lines = [f"Plan: {settings.mechanism} with {settings.replicas} replicas per GPU on {', '.join(sorted(set(targets)))} "
              f"(key {settings.key} of {settings.namespace}/{settings.configmap}, scope {settings.scope})" if targets else
              f"Plan: prepare the cluster for time-slicing trials (ConfigMap {settings.namespace}/{settings.configmap}, "
-             f"key {settings.key} with {sharing.replicas} replicas)"]
+             f"key {settings.key} with {settings.replicas} replicas)"]
     lines += [f"  note: {n}" for n in result.notes]
     lines += [f"  WARNING: {w}" for w in result.warnings]
     lines += share_lines(state, settings, targets)
     if result.changes.get("configmap"):
         added = [k for k in sorted({settings.key, DEFAULT_KEY}) if k not in data]
-        changed = [settings.key] if settings.key in data and data[settings.key] != settings.shared_config() else []
+        changed = [settings.key] if settings.key in data and data[settings.key] != settings.config.text else []
         lines.append(f"- ConfigMap {settings.namespace}/{settings.configmap}: "
                      + ("create" if creates_cm else "update")
                      + (f", add {', '.join(added)}" if added else "") + (f", change {', '.join(changed)}" if changed else ""))
@@ -666,3 +640,27 @@ def _lines(state: ClusterState, settings: Settings, result: EnablePlan, affected
                  + (", written before the first change" if result.changes["record"][0].action == "create"
                     else " (the interrupted run's)"))
     return lines
+
+
+def share_lines(state: ClusterState, settings: Settings, targets: list[str]) -> list[str]:
+    """MPS: each target's per-share limits, as the daemon will set them."""
+    if settings.strategy != "mps":
+        return []
+    lines = []
+    for name in sorted(set(targets)):
+        node = state.nodes[name]
+        memory = node.labels.get("nvidia.com/gpu.memory")
+        if memory and memory.isdigit():
+            lines.append(f"- {name}: {mps.describe(node.product, int(memory), settings.replicas)}")
+    return lines
+
+
+def writes_configmap(state: ClusterState, settings: Settings) -> list[str]:
+    """What an enable may send to the time-slicing ConfigMap: patch (a key merged in), and create
+    when it does not exist yet."""
+    return ["patch"] + (["create"] if settings.configmap not in state.configmaps else [])
+
+
+def rbac_names(settings: Settings) -> Names:
+    """The names deploy/rbac must be rendered for, for this run."""
+    return Names(settings.namespace, settings.configmap, settings.pool.label_key)

@@ -26,7 +26,42 @@ _CONFIG_SECTION = {"time-slicing": "timeSlicing", "mps": "mps"}
 
 
 @dataclass(frozen=True)
+class SharedConfig:
+    """The device-plugin config that goes under the key, read once as the device plugin reads it."""
+
+    text: str
+    error: str = ""  # why the device plugin refuses it; "" when it reads it
+    strategy: str = ""  # the sharing strategy it gives (when read)
+    ignored: tuple[str, ...] = ()  # what the device plugin accepts in it but ignores (dpc.lint)
+
+    @classmethod
+    def read(cls, text: str) -> tuple[SharedConfig, dpc.Sharing | None]:
+        """The config, and how it shares nvidia.com/gpu (None when the device plugin refuses it)."""
+        try:
+            sharing = dpc.parse(text).sharing
+        except dpc.ConfigError as err:
+            return cls(text, error=str(err)), None
+        return cls(text, strategy=sharing.strategy, ignored=tuple(dpc.lint(text))), sharing
+
+
+def _seed_config(strategy: str, rename_by_default: bool, fail_requests_greater_than_one: bool, replicas: int) -> str:
+    """The seed's config for these inputs."""
+    return yaml.safe_dump({
+        "version": "v1",
+        "flags": {"migStrategy": "none"},
+        "sharing": {_CONFIG_SECTION.get(strategy, "timeSlicing"): {
+            "renameByDefault": rename_by_default,
+            "failRequestsGreaterThanOne": fail_requests_greater_than_one,
+            "resources": [{"name": "nvidia.com/gpu", "replicas": replicas}],
+        }},
+    }, default_flow_style=False, sort_keys=False)
+
+
+@dataclass(frozen=True)
 class Settings:
+    """The inputs, read once. `replicas`, `rename_by_default` and `fail_requests_greater_than_one` are
+    the config's, as the device plugin reads it: timeslicing_config_override's own when one is given."""
+
     replicas: int
     max_replicas: int
     rename_by_default: bool
@@ -36,6 +71,7 @@ class Settings:
     configmap: str
     key: str
     override: str
+    config: SharedConfig  # what goes under `key`: the override as given, else the seed's config
     pool: Pool
     confirm_fleet_roll: bool
     fleet_roll_confirm_above: int
@@ -57,12 +93,20 @@ class Settings:
             override = yaml.safe_dump(override, default_flow_style=False, sort_keys=False)
         taint = ({"key": values["pool_taint_key"], "value": values["pool_taint_value"]}
                  if as_bool(values.get("pool_taint", True)) else None)
+        strategy = str(values.get("sharing_strategy") or "time-slicing")
+        replicas = int(values.get("replicas", 2))
+        rename_by_default = as_bool(values.get("rename_by_default", True))
+        fail_requests_greater_than_one = as_bool(values.get("fail_requests_greater_than_one", True))
+        config, sharing = SharedConfig.read(str(override) or _seed_config(
+            strategy, rename_by_default, fail_requests_greater_than_one, replicas))
+        if sharing is not None:
+            replicas, rename_by_default = sharing.replicas, sharing.rename_by_default
+            fail_requests_greater_than_one = sharing.fail_requests_greater_than_one
         return cls(
-            replicas=int(values.get("replicas", 2)), max_replicas=int(values.get("max_replicas", 16)),
-            rename_by_default=as_bool(values.get("rename_by_default", True)),
-            fail_requests_greater_than_one=as_bool(values.get("fail_requests_greater_than_one", True)),
+            replicas=replicas, max_replicas=int(values.get("max_replicas", 16)),
+            rename_by_default=rename_by_default, fail_requests_greater_than_one=fail_requests_greater_than_one,
             scope=str(values.get("scope", "node")), confirm_cluster_scope=as_bool(values.get("confirm_cluster_scope")),
-            configmap=str(values["configmap_name"]), key=str(values["config_key"]), override=str(override),
+            configmap=str(values["configmap_name"]), key=str(values["config_key"]), override=str(override), config=config,
             pool=Pool.of({"label_key": values["pool_label_key"], "label_value": values["pool_label_value"],
                           "taint": taint}),
             confirm_fleet_roll=as_bool(values.get("confirm_fleet_roll")),
@@ -71,7 +115,7 @@ class Settings:
             namespace=str(values["namespace"]), clusterpolicy=str(values["clusterpolicy_name"]),
             records_namespace=str(values.get("records_namespace") or RECORDS_NAMESPACE),
             backup_dir=str(values.get("backup_dir") or "backups"),
-            strategy=str(values.get("sharing_strategy") or "time-slicing"),
+            strategy=strategy,
             memory_peak_mib=optional_int(values.get("memory_peak_mib")) or None,  # 0: not given
             prometheus_url=str(values.get("prometheus_url") or ""), xid_window=str(values.get("xid_window") or "24h"),
         )
@@ -84,20 +128,6 @@ class Settings:
     @property
     def pool_taint(self) -> Taint | None:
         return self.pool.taint
-
-    def shared_config(self) -> str:
-        """The config text that goes under `key`: the override as given, else the seed's."""
-        if self.override:
-            return self.override
-        return yaml.safe_dump({
-            "version": "v1",
-            "flags": {"migStrategy": "none"},
-            "sharing": {_CONFIG_SECTION.get(self.strategy, "timeSlicing"): {
-                "renameByDefault": self.rename_by_default,
-                "failRequestsGreaterThanOne": self.fail_requests_greater_than_one,
-                "resources": [{"name": "nvidia.com/gpu", "replicas": self.replicas}],
-            }},
-        }, default_flow_style=False, sort_keys=False)
 
     def problems(self) -> list[str]:
         """Every input problem, each one actionable; empty when the inputs are good."""
@@ -140,24 +170,22 @@ class Settings:
         return problems
 
     def config_problems(self) -> list[str]:
-        text = self.shared_config()
+        config = self.config
         source = "timeslicing_config_override" if self.override else "the rendered config"
-        try:
-            parsed = dpc.parse(text)
-        except dpc.ConfigError as err:
-            if "replicas must be >= 2" in str(err) and not self.override:
+        if config.error:
+            if "replicas must be >= 2" in config.error and not self.override:
                 return [f"timeslicing_replicas={self.replicas}: use at least 2 shares per GPU (1 means no sharing). "
-                        f"The device plugin would refuse this config: {err}"]
+                        f"The device plugin would refuse this config: {config.error}"]
             fix = "Fix timeslicing_config_override, or leave it empty. " if self.override else ""
-            return [f"The device plugin would refuse {source} for key `{self.key}`. {fix}Its error: {err}"]
-        problems = [f"{source}: {p} (the device plugin would silently ignore it)" for p in dpc.lint(text)]
-        if self.override and parsed.sharing.replicas > self.max_replicas:
-            problems.append(f"{source} asks for {parsed.sharing.replicas} replicas per GPU, above the bound of "
+            return [f"The device plugin would refuse {source} for key `{self.key}`. {fix}Its error: {config.error}"]
+        problems = [f"{source}: {p} (the device plugin would silently ignore it)" for p in config.ignored]
+        if self.override and self.replicas > self.max_replicas:
+            problems.append(f"{source} asks for {self.replicas} replicas per GPU, above the bound of "
                             f"{self.max_replicas}: use fewer, or raise timeslicing_max_replicas deliberately.")
-        if parsed.sharing.strategy != self.strategy:
-            problems.append(f"{source} gives sharing strategy `{parsed.sharing.strategy}`, not {self.mechanism} of "
+        if config.strategy != self.strategy:
+            problems.append(f"{source} gives sharing strategy `{config.strategy}`, not {self.mechanism} of "
                             f"nvidia.com/gpu: this run enables {self.mechanism} only.")
-        elif self.strategy == "mps" and self.override and not parsed.sharing.fail_requests_greater_than_one:
+        elif self.strategy == "mps" and self.override and not self.fail_requests_greater_than_one:
             problems.append(self._fail_requests_problem(source))
         return problems
 
@@ -181,20 +209,16 @@ class Settings:
         """MPS: the per-share pinned memory limit below the workloads' memory peak (when given)."""
         if self.strategy != "mps" or self.memory_peak_mib is None or not memory_mib:
             return None
-        replicas = self.sharing().replicas
-        limits = mps.share_limits(memory_mib, replicas)
+        limits = mps.share_limits(memory_mib, self.replicas)
         if limits.pinned_memory_mib >= self.memory_peak_mib:
             return None
         fits = memory_mib // self.memory_peak_mib
         advice = (f"use at most {fits} replicas" if fits >= 2 else
                   "this card cannot hold two shares of that peak: keep it whole")
-        return (f"{node}: {replicas} MPS shares of {product} give {limits.pinned_memory_mib} MiB pinned memory each, below "
+        return (f"{node}: {self.replicas} MPS shares of {product} give {limits.pinned_memory_mib} MiB pinned memory each, below "
                 f"the workloads' memory peak of {self.memory_peak_mib} MiB (the baseline's): a pod would fail to "
                 f"allocate at its peak. {advice[0].upper()}{advice[1:]}.")
 
-    def sharing(self) -> dpc.Sharing:
-        return dpc.parse(self.shared_config()).sharing
-
     @property
     def resource(self) -> str:
-        return "nvidia.com/gpu.shared" if self.sharing().rename_by_default else "nvidia.com/gpu"
+        return "nvidia.com/gpu.shared" if self.rename_by_default else "nvidia.com/gpu"

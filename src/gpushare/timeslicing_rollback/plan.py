@@ -309,53 +309,99 @@ def writes_configmap(state: ClusterState, settings: RollbackSettings) -> list[st
     return ["patch", "delete"] if settings.configmap and settings.configmap in state.configmaps else []
 
 
+@dataclass(frozen=True)
+class ClusterRestore:
+    """What the rollback puts back at the cluster level: nothing while other nodes still use a shared key."""
+
+    users: list[str]  # the GPU nodes outside the rollback that still use a shared key
+    live: list[Record]  # the enable runs it rolls back (a prepare run the trial keeps aside)
+    fields: list[FieldChange]  # the ClusterPolicy fields it restores
+    configmap: list[Change]  # the ConfigMap deleted, or the keys removed from it
+
+
 def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSettings, targets: list[str],
          invocation: dict[str, str], now: dt.datetime, access: dict[str, Any] | None = None) -> RollbackPlan:
-    """`access`: the authorizer's answers to the preflight's questions (gpushare.rbac.access), if asked."""
+    """`access`: the authorizer's answers to the preflight's questions (gpushare.rbac.access), if asked.
+    Each step below may refuse; the plan stops after the first step that does."""
     result = RollbackPlan()
     result.interrupted = [state.interrupted_note(r, "An enable run was interrupted", settings.records_namespace, now)
                           for r in state.interrupted(ENABLE)]
     result.notes = [f"{note} This rollback undoes it." for note in result.interrupted]
     result.warnings = (state.record_warnings(settings.records_namespace)
                        + _unreadable_backups(state, settings.records_namespace))
-    for problem in operator_problems(state, settings.namespace, settings.clusterpolicy, settings.records_namespace):
-        result.refusals.append(f"{problem} {NOTHING}")
-    unknown = [t for t in targets if t not in state.nodes]
-    if unknown:
-        result.refusals.append(f"{', '.join(unknown)}: not a node of this cluster (kubectl get nodes). Check the "
-                               f"inventory, the -l limit and the hosts' gpushare_node_name. {NOTHING}")
+    result.refusals = _precondition_refusals(state, settings, targets, invocation, access)
     if result.refusals:
         return result
+    keys = shared_keys(state, settings)
+    rolled, refusal = _rolled_nodes(state, settings, targets, keys)
+    if refusal:
+        result.refusals.append(refusal)
+        return result
+    result.nodes = rolled
+    cluster = _cluster_restore(result, state, settings, rolled, keys)
+    if cluster is None or result.refusals:
+        return result
+    result.finish_records = [r.name for r in state.interrupted(RUNBOOK)]
+    for name in result.finish_records:
+        result.notes.append(f"An earlier rollback was interrupted after its last change (record {name}): this run "
+                            "finishes it.")
+    if not result.writes:
+        result.lines = [_nothing_line(state, targets), *(f"  WARNING: {w}" for w in result.warnings)]
+        return result
+    evictable = _evictable(result, state, settings, pods, rolled)
+    if result.refusals:
+        return result
+    _plan_writes(result, state, settings, keys, cluster, evictable, invocation, now)
+    return result
+
+
+def _precondition_refusals(state: ClusterState, settings: RollbackSettings, targets: list[str],
+                           invocation: dict[str, str], access: dict[str, Any] | None) -> list[str]:
+    """The operator and the targets, then the identity's access to the ConfigMap, then the write model."""
+    refusals = [f"{problem} {NOTHING}" for problem in operator_problems(
+        state, settings.namespace, settings.clusterpolicy, settings.records_namespace)]
+    unknown = [t for t in targets if t not in state.nodes]
+    if unknown:
+        refusals.append(f"{', '.join(unknown)}: not a node of this cluster (kubectl get nodes). Check the "
+                        f"inventory, the -l limit and the hosts' gpushare_node_name. {NOTHING}")
+    if refusals:
+        return refusals
     denied = configmap_refusal(access, identity(invocation), writes_configmap(state, settings),
                                Names(settings.namespace, settings.configmap, settings.pool.label_key))
     if denied:
-        result.refusals.append(f"{denied} {NOTHING}")
-        return result
+        return [f"{denied} {NOTHING}"]
     unheld = _write_model_refusal(state, settings)
-    if unheld:
-        result.refusals.append(f"{unheld} {NOTHING}")
-        return result
-    keys = shared_keys(state, settings)
+    return [f"{unheld} {NOTHING}"] if unheld else []
+
+
+def _rolled_nodes(state: ClusterState, settings: RollbackSettings, targets: list[str],
+                  keys: set[str]) -> tuple[list[str], str]:
+    """The nodes the rollback changes: the targets that share, or every shared node when the shared key
+    is the cluster's default (refused unless confirmed)."""
     policy_name, policy_default = state.plugin_config
     cluster_scope = policy_default in keys and policy_name in {settings.configmap, ""} | {
         mark.configmap for mark in _marks(state)}
-    if cluster_scope:
-        rolled = sorted({n.name for n in state.nodes.values() if _has_sharing(n, keys, settings.pool)})
-        if not settings.confirm_cluster_scope:
-            result.refusals.append(
-                f"The ClusterPolicy's default device-plugin config is the shared key ({policy_default} of {policy_name}): "
-                f"time-slicing is enabled cluster-wide, and restoring the ClusterPolicy rolls back every shared GPU "
-                f"node ({', '.join(rolled)}), not only the one(s) named with -l. Re-run with "
-                f"-e timeslicing_confirm_cluster_scope=true to cordon, drain and roll back all of them. {NOTHING}")
-            return result
-    else:
-        rolled = sorted(t for t in targets if _has_sharing(state.nodes[t], keys, settings.pool))
-    result.nodes = rolled
+    if not cluster_scope:
+        return sorted(t for t in targets if _has_sharing(state.nodes[t], keys, settings.pool)), ""
+    rolled = sorted({n.name for n in state.nodes.values() if _has_sharing(n, keys, settings.pool)})
+    if settings.confirm_cluster_scope:
+        return rolled, ""
+    return rolled, (
+        f"The ClusterPolicy's default device-plugin config is the shared key ({policy_default} of {policy_name}): "
+        f"time-slicing is enabled cluster-wide, and restoring the ClusterPolicy rolls back every shared GPU "
+        f"node ({', '.join(rolled)}), not only the one(s) named with -l. Re-run with "
+        f"-e timeslicing_confirm_cluster_scope=true to cordon, drain and roll back all of them. {NOTHING}")
+
+
+def _cluster_restore(result: RollbackPlan, state: ClusterState, settings: RollbackSettings, rolled: list[str],
+                     keys: set[str]) -> ClusterRestore | None:
+    """The ClusterPolicy fields and ConfigMap keys to restore, with their refusals and notes in `result`;
+    None when the enable runs' records or the named backup cannot be used."""
     users = sorted(n.name for n in state.gpu_nodes if n.name not in rolled and n.config_label in keys)
     live = _live_enables(state)
     result.refusals += unrestorable(live, settings)
     if result.refusals:
-        return result
+        return None
     # A trial's rollback keeps the cluster prepared: undoing a prepare run rolls the whole fleet.
     kept = [] if settings.unprepare else [r for r in live if _prepared(r)]
     live = [r for r in live if r not in kept]
@@ -363,28 +409,10 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
     if problem:
         result.refusals.append(f"{problem} Name another one with -e timeslicing_rollback_backup=<record ConfigMap or "
                                f"clusterpolicy-<stamp>.yaml file>, or leave it empty for the enable runs' records. {NOTHING}")
-        return result
+        return None
     fields, sources = _restore_fields(live, backup) if not users else ([], {})
-    policy = state.clusterpolicy or {}
-    restore_ops: list[FieldChange] = []
-    for change in fields:
-        current = resolve(policy, change.path, None)
-        if current == change.after:
-            continue
-        if change.before is _SET_BY_RUNS:
-            change = FieldChange(change.path, current, change.after)
-        elif current != change.before:
-            if not settings.confirm_overwrite:
-                result.refusals.append(
-                    f"ClusterPolicy {settings.clusterpolicy} field {change.path.removeprefix('/spec/')} was changed by "
-                    f"someone else since the enable run: it is {json.dumps(current)}, the enable set "
-                    f"{json.dumps(change.before)}, the backup has {json.dumps(change.after)}. Restoring it would undo "
-                    "that change. Confirm with -e timeslicing_rollback_confirm_overwrite=true, or set it yourself. "
-                    f"{NOTHING}")
-                continue
-            change = FieldChange(change.path, current, change.after)
-        restore_ops.append(change)
-    result.refusals += _outside_write_model(state, settings, restore_ops, sources, backup_source)
+    restore_ops, refusals = _fields_to_restore(state, settings, fields)
+    result.refusals += refusals + _outside_write_model(state, settings, restore_ops, sources, backup_source)
     result.notes += _without_write_model(state, settings, restore_ops)
     kept_keys = {k for r in kept for k in r.intent.keys_added}
     configmap_changes = [] if users else _configmap_cleanup(state, settings, live, keys, restore_ops, kept_keys)
@@ -396,15 +424,40 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
     result.restore_cluster = bool(restore_ops or configmap_changes or (not users and live))
     result.restores_config = any(c.path.startswith(CONFIG) for c in restore_ops)
     result.rolls_fleet = result.restores_config or any(c.path == TOLERATIONS for c in restore_ops)
-    if result.refusals:
-        return result
-    result.finish_records = [r.name for r in state.interrupted(RUNBOOK)]
-    for name in result.finish_records:
-        result.notes.append(f"An earlier rollback was interrupted after its last change (record {name}): this run "
-                            "finishes it.")
-    if not result.writes:
-        result.lines = [_nothing_line(state, targets), *(f"  WARNING: {w}" for w in result.warnings)]
-        return result
+    return ClusterRestore(users, live, restore_ops, configmap_changes)
+
+
+def _fields_to_restore(state: ClusterState, settings: RollbackSettings,
+                       fields: list[FieldChange]) -> tuple[list[FieldChange], list[str]]:
+    """The fields that differ from the backup, each from what it holds now; a field someone else changed
+    since the enable is refused unless the overwrite is confirmed."""
+    policy = state.clusterpolicy or {}
+    restore_ops: list[FieldChange] = []
+    refusals = []
+    for change in fields:
+        current = resolve(policy, change.path, None)
+        if current == change.after:
+            continue
+        if change.before is _SET_BY_RUNS:
+            change = FieldChange(change.path, current, change.after)
+        elif current != change.before:
+            if not settings.confirm_overwrite:
+                refusals.append(
+                    f"ClusterPolicy {settings.clusterpolicy} field {change.path.removeprefix('/spec/')} was changed by "
+                    f"someone else since the enable run: it is {json.dumps(current)}, the enable set "
+                    f"{json.dumps(change.before)}, the backup has {json.dumps(change.after)}. Restoring it would undo "
+                    "that change. Confirm with -e timeslicing_rollback_confirm_overwrite=true, or set it yourself. "
+                    f"{NOTHING}")
+                continue
+            change = FieldChange(change.path, current, change.after)
+        restore_ops.append(change)
+    return restore_ops, refusals
+
+
+def _evictable(result: RollbackPlan, state: ClusterState, settings: RollbackSettings, pods: list[dict[str, Any]],
+               rolled: list[str]) -> list[Pod]:
+    """The pods holding a shared replica on the rolled nodes that the drain evicts, with their
+    refusals and warnings in `result`."""
     evictable = []
     for pod in (Pod(p) for p in pods):
         if pod.node not in rolled or pod.finished or not pod.holds(shared_resources(state.nodes[pod.node])):
@@ -427,11 +480,16 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
     result.refusals += [f"{r} {NOTHING}" for r in outlasting_drain(
         evictable, settings.drain_grace_period, settings.drain_timeout, "timeslicing_rollback_drain_timeout",
         "timeslicing_rollback_drain_grace_period")]
-    if result.refusals:
-        return result
+    return evictable
+
+
+def _plan_writes(result: RollbackPlan, state: ClusterState, settings: RollbackSettings, keys: set[str],
+                 cluster: ClusterRestore, evictable: list[Pod], invocation: dict[str, str], now: dt.datetime) -> None:
+    """The record, the changes in order, what the verify must find and the lines of a run nothing refused."""
+    rolled, restore_ops = result.nodes, cluster.fields
     result.record = record_name(RUNBOOK, now)
-    intent = Intent(RUNBOOK, rolled, restore_ops, settings.configmap if configmap_changes else "")
-    result.changes = _changes(state, settings, result, rolled, restore_ops, configmap_changes, live, intent,
+    intent = Intent(RUNBOOK, rolled, restore_ops, settings.configmap if cluster.configmap else "")
+    result.changes = _changes(state, settings, result, rolled, restore_ops, cluster.configmap, cluster.live, intent,
                               invocation, now)
     result.expected = {
         "targets": {n: {"gpus": state.nodes[n].gpus or 0} for n in rolled},
@@ -441,8 +499,7 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
         "driver_upgrade": settings.clusterpolicy if driver_upgrades(state, restore_ops) else "",
         "clusterpolicy": {c.path: c.after for c in restore_ops},
     }
-    result.lines = _lines(state, settings, result, rolled, users, restore_ops, configmap_changes, evictable)
-    return result
+    result.lines = _lines(state, settings, result, rolled, cluster.users, restore_ops, cluster.configmap, evictable)
 
 
 def _configmap_cleanup(state: ClusterState, settings: RollbackSettings, live: list[Record], keys: set[str],
