@@ -594,3 +594,27 @@ def test_the_paths_an_enable_writes_are_the_restorable_ones() -> None:
     """Every ClusterPolicy path the enable's plan can write is on the rollback's allow-list."""
     assert set(RESTORABLE) == {sharing.CONFIG, sharing.CONFIG_NAME, sharing.CONFIG_DEFAULT, sharing.TOLERATIONS}
 
+
+
+def test_under_on_delete_the_rollback_restarts_its_nodes_readers_and_waits_for_no_roll() -> None:
+    """daemonsets.updateStrategy OnDelete: restoring devicePlugin.config re-renders the readers but
+    rolls no pod, so the plan names the rolled-back node's reader pods the run restarts itself and
+    promises no operator roll (the fleet-roll wait is skipped, the bystanders keep their pods)."""
+    cluster = enabled_read()
+    for ds in cluster["daemonsets"]:
+        ds["spec"]["updateStrategy"] = {"type": "OnDelete"}
+    result = roll_back(cluster, ["gpu-node"], [workload_pod("trainer-5d4f7b9c8-aaaaa", "gpu-node")])
+    assert result.refusals == [] and result.restores_config
+    assert result.rerenders and not result.rolls_fleet
+    assert result.expected["compare_allocatable"], "no roll restarts the bystanders' plugins"
+    assert not any(line.startswith("  the operator re-renders these DaemonSets") for line in result.lines), result.lines
+    assert any("under daemonsets.updateStrategy OnDelete" in line and "restarts them itself on the nodes below" in line
+               for line in result.lines), result.lines
+    restart = [line for line in result.lines if line.startswith("- gpu-node: restart its")]
+    assert restart and "nvidia-device-plugin-daemonset-gpu-node" in restart[0], result.lines
+    assert "only the operator's roll" not in result.lines[-2]
+
+
+def test_under_rolling_update_the_rollback_still_lets_the_operator_roll() -> None:
+    result = roll_back(enabled_read(), ["gpu-node"], [workload_pod("trainer-5d4f7b9c8-aaaaa", "gpu-node")])
+    assert result.rolls_fleet and not result.rerenders

@@ -27,7 +27,8 @@ from gpushare.runbook.records import (CONFIGMAP_KEY, FieldChange, Intent, Record
 from gpushare.runbook.state import ASSET_TOLERATIONS, ClusterState, operator_problems
 from gpushare.timeslicing_common.mark import MARK, Mark, timeslicing_mark
 from gpushare.timeslicing_common.sharing import (CONFIG, CONFIG_DEFAULT, CONFIG_NAME, DEFAULT_KEY, ENABLE, ROLLBACK,
-                                                 TOLERATIONS, driver_upgrades, field_ops, operator_roll)
+                                                 TOLERATIONS, driver_upgrades, field_ops, on_delete_line,
+                                                 operator_roll, restart_lines, rolls)
 from gpushare.timeslicing_rollback.settings import RollbackSettings
 
 RUNBOOK = ROLLBACK
@@ -65,8 +66,9 @@ class RollbackPlan(Plan):
     nodes: list[str] = field(default_factory=list)
     restore_cluster: bool = False
     finish_records: list[str] = field(default_factory=list)  # interrupted rollbacks this run completes
-    rolls_fleet: bool = False  # the operator re-renders operands on every GPU node
+    rolls_fleet: bool = False  # the operator re-renders operands on every GPU node, and rolls their pods
     restores_config: bool = False  # ... because devicePlugin.config goes back (it unmounts the ConfigMap)
+    rerenders: bool = False  # the re-render of the config readers rolls no pod (daemonsets.updateStrategy OnDelete)
 
     @property
     def writes(self) -> bool:
@@ -395,7 +397,10 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
                             "then restarts the device plugin and GFD on every GPU node.")
     result.restore_cluster = bool(restore_ops or configmap_changes or (not users and live))
     result.restores_config = any(c.path.startswith(CONFIG) for c in restore_ops)
-    result.rolls_fleet = result.restores_config or any(c.path == TOLERATIONS for c in restore_ops)
+    rerendered = sorted(state.operands) if any(c.path == TOLERATIONS for c in restore_ops) else (
+        [o.name for o in state.config_readers()] if result.restores_config else [])
+    result.rolls_fleet = rolls(state, rerendered) or driver_upgrades(state, restore_ops)
+    result.rerenders = bool(rerendered) and not rolls(state, rerendered)
     if result.refusals:
         return result
     result.finish_records = [r.name for r in state.interrupted(RUNBOOK)]
@@ -560,9 +565,13 @@ def _lines(state: ClusterState, settings: RollbackSettings, result: RollbackPlan
         lines.append(f"- ClusterPolicy {settings.clusterpolicy}: {change.path.removeprefix('/spec/')} "
                      f"{json.dumps(change.before)} -> {json.dumps(change.after)} (only if it is still "
                      f"{json.dumps(change.before)})")
-    if result.rolls_fleet:
+    readers = [o.name for o in state.config_readers()]
+    if result.rerenders:
+        lines.append(on_delete_line(readers, rolled, False))
+        lines += restart_lines(state, readers, rolled, "on the whole-card template")
+    elif result.rolls_fleet:
         lines.append(operator_roll(state, sorted(state.operands) if any(c.path == TOLERATIONS for c in restore_ops)
-                                   else [o.name for o in state.config_readers()]))
+                                   else readers))
     lines += [f"- {c.title}: {c.why}" for c in configmap_changes]
     if users:
         lines.append(f"- ClusterPolicy and ConfigMap stay: {', '.join(users)} still use(s) the shared config")
