@@ -132,6 +132,14 @@ def driver_uids(cluster: Cluster) -> dict[str, str]:
     return {node: pod.metadata.uid for node, pod in operand_pods(cluster, operands.DRIVER).items()}
 
 
+def upgraded(cluster: Cluster, gpu_nodes: list[str], drivers: dict[str, str]) -> bool:
+    """Every GPU node upgrade-done, schedulable, with a driver pod other than `drivers`' (node -> uid)."""
+    nodes = {n.metadata.name: n for n in cluster.core.list_node().items}
+    current = driver_uids(cluster)
+    return all(nodes[n].metadata.labels.get(UPGRADE_STATE) == u.DONE and not nodes[n].spec.unschedulable
+               and current.get(n) not in (None, drivers[n]) for n in gpu_nodes)
+
+
 def states_of(recorder: NodeRecorder, node: str) -> list[str]:
     states = [s for n, s, _, _ in recorder.seen if n == node]
     return [s for i, s in enumerate(states) if s and (i == 0 or states[i - 1] != s)]
@@ -149,13 +157,7 @@ def test_a_daemonsets_toleration_change_upgrades_the_driver_on_every_gpu_node(
     template = cluster.apps.read_namespaced_daemon_set(operands.DRIVER, cluster.operator_namespace).spec.template
     assert [t.key for t in template.spec.tolerations] == ["nvidia.com/gpu", "gpushare.io/pool"]
 
-    def upgraded() -> bool:
-        nodes = {n.metadata.name: n for n in cluster.core.list_node().items}
-        current = driver_uids(cluster)
-        return all(nodes[n].metadata.labels.get(UPGRADE_STATE) == u.DONE and not nodes[n].spec.unschedulable
-                   and current.get(n) not in (None, drivers[n]) for n in gpu_nodes)
-
-    wait_for(upgraded, 3 * TIMEOUT_S, "every GPU node to finish its driver upgrade")
+    wait_for(lambda: upgraded(cluster, gpu_nodes, drivers), 3 * TIMEOUT_S, "every GPU node to finish its driver upgrade")
     wait_ready(cluster)
     for node in gpu_nodes:
         assert states_of(recorder, node) == STEPS, node
@@ -278,13 +280,8 @@ def test_on_v26_7_a_toleration_change_restarts_each_driver_in_place_and_evicts_n
     assert digest, "the v26.7 operator sets DRIVER_CONFIG_DIGEST on the driver"
     patch_policy(cluster, {"daemonsets": {"tolerations": POOL_TOLERATIONS}})
 
-    def upgraded() -> bool:
-        nodes = {n.metadata.name: n for n in cluster.core.list_node().items}
-        current = driver_uids(cluster)
-        return all(nodes[n].metadata.labels.get(UPGRADE_STATE) == u.DONE and not nodes[n].spec.unschedulable
-                   and current.get(n) not in (None, drivers[n]) for n in gpu_nodes)
-
-    wait_for(upgraded, 3 * TIMEOUT_S, "every GPU node to restart its driver in place")
+    wait_for(lambda: upgraded(cluster, gpu_nodes, drivers), 3 * TIMEOUT_S,
+             "every GPU node to restart its driver in place")
     template = cluster.apps.read_namespaced_daemon_set(operands.DRIVER, cluster.operator_namespace).spec.template
     assert [t.key for t in template.spec.tolerations] == ["nvidia.com/gpu", "gpushare.io/pool"]
     assert u.config_digest(cluster.apps.api_client.sanitize_for_serialization(template.spec)) == digest
