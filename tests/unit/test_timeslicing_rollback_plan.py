@@ -167,6 +167,29 @@ def test_removing_the_toleration_a_trial_added_rolls_every_operand(auto_upgrade:
     assert result.expected["driver_upgrade"] == ("cluster-policy" if auto_upgrade else "")
 
 
+def test_under_on_delete_removing_the_toleration_restarts_the_node_itself_and_names_the_driver_upgrade() -> None:
+    """The same rollback under OnDelete: no operand pod rolls, the run restarts its node's readers, and
+    the driver upgrade (its DaemonSet is always OnDelete, its upgrade controller restarts it) is named
+    and waited for."""
+    added = [ASSET_TOLERATION, {"key": "gpu-mode", "operator": "Exists", "effect": "NoSchedule"}]
+    cluster = prepared_then_trial()
+    cluster["records"][-1] = record(ENABLE_RECORD, "enable-timeslicing", state="complete", nodes=["gpu-node"],
+                                       fields=[FieldChange(TOLERATIONS, [ASSET_TOLERATION], added)],
+                                       backup=clusterpolicy(CONFIGMAP, "default"), finished="2026-12-01T09:06:00Z")
+    cluster["clusterpolicy"] = clusterpolicy(CONFIGMAP, "default", tolerations=added, auto_upgrade=True)
+    cluster["daemonsets"] = [daemonset(n) for n in ("nvidia-device-plugin-daemonset", "gpu-feature-discovery",
+                                                    "nvidia-driver-daemonset")]
+    for ds in cluster["daemonsets"]:
+        ds["spec"]["updateStrategy"] = {"type": "OnDelete"}
+    result = roll_back(cluster, ["gpu-node"], pool_taint_key="gpu-mode")
+    assert result.refusals == [] and result.rerenders and result.rolls_fleet, "the fleet wait is the driver upgrade's"
+    assert not any(line.startswith("  the operator re-renders these DaemonSets") for line in result.lines)
+    assert any("nvidia-driver-daemonset's template changes too" in line and "cordon and drain each of its 3 GPU" in line
+               for line in result.lines), result.lines
+    assert any(line.startswith("- gpu-node: restart its") for line in result.lines)
+    assert result.expected["driver_upgrade"] == "cluster-policy"
+
+
 def test_undoing_the_preparation_too_restores_the_clusterpolicy_and_deletes_the_configmap() -> None:
     cluster = prepared_then_trial()
     result = roll_back(cluster, ["gpu-node"], unprepare=True)

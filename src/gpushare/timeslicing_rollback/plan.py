@@ -15,6 +15,7 @@ from gpushare.bounded import Unreadable, load_yaml
 from gpushare.k8s.changes import Change
 from gpushare.k8s.patch import PatchConflict, json_patch, resolve
 from gpushare.model.node import CONFIG_LABEL, CORDONED_BY, Node, Pool
+from gpushare.model.operands import DRIVER
 from gpushare.model.pods import UNSCHEDULABLE, Pod, outlasting_drain
 from gpushare.rbac import Names
 from gpushare.rbac.access import configmap_refusal, identity
@@ -27,8 +28,8 @@ from gpushare.runbook.records import (CONFIGMAP_KEY, FieldChange, Intent, Record
 from gpushare.runbook.state import ASSET_TOLERATIONS, ClusterState, operator_problems
 from gpushare.timeslicing_common.mark import MARK, Mark, timeslicing_mark
 from gpushare.timeslicing_common.sharing import (CONFIG, CONFIG_DEFAULT, CONFIG_NAME, DEFAULT_KEY, ENABLE, ROLLBACK,
-                                                 TOLERATIONS, driver_upgrades, field_ops, on_delete_line,
-                                                 operator_roll, restart_lines, rolls)
+                                                 TOLERATIONS, driver_upgrades, driver_walk, field_ops,
+                                                 on_delete_line, operator_roll, restart_lines, rolls)
 from gpushare.timeslicing_rollback.settings import RollbackSettings
 
 RUNBOOK = ROLLBACK
@@ -568,6 +569,9 @@ def _lines(state: ClusterState, settings: RollbackSettings, result: RollbackPlan
     readers = [o.name for o in state.config_readers()]
     if result.rerenders:
         lines.append(on_delete_line(readers, rolled, False))
+        if driver_upgrades(state, restore_ops):
+            lines.append(f"  {DRIVER}'s template changes too, and with driver.upgradePolicy.autoUpgrade on "
+                         + driver_walk(state, state.operands[DRIVER].rollout()[1]))
         lines += restart_lines(state, readers, rolled, "on the whole-card template")
     elif result.rolls_fleet:
         lines.append(operator_roll(state, sorted(state.operands) if any(c.path == TOLERATIONS for c in restore_ops)
