@@ -22,7 +22,7 @@ from gpushare.timeslicing_rollback.plan import PHASES, RESTORABLE, RollbackPlan,
 from gpushare.timeslicing_rollback.settings import RollbackSettings
 from tests.unit.cluster_objects import (ASSET_TOLERATION, CLUSTERPOLICY, CONFIGMAP, NAMESPACE, NOW, POOL_TAINT,
                                         clusterpolicy, configmap, daemonset, enabled_read, managed_configmap, mark,
-                                        applied, assert_guarded, node, read, record, shared_node,
+                                        applied, assert_guarded, node, operand_pod, read, record, shared_node,
                                         workload_pod)
 
 ENABLE_RECORD = "gpushare-run-enable-20261201t090000z-0a0a"
@@ -626,15 +626,17 @@ def test_under_on_delete_the_rollback_restarts_its_nodes_readers_and_waits_for_n
     cluster = enabled_read()
     for ds in cluster["daemonsets"]:
         ds["spec"]["updateStrategy"] = {"type": "OnDelete"}
-    result = roll_back(cluster, ["gpu-node"], [workload_pod("trainer-5d4f7b9c8-aaaaa", "gpu-node")])
+    on_node = [workload_pod("trainer-5d4f7b9c8-aaaaa", "gpu-node"), operand_pod("nvidia-device-plugin-daemonset", "gpu-node"),
+               operand_pod("gpu-feature-discovery", "gpu-node")]  # the pods on the target, as the preflight reads them
+    result = roll_back(cluster, ["gpu-node"], on_node)
     assert result.refusals == [] and result.restores_config
     assert result.rerenders and not result.rolls_fleet
     assert result.expected["compare_allocatable"], "no roll restarts the bystanders' plugins"
     assert not any(line.startswith("  the operator re-renders these DaemonSets") for line in result.lines), result.lines
     assert any("under daemonsets.updateStrategy OnDelete" in line and "restarts them itself on the nodes below" in line
                for line in result.lines), result.lines
-    restart = [line for line in result.lines if line.startswith("- gpu-node: restart its")]
-    assert restart and "nvidia-device-plugin-daemonset-gpu-node" in restart[0], result.lines
+    assert ("- gpu-node: restart its nvidia-device-plugin-daemonset and gpu-feature-discovery pods (nvidia-device-plugin-"
+            "daemonset-gpu-node, gpu-feature-discovery-gpu-node; on the whole-card template)") in result.lines
     assert "only the operator's roll" not in result.lines[-2]
 
 

@@ -645,7 +645,7 @@ def _lines(state: ClusterState, settings: Settings, result: EnablePlan, affected
                                    else readers))
     elif any(c.path.startswith(CONFIG) for c in field_changes):
         lines.append(on_delete_line(readers, result.restart_nodes, settings.scope == "cluster"))
-    lines += restart_lines(state, readers, result.restart_nodes, "they must read the ConfigMap as it is now")
+    lines += restart_lines(state.pods, readers, result.restart_nodes, "they must read the ConfigMap as it is now")
     for name in sorted(set(targets)):
         node = state.nodes[name]
         parts = []

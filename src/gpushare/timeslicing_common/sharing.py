@@ -9,7 +9,7 @@ from typing import Any
 
 from gpushare import driver_upgrade as du
 from gpushare.k8s.patch import escape, pointer, resolve
-from gpushare.model.operands import DRIVER, VALIDATOR
+from gpushare.model.operands import DRIVER, VALIDATOR, OperandPod
 from gpushare.runbook.records import FieldChange
 from gpushare.runbook.state import ClusterState
 
@@ -106,11 +106,12 @@ def on_delete_line(readers: list[str], nodes: list[str], every_node: bool) -> st
             f"restart only when deleted: this run restarts them itself {where}")
 
 
-def restart_lines(state: ClusterState, readers: list[str], nodes: list[str], why: str) -> list[str]:
-    """One plan line per node whose config readers the run restarts, naming the pods it deletes."""
+def restart_lines(pods: list[OperandPod], readers: list[str], nodes: list[str], why: str) -> list[str]:
+    """One plan line per node whose config readers the run restarts, naming the pods (as read) it deletes."""
     lines = []
     for name in nodes:
-        own = [r for r in readers if state.operand_pods(name, r)] or readers
-        pods = [p.name for r in own for p in state.operand_pods(name, r) if not p.terminating]
-        lines.append(f"- {name}: restart its {' and '.join(own)} pods ({', '.join(pods) + '; ' if pods else ''}{why})")
+        mine = [p for p in pods if p.node == name and p.daemonset in readers and not p.terminating]
+        own = [r for r in readers if any(p.daemonset == r for p in mine)] or readers
+        names = [p.name for r in own for p in mine if p.daemonset == r]
+        lines.append(f"- {name}: restart its {' and '.join(own)} pods ({', '.join(names) + '; ' if names else ''}{why})")
     return lines

@@ -15,7 +15,7 @@ from gpushare.bounded import Unreadable, load_yaml
 from gpushare.k8s.changes import Change
 from gpushare.k8s.patch import PatchConflict, json_patch, resolve
 from gpushare.model.node import CONFIG_LABEL, CORDONED_BY, Node, Pool
-from gpushare.model.operands import DRIVER
+from gpushare.model.operands import DRIVER, OperandPod
 from gpushare.model.pods import UNSCHEDULABLE, Pod, outlasting_drain
 from gpushare.rbac import Names
 from gpushare.rbac.access import configmap_refusal, identity
@@ -447,7 +447,8 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
         "driver_upgrade": settings.clusterpolicy if driver_upgrades(state, restore_ops) else "",
         "clusterpolicy": {c.path: c.after for c in restore_ops},
     }
-    result.lines = _lines(state, settings, result, rolled, users, restore_ops, configmap_changes, evictable)
+    result.lines = _lines(state, settings, result, rolled, users, restore_ops, configmap_changes, evictable,
+                          [OperandPod(p) for p in pods])
     return result
 
 
@@ -551,7 +552,8 @@ def _nothing_line(state: ClusterState, targets: list[str]) -> str:
 
 
 def _lines(state: ClusterState, settings: RollbackSettings, result: RollbackPlan, rolled: list[str], users: list[str],
-           restore_ops: list[FieldChange], configmap_changes: list[Change], evictable: list[Pod]) -> list[str]:
+           restore_ops: list[FieldChange], configmap_changes: list[Change], evictable: list[Pod],
+           operand_pods: list[OperandPod]) -> list[str]:
     lines = [f"Plan: roll back time-slicing on {', '.join(rolled) or 'no node (cluster-level cleanup only)'}"]
     lines += [f"  note: {n}" for n in result.notes]
     lines += [f"  WARNING: {w}" for w in result.warnings]
@@ -572,7 +574,7 @@ def _lines(state: ClusterState, settings: RollbackSettings, result: RollbackPlan
         if driver_upgrades(state, restore_ops):
             lines.append(f"  {DRIVER}'s template changes too, and with driver.upgradePolicy.autoUpgrade on "
                          + driver_walk(state, state.operands[DRIVER].rollout()[1]))
-        lines += restart_lines(state, readers, rolled, "on the whole-card template")
+        lines += restart_lines(operand_pods, readers, rolled, "on the whole-card template")
     elif result.rolls_fleet:
         lines.append(operator_roll(state, sorted(state.operands) if any(c.path == TOLERATIONS for c in restore_ops)
                                    else readers))
