@@ -719,3 +719,19 @@ def test_on_v26_7_a_toleration_change_restarts_the_driver_in_place_and_evicts_no
         assert result.expected["driver_upgrade"], "it still cordons: the verify waits for the upgrade"
     else:
         refused(result, "cannot take these pods off their node")
+
+
+def test_under_on_delete_a_confirmed_operand_roll_names_the_driver_upgrade_and_no_operand_roll() -> None:
+    """The tolerations re-render every operand, but under OnDelete only the driver's upgrade controller
+    restarts pods (the driver DaemonSet is always OnDelete): the plan names the run's own restarts and
+    that upgrade, not a roll of the other operands."""
+    cluster = read(policy=clusterpolicy(auto_upgrade=True), daemonsets=[daemonset(n) for n in OPERANDS])
+    for ds in cluster["daemonsets"]:
+        ds["spec"]["updateStrategy"] = {"type": "OnDelete"}
+    cluster["workloads"] = []
+    result = enable(cluster, ["gpu-node"], pool_taint_key="gpu-mode", confirm_operand_roll=True)
+    assert result.refusals == [] and result.restart_nodes == ["gpu-node"]
+    assert not any("whose pods restart one node at a time" in line for line in result.lines), result.lines
+    assert any("under daemonsets.updateStrategy OnDelete" in line for line in result.lines), result.lines
+    assert any(line.startswith("  nvidia-driver-daemonset's template changes too") and "cordon and drain each of its 3"
+               in line for line in result.lines), result.lines

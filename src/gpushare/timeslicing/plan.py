@@ -12,7 +12,7 @@ from gpushare import driver_upgrade as du
 from gpushare import mps
 from gpushare.k8s.changes import Change
 from gpushare.model.node import CONFIG_LABEL, Node
-from gpushare.model.operands import CONFIG_READERS, MPS
+from gpushare.model.operands import CONFIG_READERS, DRIVER, MPS
 from gpushare.model.taints import Taint, tolerated
 from gpushare.rbac import Names
 from gpushare.rbac.access import configmap_refusal, identity
@@ -25,7 +25,7 @@ from gpushare.timeslicing_common.mark import MARK, Mark, timeslicing_mark
 from gpushare.timeslicing_common.sharing import (CONFIG, CONFIG_DEFAULT, CONFIG_NAME, DEFAULT_KEY, ENABLE, ROLLBACK,
                                                  TOLERATIONS, driver_upgrades, driver_walk, field_ops,
                                                  on_delete_line, operator_roll, restart_lines,
-                                                 restarts_driver_in_place, spread, upgrades_driver)
+                                                 restarts_driver_in_place, rolls, spread, upgrades_driver)
 
 RUNBOOK = ENABLE
 
@@ -640,11 +640,15 @@ def _lines(state: ClusterState, settings: Settings, result: EnablePlan, affected
     for change in field_changes:
         lines.append(f"- ClusterPolicy {settings.clusterpolicy}: {change.path.removeprefix('/spec/')} "
                      f"{change.before or '-'} -> {change.after}")
-    if result.rolls_fleet:
-        lines.append(operator_roll(state, sorted(state.operands) if any(c.path == TOLERATIONS for c in field_changes)
-                                   else readers))
-    elif any(c.path.startswith(CONFIG) for c in field_changes):
+    rerendered = sorted(state.operands) if any(c.path == TOLERATIONS for c in field_changes) else (
+        readers if any(c.path.startswith(CONFIG) for c in field_changes) else [])
+    if rerendered and not rolls(state, rerendered):  # daemonsets.updateStrategy OnDelete: no roll comes
         lines.append(on_delete_line(readers, result.restart_nodes, settings.scope == "cluster"))
+        if driver_upgrades(state, field_changes):
+            lines.append(f"  {DRIVER}'s template changes too, and with driver.upgradePolicy.autoUpgrade on "
+                         + driver_walk(state, state.operands[DRIVER].rollout()[1]))
+    elif result.rolls_fleet:
+        lines.append(operator_roll(state, rerendered or readers))
     lines += restart_lines(state.pods, readers, result.restart_nodes, "they must read the ConfigMap as it is now")
     for name in sorted(set(targets)):
         node = state.nodes[name]
