@@ -679,8 +679,8 @@ def test_under_on_delete_cluster_scope_restarts_every_node_named_and_only_when_c
     assert any(f"restarts them itself on every GPU node ({len(GPU_NODES)}), all at once" in line
                for line in result.lines), result.lines
     for name in GPU_NODES:
-        assert any(line.startswith(f"- {name}: restart its") and f"nvidia-device-plugin-daemonset-{name}" in line
-                   for line in result.lines), result.lines
+        assert any(line.startswith(f"- {name}: restart its nvidia-device-plugin-daemonset and gpu-feature-discovery "
+                                   "pods") for line in result.lines), result.lines
 
 
 def _operator_release(cluster: dict[str, Any], validator_tag: str, digest: bool = True) -> None:

@@ -649,7 +649,7 @@ def _lines(state: ClusterState, settings: Settings, result: EnablePlan, affected
                          + driver_walk(state, state.operands[DRIVER].rollout()[1]))
     elif result.rolls_fleet:
         lines.append(operator_roll(state, rerendered or readers))
-    lines += restart_lines(state.pods, readers, result.restart_nodes, "they must read the ConfigMap as it is now")
+    lines += restart_lines(state, state.pods, readers, result.restart_nodes, "they must read the ConfigMap as it is now")
     for name in sorted(set(targets)):
         node = state.nodes[name]
         parts = []

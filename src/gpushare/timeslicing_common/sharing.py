@@ -106,12 +106,17 @@ def on_delete_line(readers: list[str], nodes: list[str], every_node: bool) -> st
             f"restart only when deleted: this run restarts them itself {where}")
 
 
-def restart_lines(pods: list[OperandPod], readers: list[str], nodes: list[str], why: str) -> list[str]:
-    """One plan line per node whose config readers the run restarts, naming the pods (as read) it deletes."""
+def restart_lines(state: ClusterState, pods: list[OperandPod], readers: list[str], nodes: list[str],
+                  why: str) -> list[str]:
+    """One plan line per node whose config readers the run restarts, naming the pods it deletes where
+    they were read (else the readers whose DaemonSet selects the node)."""
     lines = []
     for name in nodes:
         mine = [p for p in pods if p.node == name and p.daemonset in readers and not p.terminating]
-        own = [r for r in readers if any(p.daemonset == r for p in mine)] or readers
+        node = state.nodes.get(name)
+        own = ([r for r in readers if any(p.daemonset == r for p in mine)]
+               or [r for r in readers if node and r in state.operands and state.operands[r].selects(node.labels)]
+               or readers)
         names = [p.name for r in own for p in mine if p.daemonset == r]
         lines.append(f"- {name}: restart its {' and '.join(own)} pods ({', '.join(names) + '; ' if names else ''}{why})")
     return lines

@@ -574,7 +574,7 @@ def _lines(state: ClusterState, settings: RollbackSettings, result: RollbackPlan
         if driver_upgrades(state, restore_ops):
             lines.append(f"  {DRIVER}'s template changes too, and with driver.upgradePolicy.autoUpgrade on "
                          + driver_walk(state, state.operands[DRIVER].rollout()[1]))
-        lines += restart_lines(operand_pods, readers, rolled, "on the whole-card template")
+        lines += restart_lines(state, operand_pods, readers, rolled, "on the whole-card template")
     elif result.rolls_fleet:
         lines.append(operator_roll(state, sorted(state.operands) if any(c.path == TOLERATIONS for c in restore_ops)
                                    else readers))
