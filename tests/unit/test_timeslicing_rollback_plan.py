@@ -137,10 +137,8 @@ def test_a_trials_rollback_keeps_the_cluster_prepared() -> None:
                "-e timeslicing_rollback_unprepare=true" in n for n in result.notes)
 
 
-@pytest.mark.parametrize("auto_upgrade", [True, False])
-def test_removing_the_toleration_a_trial_added_rolls_every_operand(auto_upgrade: bool) -> None:
-    """A trial on a prepared cluster that confirmed the operand roll: its rollback puts back
-    spec.daemonsets.tolerations only, which re-renders every operand, the driver's included."""
+def toleration_trial(auto_upgrade: bool) -> dict[str, Any]:
+    """A trial on a prepared cluster that confirmed the operand roll (it added the pool taint's toleration)."""
     added = [ASSET_TOLERATION, {"key": "gpu-mode", "operator": "Exists", "effect": "NoSchedule"}]
     cluster = prepared_then_trial()
     cluster["records"][-1] = record(ENABLE_RECORD, "enable-timeslicing", state="complete", nodes=["gpu-node"],
@@ -149,6 +147,14 @@ def test_removing_the_toleration_a_trial_added_rolls_every_operand(auto_upgrade:
     cluster["clusterpolicy"] = clusterpolicy(CONFIGMAP, "default", tolerations=added, auto_upgrade=auto_upgrade)
     cluster["daemonsets"] = [daemonset(n) for n in ("nvidia-device-plugin-daemonset", "gpu-feature-discovery",
                                                     "nvidia-driver-daemonset")]
+    return cluster
+
+
+@pytest.mark.parametrize("auto_upgrade", [True, False])
+def test_removing_the_toleration_a_trial_added_rolls_every_operand(auto_upgrade: bool) -> None:
+    """A trial on a prepared cluster that confirmed the operand roll: its rollback puts back
+    spec.daemonsets.tolerations only, which re-renders every operand, the driver's included."""
+    cluster = toleration_trial(auto_upgrade)
     cluster["daemonsets"].append(daemonset("nvidia-device-plugin-mps-control-daemon", updated=0, desired=0))
     result = roll_back(cluster, ["gpu-node"], pool_taint_key="gpu-mode")  # the trial's pool taint
     assert result.refusals == [] and result.rolls_fleet and not result.restores_config
@@ -171,14 +177,7 @@ def test_under_on_delete_removing_the_toleration_restarts_the_node_itself_and_na
     """The same rollback under OnDelete: no operand pod rolls, the run restarts its node's readers, and
     the driver upgrade (its DaemonSet is always OnDelete, its upgrade controller restarts it) is named
     and waited for."""
-    added = [ASSET_TOLERATION, {"key": "gpu-mode", "operator": "Exists", "effect": "NoSchedule"}]
-    cluster = prepared_then_trial()
-    cluster["records"][-1] = record(ENABLE_RECORD, "enable-timeslicing", state="complete", nodes=["gpu-node"],
-                                       fields=[FieldChange(TOLERATIONS, [ASSET_TOLERATION], added)],
-                                       backup=clusterpolicy(CONFIGMAP, "default"), finished="2026-12-01T09:06:00Z")
-    cluster["clusterpolicy"] = clusterpolicy(CONFIGMAP, "default", tolerations=added, auto_upgrade=True)
-    cluster["daemonsets"] = [daemonset(n) for n in ("nvidia-device-plugin-daemonset", "gpu-feature-discovery",
-                                                    "nvidia-driver-daemonset")]
+    cluster = toleration_trial(auto_upgrade=True)
     for ds in cluster["daemonsets"]:
         ds["spec"]["updateStrategy"] = {"type": "OnDelete"}
     result = roll_back(cluster, ["gpu-node"], pool_taint_key="gpu-mode")
