@@ -40,6 +40,20 @@ Feature: Enabling time-slicing on a trial node
     And every GPU node not targeted is exactly as before
     And on every GPU node not targeted, no operand pod was restarted
 
+  Scenario: Under OnDelete operands a cluster-scope enable restarts every GPU node's readers itself, named in its plan and only when confirmed
+    Given the ClusterPolicy's operand update strategy is "OnDelete"
+    And the trial node is "gpu-node"
+    When the operator runs "enable-timeslicing.yml -l gpu-node -e timeslicing_scope=cluster -e timeslicing_confirm_cluster_scope=true -e timeslicing_fleet_roll_confirm_above=1"
+    Then the run is refused with "with timeslicing_scope=cluster this run restarts them itself on all 3 GPU nodes at once"
+    And the run is refused with "-e timeslicing_confirm_fleet_roll=true"
+    And nothing was written to the cluster
+    When the operator runs "enable-timeslicing.yml -l gpu-node -e timeslicing_scope=cluster -e timeslicing_confirm_cluster_scope=true -e timeslicing_fleet_roll_confirm_above=1 -e timeslicing_confirm_fleet_roll=true"
+    Then the run succeeds
+    And the output says "this run restarts them itself on every GPU node (3), all at once"
+    And the output says "- gpu-node-2: restart its nvidia-device-plugin-daemonset and gpu-feature-discovery pods (they must read the ConfigMap as it is now)"
+    And node "gpu-node" advertises 2 "nvidia.com/gpu.shared"
+    And node "gpu-node-2" advertises 16 "nvidia.com/gpu.shared"
+
   Scenario: Without renaming, the shares are advertised as nvidia.com/gpu
     Given the trial node is "gpu-node-2"
     When the operator runs "enable-timeslicing.yml -l gpu-node-2 -e timeslicing_replicas=2 -e timeslicing_rename_by_default=false"

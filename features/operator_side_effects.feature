@@ -78,7 +78,9 @@ Feature: A trial on one node disturbs no other node, on the chart-default GPU Op
     The driver upgrade it starts deletes each node's GPU pods with kubectl's drain rules and the
     ClusterPolicy's podDeletion (the chart's: force and deleteEmptyDir false): a GPU pod without a
     controller would leave its node upgrade-failed and cordoned, and stop the upgrade of the fleet.
-    Given the trial node is "gpu-node"
+    Up to GPU Operator v26.3 every driver upgrade takes that full flow.
+    Given the GPU Operator itself is release v26.3
+    And the trial node is "gpu-node"
     And a pod using a whole GPU without a controller runs on "gpu-node-2"
     When the operator runs "enable-timeslicing.yml -l gpu-node -e timeslicing_pool_taint_key=gpu-mode -e timeslicing_confirm_operand_roll=true"
     Then the run is refused with "cannot take these pods off their node"
@@ -92,7 +94,8 @@ Feature: A trial on one node disturbs no other node, on the chart-default GPU Op
     And every GPU node finished its driver upgrade and takes pods again
 
   Scenario: Confirmed, a node the driver upgrade leaves upgrade-failed ends the run with why and the way on
-    Given 2 pods using a whole GPU run on "gpu-node-2"
+    Given the GPU Operator itself is release v26.3
+    And 2 pods using a whole GPU run on "gpu-node-2"
     And a PodDisruptionBudget allows no disruption of the GPU pods
     And the driver upgrade gives up evicting GPU pods after 2 seconds
     And the trial node is "gpu-node"
@@ -101,3 +104,15 @@ Feature: A trial on one node disturbs no other node, on the chart-default GPU Op
     And the run fails saying "its GPU pods were not evicted within spec.driver.upgradePolicy.podDeletion.timeoutSeconds"
     And the run fails saying "kubectl label node gpu-node-2 nvidia.com/gpu-driver-upgrade-state=upgrade-required --overwrite"
     And node "gpu-node-2" is cordoned
+
+  Scenario: Confirmed on GPU Operator v26.7, the toleration change restarts each driver in place and evicts no GPU pod
+    The tolerations are not in the driver's DRIVER_CONFIG_DIGEST: v26.7's upgrade controller cordons
+    each node and restarts its driver pod in place, with no GPU-pod deletion (gpu-operator
+    internal/predicates/restart_only.go), so a GPU pod it could not evict does not stop the run.
+    Given the trial node is "gpu-node"
+    And a pod using a whole GPU without a controller runs on "gpu-node-2"
+    When the operator runs "enable-timeslicing.yml -l gpu-node -e timeslicing_pool_taint_key=gpu-mode -e timeslicing_confirm_operand_roll=true"
+    Then the run succeeds
+    And the output says "restart its driver pod in place without evicting GPU pods (GPU Operator v26.7 restart-only path"
+    And every GPU node finished its driver upgrade and takes pods again
+    And the GPU pod without a controller still runs

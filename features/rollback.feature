@@ -32,6 +32,20 @@ Feature: Rolling back time-slicing gives the node its whole cards back and loses
     Then the rollback succeeds with nothing to do
     And the run sent no mutating request to the API server
 
+  Scenario: Under OnDelete operands the rollback restarts the node's readers itself, names them in its plan and waits for no roll
+    Given the ClusterPolicy's operand update strategy is "OnDelete"
+    And the trial node is "gpu-node"
+    And time-slicing is enabled on the trial node with 2 replicas
+    And the state of every GPU node is recorded
+    When the operator rolls back time-slicing on "gpu-node"
+    Then the rollback succeeds
+    And the output says "under daemonsets.updateStrategy OnDelete their pods restart only when deleted: this run restarts them itself on the nodes below"
+    And the output says "- gpu-node: restart its nvidia-device-plugin-daemonset and gpu-feature-discovery pods (nvidia-device-plugin-daemonset-"
+    And node "gpu-node" advertises 1 "nvidia.com/gpu"
+    And node "gpu-node" has label "nvidia.com/gpu.replicas" set to "1"
+    And every GPU node not targeted is exactly as before
+    And on every GPU node not targeted, no operand pod was restarted
+
   # The order of the requests is read from the embedded cluster's audit log.
   @embedded
   Scenario: The drain waits out each evicted pod's grace period, and refuses first one it could not wait out

@@ -13,6 +13,12 @@ which case the drain (drain_manager.go) runs the same filters with `drain.force`
 `drain.deleteEmptyDir` over every pod `drain.podSelector` selects (all pods by default), where a
 DaemonSet's pod is simply left alone and an error fails the node. A failed node counts against
 `maxParallelUpgrades`: with the chart's 1, the upgrade of the whole fleet stops there.
+
+From GPU Operator v26.7.0 a node whose driver pod differs from the template in nothing that installs
+the driver (the same DRIVER_CONFIG_DIGEST, which the operator sets from v26.3.0: images, env, volumes;
+not tolerations, priority class or labels) takes a restart-only path instead: cordoned, its driver pod
+restarted in place, no GPU pod deleted and no drain (gpu-operator internal/predicates/restart_only.go
+DriverPodRestartOnly; k8s-operator-libs upgrade_inplace.go nextStateForUpgradeRequiredNode).
 """
 
 from __future__ import annotations
@@ -21,11 +27,26 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from gpushare.model import releases
+
 STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
 FAILED = "upgrade-failed"
 SKIP_LABEL = "nvidia.com/gpu-driver-upgrade.skip"
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 POLICY = "spec.driver.upgradePolicy"
+
+
+DIGEST_ENV = "DRIVER_CONFIG_DIGEST"
+RESTART_ONLY_SINCE: releases.Version = (26, 7, 0)
+
+
+def restarts_in_place(validator_image: str, driver_template: dict[str, Any]) -> bool:
+    """A change outside the driver's install config (a toleration, say) restarts the driver pods in
+    place without eviction: the operator is v26.7.0 or later (its validator's image, which the chart
+    tags with the operator's own release) and the driver template carries the digest that change keeps."""
+    containers = [*(driver_template.get("initContainers") or []), *(driver_template.get("containers") or [])]
+    digest = any(e.get("name") == DIGEST_ENV and e.get("value") for c in containers for e in c.get("env") or [])
+    return digest and bool(validator_image) and releases.at_least(validator_image, RESTART_ONLY_SINCE)
 
 
 def _section(value: Any, key: str) -> dict[str, Any]:

@@ -107,6 +107,26 @@ def per_node_failure(template: dict[str, Any]) -> tuple[str, str] | None:
                                  f'"{failure}" (NVIDIA/k8s-device-plugin PR #1827, not released)')
 
 
+def _daemon(node: str, pods: list[dict[str, Any]]) -> OperandPod | None:
+    return next((pod for pod in map(OperandPod, pods)
+                 if pod.daemonset == MPS and pod.node == node and not pod.terminating), None)
+
+
+def _sidecar_restarts(daemon: OperandPod) -> int:
+    statuses = (daemon.raw.get("status") or {}).get("containerStatuses") or []
+    return next((int(c.get("restartCount") or 0) for c in statuses if c.get("name") == SIDECAR), 0)
+
+
+def failure_pending(node: str, pods: list[dict[str, Any]]) -> bool:
+    """The MPS control daemon on `node` is within its config-manager's failure window: its sidecar
+    cannot signal it (per_node_failure) but has not failed yet, so never_serves cannot say so yet.
+    Until it does, a device plugin serving nothing there waits for that daemon: it is no
+    NVIDIA/k8s-device-plugin#1645, and restarting the plugin would not help."""
+    daemon = _daemon(node, pods)
+    return (daemon is not None and per_node_failure(daemon.raw.get("spec") or {}) is not None
+            and not _sidecar_restarts(daemon))
+
+
 def never_serves(node: str, host: str | None, resource: str, allocatable: int, pods: list[dict[str, Any]]) -> str | None:
     """Why the MPS control daemon on `node` will never serve, or None: the node serves no `resource`,
     and its daemon pod's config-manager sidecar has failed since the pod started, as it always will
@@ -114,13 +134,11 @@ def never_serves(node: str, host: str | None, resource: str, allocatable: int, p
     host, when known, for the rollback's -l."""
     if allocatable > 0:
         return None
-    daemon = next((pod for pod in map(OperandPod, pods)
-                   if pod.daemonset == MPS and pod.node == node and not pod.terminating), None)
+    daemon = _daemon(node, pods)
     failure = per_node_failure(daemon.raw.get("spec") or {}) if daemon else None
     if daemon is None or failure is None:
         return None
-    statuses = (daemon.raw.get("status") or {}).get("containerStatuses") or []
-    restarts = next((int(c.get("restartCount") or 0) for c in statuses if c.get("name") == SIDECAR), 0)
+    restarts = _sidecar_restarts(daemon)
     if not restarts:
         return None
     version, why = failure

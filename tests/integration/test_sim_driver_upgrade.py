@@ -5,7 +5,11 @@ k8s-operator-libs pkg/upgrade). Each new driver pod's init container, the driver
 operands off its node and puts them back before the driver starts (k8s-driver-manager
 evictAllGPUOperatorComponents). A GPU pod the upgrade cannot delete (no controller, an emptyDir, a
 DaemonSet's) fails its node, still cordoned, and with maxParallelUpgrades 1 the fleet's upgrade
-stops there (pod_manager.go, kubectl's drain filters). With autoUpgrade off nothing is disrupted."""
+stops there (pod_manager.go, kubectl's drain filters). With autoUpgrade off nothing is disrupted.
+From GPU Operator v26.7 a change that keeps the driver's DRIVER_CONFIG_DIGEST (the tolerations are
+not in it) takes the restart-only path: cordon, driver pod restarted in place, nothing evicted
+(internal/predicates/restart_only.go; k8s-operator-libs upgrade_inplace.go). The full flow is
+therefore shown on a v26.3 operator (`full_flow`: its validator, which carries the operator's release)."""
 
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from gpushare_testbed.simulator import operands
 from gpushare_testbed.simulator import upgrade as u
 from tests.integration.sim_support import (
     POLICY, TIMEOUT_S, UPGRADE_STATE, daemonset_hashes, label_node, node_events, operand_pods, patch_policy,
-    physical_counts, simulated_gpus, stays, wait_ready,
+    patch_policy_and_wait, physical_counts, simulated_gpus, stays, wait_ready,
 )
 from tests.support.cluster import TEST_NAMESPACE_LABEL, Cluster
 
@@ -31,6 +35,8 @@ __all__ = ["simulated_gpus"]
 POOL_TOLERATIONS = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
                     {"key": "gpushare.io/pool", "operator": "Exists", "effect": "NoSchedule"}]
 STEPS = [u.REQUIRED, u.CORDON, u.WAIT_JOBS, u.POD_DELETION, u.POD_RESTART, u.VALIDATION, u.UNCORDON, u.DONE]
+RESTART_ONLY_STEPS = [u.REQUIRED, u.POD_RESTART, u.VALIDATION, u.UNCORDON, u.DONE]
+FULL_FLOW_OPERATOR = "v26.3.3"  # the newest release without the restart-only predicate
 PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
 
 
@@ -73,6 +79,14 @@ def recorder(clean_cluster: Cluster) -> Iterator[NodeRecorder]:
     recording.started.wait(10)
     yield recording
     recording.stop.set()
+
+
+@pytest.fixture
+def full_flow(clean_cluster: Cluster) -> None:
+    """The operator of v26.3 (its validator's image; the driver template and its digest stay as they
+    are): a driver upgrade takes the full flow, evicting GPU pods. Named before `recorder`, so that
+    what it re-renders is not recorded."""
+    patch_policy_and_wait(clean_cluster, {"validator": {"version": FULL_FLOW_OPERATOR}})
 
 
 def namespace(cluster: Cluster, name: str) -> str:
@@ -119,13 +133,21 @@ def driver_uids(cluster: Cluster) -> dict[str, str]:
     return {node: pod.metadata.uid for node, pod in operand_pods(cluster, operands.DRIVER).items()}
 
 
+def upgraded(cluster: Cluster, gpu_nodes: list[str], drivers: dict[str, str]) -> bool:
+    """Every GPU node upgrade-done, schedulable, with a driver pod other than `drivers`' (node -> uid)."""
+    nodes = {n.metadata.name: n for n in cluster.core.list_node().items}
+    current = driver_uids(cluster)
+    return all(nodes[n].metadata.labels.get(UPGRADE_STATE) == u.DONE and not nodes[n].spec.unschedulable
+               and current.get(n) not in (None, drivers[n]) for n in gpu_nodes)
+
+
 def states_of(recorder: NodeRecorder, node: str) -> list[str]:
     states = [s for n, s, _, _ in recorder.seen if n == node]
     return [s for i, s in enumerate(states) if s and (i == 0 or states[i - 1] != s)]
 
 
 def test_a_daemonsets_toleration_change_upgrades_the_driver_on_every_gpu_node(
-        clean_cluster: Cluster, recorder: NodeRecorder, gpu_workload: tuple[str, str]) -> None:
+        clean_cluster: Cluster, full_flow: None, recorder: NodeRecorder, gpu_workload: tuple[str, str]) -> None:
     cluster = clean_cluster
     gpu_nodes = sorted(physical_counts(cluster))
     hashes, drivers = daemonset_hashes(cluster), driver_uids(cluster)
@@ -136,13 +158,7 @@ def test_a_daemonsets_toleration_change_upgrades_the_driver_on_every_gpu_node(
     template = cluster.apps.read_namespaced_daemon_set(operands.DRIVER, cluster.operator_namespace).spec.template
     assert [t.key for t in template.spec.tolerations] == ["nvidia.com/gpu", "gpushare.io/pool"]
 
-    def upgraded() -> bool:
-        nodes = {n.metadata.name: n for n in cluster.core.list_node().items}
-        current = driver_uids(cluster)
-        return all(nodes[n].metadata.labels.get(UPGRADE_STATE) == u.DONE and not nodes[n].spec.unschedulable
-                   and current.get(n) not in (None, drivers[n]) for n in gpu_nodes)
-
-    wait_for(upgraded, 3 * TIMEOUT_S, "every GPU node to finish its driver upgrade")
+    wait_for(lambda: upgraded(cluster, gpu_nodes, drivers), 3 * TIMEOUT_S, "every GPU node to finish its driver upgrade")
     wait_ready(cluster)
     for node in gpu_nodes:
         assert states_of(recorder, node) == STEPS, node
@@ -162,7 +178,7 @@ def test_a_daemonsets_toleration_change_upgrades_the_driver_on_every_gpu_node(
 
 
 def test_gpu_pods_the_upgrade_cannot_delete_fail_their_node_and_stop_the_fleet(
-        clean_cluster: Cluster, recorder: NodeRecorder) -> None:
+        clean_cluster: Cluster, full_flow: None, recorder: NodeRecorder) -> None:
     """Chart defaults (podDeletion force and deleteEmptyDir false, drain off, maxParallelUpgrades 1): a
     GPU pod without a controller, with an emptyDir, or of a DaemonSet, on every GPU node. The first
     node the upgrade takes goes upgrade-failed and stays cordoned with its pod running, and no other
@@ -207,7 +223,7 @@ def test_gpu_pods_the_upgrade_cannot_delete_fail_their_node_and_stop_the_fleet(
 
 
 def test_with_drain_enabled_a_daemonsets_gpu_pod_is_left_and_a_pod_without_controller_fails_the_drain(
-        clean_cluster: Cluster) -> None:
+        clean_cluster: Cluster, full_flow: None) -> None:
     """drain.enable: a failed GPU-pod deletion goes to drain-required; the drain leaves DaemonSet pods
     (IgnoreAllDaemonSets) but refuses a pod without a controller (drain.force false).
     maxParallelUpgrades 0: both nodes at once."""
@@ -247,3 +263,33 @@ def test_with_auto_upgrade_off_nothing_is_disrupted(clean_cluster: Cluster, reco
     assert cluster.kubectl("get", POLICY, "-o", "jsonpath={.status.state}").stdout == "notReady", \
         "the driver pods run an older template"
     assert recorder.most_cordoned_at_once() == 0
+
+
+def test_on_v26_7_a_toleration_change_restarts_each_driver_in_place_and_evicts_nothing(
+        clean_cluster: Cluster, recorder: NodeRecorder) -> None:
+    """The chart's v26.7 operator: the tolerations are not in DRIVER_CONFIG_DIGEST, so each node is
+    cordoned and its driver pod restarted in place, one node at a time, with no GPU-pod deletion: a GPU
+    pod the full flow could not delete (no controller) keeps running, and no node fails."""
+    cluster = clean_cluster
+    ns = namespace(cluster, "in-place")
+    workload(cluster, ns, "bare", "gpu-node-2", kind="Pod")
+    bare = pods_of(cluster, ns, "bare")[0].metadata.uid
+    gpu_nodes = sorted(physical_counts(cluster))
+    drivers = driver_uids(cluster)
+    digest = u.config_digest(cluster.apps.api_client.sanitize_for_serialization(
+        cluster.apps.read_namespaced_daemon_set(operands.DRIVER, cluster.operator_namespace).spec.template.spec))
+    assert digest, "the v26.7 operator sets DRIVER_CONFIG_DIGEST on the driver"
+    patch_policy(cluster, {"daemonsets": {"tolerations": POOL_TOLERATIONS}})
+
+    wait_for(lambda: upgraded(cluster, gpu_nodes, drivers), 3 * TIMEOUT_S,
+             "every GPU node to restart its driver in place")
+    template = cluster.apps.read_namespaced_daemon_set(operands.DRIVER, cluster.operator_namespace).spec.template
+    assert [t.key for t in template.spec.tolerations] == ["nvidia.com/gpu", "gpushare.io/pool"]
+    assert u.config_digest(cluster.apps.api_client.sanitize_for_serialization(template.spec)) == digest
+    for node in gpu_nodes:
+        assert states_of(recorder, node) == RESTART_ONLY_STEPS, node
+        assert any(n == node and unschedulable for n, s, unschedulable, _ in recorder.seen if s == u.POD_RESTART), \
+            f"{node} was cordoned for its restart"
+    assert recorder.most_cordoned_at_once() == 1, "maxParallelUpgrades 1: one node at a time"
+    assert [(p.metadata.uid, p.status.phase) for p in pods_of(cluster, ns, "bare")] == [(bare, "Running")], \
+        "the GPU pod without a controller was not evicted"

@@ -12,6 +12,7 @@ cmd/mps-control-daemon, cmd/config-manager, internal/plugin server.go Start)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -22,17 +23,19 @@ import pytest
 from gpushare.gpu_catalog import product
 from gpushare.k8s.session import Session
 from gpushare.model.releases import KERNEL_THREAD_PANIC, NO_PROCESS_FOUND
-from gpushare.mps import share_limits
+from gpushare.model.operands import OperandPod
+from gpushare.mps import failure_pending, share_limits
 from gpushare.polling import DeadEnd, wait_for
 from gpushare_testbed.simulator import clusterpolicy as cp
 from gpushare_testbed.simulator import mig_manager as mm
 from gpushare_testbed.simulator import operands
-from gpushare.timeslicing.checks import timeslicing_enabled
+from gpushare.timeslicing.checks import ZERO_DEVICES_GRACE_S, timeslicing_enabled
 from gpushare_testbed.simulator.mps_daemon import LIMITS_ANNOTATION
 from tests.integration.sim_support import (
     CHART_PLUGIN, MIG_NODE, SHARED, TIMEOUT_S, advertised, apply_configmap, container_status, label_node, node_history,
     operand_pods, physical_counts, point_plugin_at, pod_ready, run_device_plugin, shows_replicas, simulated_gpus,
 )
+from tests.integration.test_timeslicing_checks import paused
 from tests.support.cluster import Cluster
 
 pytestmark = pytest.mark.cluster
@@ -152,6 +155,58 @@ def test_a_per_node_mps_config_never_reaches_the_daemon_from_v0_18_2(
         timeslicing_enabled(Session(cluster.kubeconfig), cluster.operator_namespace, want)
     assert ended.value.problems[0].startswith(f"{TRIAL}: the MPS control daemon never serves")
     assert f"device plugin {version}" in ended.value.problems[0]
+
+
+def test_a_daemon_in_its_config_managers_failure_window_is_not_taken_for_1645(
+        clean_cluster: Cluster, tmp_path: Path) -> None:
+    """The overlap of two verdicts on a per-node MPS target: the device plugin Ready for the #1645
+    grace period while the node serves nothing, and a new MPS daemon pod whose sidecar will fail but
+    has not yet (the simulator paused right after the pod was replaced holds that window open). The
+    verify waits there instead of ending on NVIDIA/k8s-device-plugin#1645 (which would restart the
+    plugin for nothing), and names the MPS cause once the sidecar has failed."""
+    cluster = clean_cluster  # the chart's plugin, v0.20.0: "no process found"
+    session = Session(cluster.kubeconfig)
+    apply_configmap(cluster, tmp_path, {"whole": "version: v1", "mps-4": mps_config(4)})
+    point_plugin_at(cluster, "whole")
+    label_node(cluster, TRIAL, cp.CONFIG_LABEL, "mps-4")
+    wait_for(lambda: sidecar_failure(daemon_on(cluster, TRIAL)) is not None, TIMEOUT_S,
+             "the daemon's config-manager sidecar to fail")
+    wait_for(lambda: plugin_waits(cluster, TRIAL), TIMEOUT_S, "the plugin to run, waiting, serving no share")
+
+    def plugin_ready_for() -> float:
+        raw = next(p for p in session.pods_on([TRIAL], cluster.operator_namespace)
+                   if OperandPod(p).daemonset == operands.DEVICE_PLUGIN)
+        since = OperandPod(raw).ready_since
+        return (dt.datetime.now(dt.timezone.utc) - since).total_seconds() if since else 0.0
+
+    wait_for(lambda: plugin_ready_for() >= ZERO_DEVICES_GRACE_S, TIMEOUT_S, "the plugin Ready for the #1645 grace period")
+    want = {"targets": {TRIAL: {"gpus": physical_counts(cluster)[TRIAL], "pool": False}}, "replicas": 4, "rename": True,
+            "scope": "node", "strategy": "mps", "key": "mps-4", "keys": [], "bystanders": {},
+            "pool": {"label_key": "gpu-mode", "label_value": "shared", "taint": None},
+            "compare_allocatable": True, "compare_schedulable": True}
+    old = daemon_on(cluster, TRIAL)
+    with paused(cluster, "gpu-operator-sim"):
+        cluster.core.delete_namespaced_pod(old.metadata.name, cluster.operator_namespace)
+        wait_for(lambda: (new := daemon_on(cluster, TRIAL)) is not None and new.metadata.uid != old.metadata.uid,
+                 TIMEOUT_S, "the DaemonSet to replace the daemon's pod")
+        pods = session.pods_on([TRIAL], cluster.operator_namespace)
+        # the overlap, in effect as the check acts: the new daemon's sidecar will fail and has not yet,
+        # the plugin is Ready past the grace period, the node serves nothing
+        assert failure_pending(TRIAL, pods), "the new daemon pod is within its sidecar's failure window"
+        assert plugin_ready_for() >= ZERO_DEVICES_GRACE_S and advertised(cluster, TRIAL)[0].get(SHARED, "0") == "0"
+        problems = timeslicing_enabled(session, cluster.operator_namespace, want)  # waits: no DeadEnd
+        assert problems and not any("1645" in p for p in problems)
+        assert failure_pending(TRIAL, session.pods_on([TRIAL], cluster.operator_namespace)), "still in the window"
+
+    def verdict() -> str:
+        try:
+            timeslicing_enabled(session, cluster.operator_namespace, want)
+        except DeadEnd as ended:
+            return ended.problems[0]
+        return ""
+
+    wait_for(lambda: verdict() != "", TIMEOUT_S, "the verify to end on the MPS verdict")
+    assert verdict().startswith(f"{TRIAL}: the MPS control daemon never serves")
 
 
 def test_with_the_mps_key_as_the_default_the_daemon_starts_on_it_and_serves(clean_cluster: Cluster, tmp_path: Path) -> None:

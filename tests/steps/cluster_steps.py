@@ -15,7 +15,7 @@ from pytest_bdd import given, parsers, then, when
 
 from gpushare.k8s.session import Session
 from gpushare.model.node import Node, Pool
-from gpushare.model.operands import DEVICE_PLUGIN, DRIVER, GFD, MPS, OperandPod
+from gpushare.model.operands import DEVICE_PLUGIN, DRIVER, GFD, MPS, VALIDATOR, OperandPod
 from gpushare.polling import wait_for
 from gpushare_testbed.simulator import clusterpolicy as cp
 from tests.support.cluster import REPO, RESET_TIMEOUT_S, Cluster
@@ -118,6 +118,28 @@ def operator_release(kube: Cluster, release: str) -> None:
     simulator's behaviours read), as an operator pins an operand; on any cluster, by the test identity.
     The scenario's restore puts the ClusterPolicy back."""
     pin_release(kube, release, settle=True)
+
+
+@given(parsers.parse("the GPU Operator itself is release {release}"))
+def operator_itself(kube: Cluster, release: str) -> None:
+    """The ClusterPolicy pins the validator of that release: its image is tagged with the operator's
+    own release, whose upgrade controller the runbooks' driver-upgrade rules and the simulator follow
+    (v26.7 restarts a driver in place when its config digest is unchanged). The driver's template stays
+    as it is (from v26.3 its digest does not hash the validator). The scenario's restore puts it back."""
+    chart = cp.RELEASES[release][0]
+    kube.custom.patch_cluster_custom_object(cp.GROUP, cp.VERSION, cp.PLURAL, cp.CLUSTER_POLICY,
+                                            {"spec": {"validator": {"version": chart}}})
+    session = Session(kube.kubeconfig)
+
+    def rendered() -> list[str]:
+        validator = session.get("DaemonSet", VALIDATOR, kube.operator_namespace) or {}
+        images = [c.get("image", "") for c in (((validator.get("spec") or {}).get("template") or {}).get("spec") or {})
+                  .get("containers") or []]
+        return ([] if images and all(i.endswith(f":{chart}") for i in images) else [f"{VALIDATOR} renders {images}"]) \
+            + unsettled(kube)
+
+    wait_for(lambda: not rendered(), RESET_TIMEOUT_S, f"the operator's validator of release {release} ({chart}) to run",
+             interval_s=0.5)
 
 
 @when(parsers.parse("the GPU Operator is upgraded to release {release}"))

@@ -140,6 +140,12 @@ def delete_bare_pod(kube: Cluster, gpu_workload: GpuWorkload) -> None:
     wait_for(lambda: not _running(kube, gpu_workload), TIMEOUT_S, "the GPU pod to go")
 
 
+@then("the GPU pod without a controller still runs")
+def bare_pod_runs(kube: Cluster, gpu_workload: GpuWorkload) -> None:
+    running = {p.metadata.uid: p.metadata.name for p in _running(kube, gpu_workload)}
+    assert running == gpu_workload.pods, f"GPU pods now {running}, before {gpu_workload.pods}"
+
+
 @given("a PodDisruptionBudget allows no disruption of the GPU pods")
 def budget_blocks(kube: Cluster, gpu_workload: GpuWorkload) -> None:
     policy = client.PolicyV1Api(kube.api)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpushare.gpu_catalog import product
-from gpushare.mps import MAX_CLIENTS, describe, never_serves, replicas_problem, share_limits
+from gpushare.mps import MAX_CLIENTS, describe, failure_pending, never_serves, replicas_problem, share_limits
 from tests.unit.cluster_objects import mps_daemon_pod as daemon_pod
 
 
@@ -61,3 +61,16 @@ def test_no_verdict_while_the_daemon_may_still_serve(release: str, restarts: int
 
 def test_only_the_daemon_of_the_node_counts() -> None:
     assert never_serves("gpu-node", None, "nvidia.com/gpu.shared", 0, [daemon_pod("v26.7", 3, node="other")]) is None
+
+
+@pytest.mark.parametrize(("release", "restarts", "node", "pending"), [
+    ("v26.7", 0, "gpu-node", True),  # its sidecar will fail and has not yet: the MPS verdict is still to come
+    ("v26.3", 0, "gpu-node", True),
+    ("v26.7", 3, "gpu-node", False),  # it has failed: never_serves says so
+    ("v25.10", 0, "gpu-node", False),  # its signal arrives
+    ("v26.7", 0, "other", False),  # only the node's daemon counts
+])
+def test_a_daemon_is_in_its_config_managers_failure_window_until_its_sidecar_fails(
+        release: str, restarts: int, node: str, pending: bool) -> None:
+    """Within it a device plugin serving nothing waits for the daemon: no NVIDIA/k8s-device-plugin#1645."""
+    assert failure_pending("gpu-node", [daemon_pod(release, restarts, node=node)]) is pending

@@ -291,7 +291,7 @@ def test_a_confirmed_operand_roll_adds_the_toleration_to_the_assets_own() -> Non
     assert policy["spec"]["daemonsets"]["tolerations"] == [
         ASSET_TOLERATION, {"key": "gpu-mode", "operator": "Exists", "effect": "NoSchedule"}]
     note = next(n for n in result.notes if n.startswith("Confirmed"))
-    assert "the upgrade controller then cordons each GPU node in turn" in note
+    assert "the driver upgrade controller will cordon and drain each of its 3 GPU nodes in turn" in note
     intent = Record.of(result.changes["record"][0].body).intent
     assert FieldChange("/spec/daemonsets/tolerations", [], policy["spec"]["daemonsets"]["tolerations"]) in \
         intent.clusterpolicy
@@ -660,3 +660,78 @@ def test_under_on_delete_the_first_trial_restarts_the_target_and_waits_for_no_ro
     assert on_delete is not None and on_delete.on_delete
     on_delete.raw["status"] = {"observedGeneration": 1, "updatedNumberScheduled": 1, "desiredNumberScheduled": 3}
     assert not on_delete.rolling  # no roll will come: nodes wait for their pods to be deleted
+
+
+def test_under_on_delete_cluster_scope_restarts_every_node_named_and_only_when_confirmed() -> None:
+    """With timeslicing_scope=cluster under OnDelete no operator roll comes: the run restarts the
+    readers on every GPU node itself, all at once, which the plan names and which above
+    timeslicing_fleet_roll_confirm_above needs timeslicing_confirm_fleet_roll."""
+    cluster = read()
+    for ds in cluster["daemonsets"]:
+        ds["spec"]["updateStrategy"] = {"type": "OnDelete"}
+    message = refused(enable(cluster, ["gpu-node"], scope="cluster", confirm_cluster_scope=True,
+                             fleet_roll_confirm_above=2), "restarts them itself on all")
+    assert "-e timeslicing_confirm_fleet_roll=true" in message
+    result = enable(cluster, ["gpu-node"], scope="cluster", confirm_cluster_scope=True, fleet_roll_confirm_above=2,
+                    confirm_fleet_roll=True)
+    assert result.refusals == [] and not result.rolls_fleet
+    assert result.restart_nodes == sorted(GPU_NODES)
+    assert any(f"restarts them itself on every GPU node ({len(GPU_NODES)}), all at once" in line
+               for line in result.lines), result.lines
+    for name in GPU_NODES:
+        assert any(line.startswith(f"- {name}: restart its nvidia-device-plugin-daemonset and gpu-feature-discovery "
+                                   "pods") for line in result.lines), result.lines
+
+
+def _operator_release(cluster: dict[str, Any], validator_tag: str, digest: bool = True) -> None:
+    """The operator's release as its validator's image tag, and the driver config digest its driver
+    template carries (set by the operator from v26.3.0)."""
+    validator = daemonset("nvidia-operator-validator")
+    validator["spec"]["template"]["spec"]["containers"][0]["image"] = \
+        f"nvcr.io/nvidia/cloud-native/gpu-operator-validator:{validator_tag}"
+    cluster["daemonsets"].append(validator)
+    driver = next(d for d in cluster["daemonsets"] if d["metadata"]["name"] == "nvidia-driver-daemonset")
+    driver["spec"]["template"]["spec"]["containers"][0]["env"] = (
+        [{"name": "DRIVER_CONFIG_DIGEST", "value": "f7d172ac4d6584b6"}] if digest else [])
+
+
+@pytest.mark.parametrize(("tag", "digest", "restart_only"), [
+    pytest.param("v26.7.0", True, True, id="v26.7: restart-only"),
+    pytest.param("v26.3.3", True, False, id="v26.3: no restart-only predicate"),
+    pytest.param("v26.7.0", False, False, id="no digest: the full flow"),
+])
+def test_on_v26_7_a_toleration_change_restarts_the_driver_in_place_and_evicts_nothing(
+        tag: str, digest: bool, restart_only: bool) -> None:
+    """GPU Operator v26.7 (internal/predicates/restart_only.go, k8s-operator-libs upgrade_inplace.go):
+    the tolerations are not in DRIVER_CONFIG_DIGEST, so the driver upgrade they start cordons each node
+    and restarts its driver pod in place, with no GPU-pod deletion: no pod it could not evict stops the run."""
+    cluster = read(policy=clusterpolicy(auto_upgrade=True), daemonsets=[daemonset(n) for n in OPERANDS])
+    _operator_release(cluster, tag, digest)
+    assert enable(cluster, ["gpu-node"], pool_taint_key="gpu-mode", confirm_operand_roll=True).needs_workloads \
+        is not restart_only
+    cluster["workloads"] = [gpu_workload("bare", "gpu-node-2", owner=None)]
+    result = enable(cluster, ["gpu-node"], pool_taint_key="gpu-mode", confirm_operand_roll=True)
+    [roll] = [line for line in result.lines if line.startswith("  the operator re-renders")] or [""]
+    if restart_only:
+        assert result.refusals == [], result.refusals
+        assert ("will cordon each of its 3 GPU nodes in turn, 1 at a time (maxParallelUpgrades), and restart its driver "
+                "pod in place without evicting GPU pods (GPU Operator v26.7 restart-only path") in roll
+        assert result.expected["driver_upgrade"], "it still cordons: the verify waits for the upgrade"
+    else:
+        refused(result, "cannot take these pods off their node")
+
+
+def test_under_on_delete_a_confirmed_operand_roll_names_the_driver_upgrade_and_no_operand_roll() -> None:
+    """The tolerations re-render every operand, but under OnDelete only the driver's upgrade controller
+    restarts pods (the driver DaemonSet is always OnDelete): the plan names the run's own restarts and
+    that upgrade, not a roll of the other operands."""
+    cluster = read(policy=clusterpolicy(auto_upgrade=True), daemonsets=[daemonset(n) for n in OPERANDS])
+    for ds in cluster["daemonsets"]:
+        ds["spec"]["updateStrategy"] = {"type": "OnDelete"}
+    cluster["workloads"] = []
+    result = enable(cluster, ["gpu-node"], pool_taint_key="gpu-mode", confirm_operand_roll=True)
+    assert result.refusals == [] and result.restart_nodes == ["gpu-node"]
+    assert not any("whose pods restart one node at a time" in line for line in result.lines), result.lines
+    assert any("under daemonsets.updateStrategy OnDelete" in line for line in result.lines), result.lines
+    assert any(line.startswith("  nvidia-driver-daemonset's template changes too") and "cordon and drain each of its 3"
+               in line for line in result.lines), result.lines

@@ -22,7 +22,7 @@ from gpushare.timeslicing_rollback.plan import PHASES, RESTORABLE, RollbackPlan,
 from gpushare.timeslicing_rollback.settings import RollbackSettings
 from tests.unit.cluster_objects import (ASSET_TOLERATION, CLUSTERPOLICY, CONFIGMAP, NAMESPACE, NOW, POOL_TAINT,
                                         clusterpolicy, configmap, daemonset, enabled_read, managed_configmap, mark,
-                                        applied, assert_guarded, node, read, record, shared_node,
+                                        applied, assert_guarded, node, operand_pod, read, record, shared_node,
                                         workload_pod)
 
 ENABLE_RECORD = "gpushare-run-enable-20261201t090000z-0a0a"
@@ -137,10 +137,8 @@ def test_a_trials_rollback_keeps_the_cluster_prepared() -> None:
                "-e timeslicing_rollback_unprepare=true" in n for n in result.notes)
 
 
-@pytest.mark.parametrize("auto_upgrade", [True, False])
-def test_removing_the_toleration_a_trial_added_rolls_every_operand(auto_upgrade: bool) -> None:
-    """A trial on a prepared cluster that confirmed the operand roll: its rollback puts back
-    spec.daemonsets.tolerations only, which re-renders every operand, the driver's included."""
+def toleration_trial(auto_upgrade: bool) -> dict[str, Any]:
+    """A trial on a prepared cluster that confirmed the operand roll (it added the pool taint's toleration)."""
     added = [ASSET_TOLERATION, {"key": "gpu-mode", "operator": "Exists", "effect": "NoSchedule"}]
     cluster = prepared_then_trial()
     cluster["records"][-1] = record(ENABLE_RECORD, "enable-timeslicing", state="complete", nodes=["gpu-node"],
@@ -149,6 +147,14 @@ def test_removing_the_toleration_a_trial_added_rolls_every_operand(auto_upgrade:
     cluster["clusterpolicy"] = clusterpolicy(CONFIGMAP, "default", tolerations=added, auto_upgrade=auto_upgrade)
     cluster["daemonsets"] = [daemonset(n) for n in ("nvidia-device-plugin-daemonset", "gpu-feature-discovery",
                                                     "nvidia-driver-daemonset")]
+    return cluster
+
+
+@pytest.mark.parametrize("auto_upgrade", [True, False])
+def test_removing_the_toleration_a_trial_added_rolls_every_operand(auto_upgrade: bool) -> None:
+    """A trial on a prepared cluster that confirmed the operand roll: its rollback puts back
+    spec.daemonsets.tolerations only, which re-renders every operand, the driver's included."""
+    cluster = toleration_trial(auto_upgrade)
     cluster["daemonsets"].append(daemonset("nvidia-device-plugin-mps-control-daemon", updated=0, desired=0))
     result = roll_back(cluster, ["gpu-node"], pool_taint_key="gpu-mode")  # the trial's pool taint
     assert result.refusals == [] and result.rolls_fleet and not result.restores_config
@@ -165,6 +171,22 @@ def test_removing_the_toleration_a_trial_added_rolls_every_operand(auto_upgrade:
     assert result.expected["compare_schedulable"] is not auto_upgrade
     # the waits after it end at once on a node that upgrade leaves upgrade-failed
     assert result.expected["driver_upgrade"] == ("cluster-policy" if auto_upgrade else "")
+
+
+def test_under_on_delete_removing_the_toleration_restarts_the_node_itself_and_names_the_driver_upgrade() -> None:
+    """The same rollback under OnDelete: no operand pod rolls, the run restarts its node's readers, and
+    the driver upgrade (its DaemonSet is always OnDelete, its upgrade controller restarts it) is named
+    and waited for."""
+    cluster = toleration_trial(auto_upgrade=True)
+    for ds in cluster["daemonsets"]:
+        ds["spec"]["updateStrategy"] = {"type": "OnDelete"}
+    result = roll_back(cluster, ["gpu-node"], pool_taint_key="gpu-mode")
+    assert result.refusals == [] and result.rerenders and result.rolls_fleet, "the fleet wait is the driver upgrade's"
+    assert not any(line.startswith("  the operator re-renders these DaemonSets") for line in result.lines)
+    assert any("nvidia-driver-daemonset's template changes too" in line and "cordon and drain each of its 3 GPU" in line
+               for line in result.lines), result.lines
+    assert any(line.startswith("- gpu-node: restart its") for line in result.lines)
+    assert result.expected["driver_upgrade"] == "cluster-policy"
 
 
 def test_undoing_the_preparation_too_restores_the_clusterpolicy_and_deletes_the_configmap() -> None:
@@ -594,3 +616,29 @@ def test_the_paths_an_enable_writes_are_the_restorable_ones() -> None:
     """Every ClusterPolicy path the enable's plan can write is on the rollback's allow-list."""
     assert set(RESTORABLE) == {sharing.CONFIG, sharing.CONFIG_NAME, sharing.CONFIG_DEFAULT, sharing.TOLERATIONS}
 
+
+
+def test_under_on_delete_the_rollback_restarts_its_nodes_readers_and_waits_for_no_roll() -> None:
+    """daemonsets.updateStrategy OnDelete: restoring devicePlugin.config re-renders the readers but
+    rolls no pod, so the plan names the rolled-back node's reader pods the run restarts itself and
+    promises no operator roll (the fleet-roll wait is skipped, the bystanders keep their pods)."""
+    cluster = enabled_read()
+    for ds in cluster["daemonsets"]:
+        ds["spec"]["updateStrategy"] = {"type": "OnDelete"}
+    on_node = [workload_pod("trainer-5d4f7b9c8-aaaaa", "gpu-node"), operand_pod("nvidia-device-plugin-daemonset", "gpu-node"),
+               operand_pod("gpu-feature-discovery", "gpu-node")]  # the pods on the target, as the preflight reads them
+    result = roll_back(cluster, ["gpu-node"], on_node)
+    assert result.refusals == [] and result.restores_config
+    assert result.rerenders and not result.rolls_fleet
+    assert result.expected["compare_allocatable"], "no roll restarts the bystanders' plugins"
+    assert not any(line.startswith("  the operator re-renders these DaemonSets") for line in result.lines), result.lines
+    assert any("under daemonsets.updateStrategy OnDelete" in line and "restarts them itself on the nodes below" in line
+               for line in result.lines), result.lines
+    assert ("- gpu-node: restart its nvidia-device-plugin-daemonset and gpu-feature-discovery pods (nvidia-device-plugin-"
+            "daemonset-gpu-node, gpu-feature-discovery-gpu-node; on the whole-card template)") in result.lines
+    assert "only the operator's roll" not in result.lines[-2]
+
+
+def test_under_rolling_update_the_rollback_still_lets_the_operator_roll() -> None:
+    result = roll_back(enabled_read(), ["gpu-node"], [workload_pod("trainer-5d4f7b9c8-aaaaa", "gpu-node")])
+    assert result.rolls_fleet and not result.rerenders

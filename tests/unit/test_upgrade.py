@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from gpushare_testbed.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator import operand_specs
 from gpushare_testbed.simulator import upgrade as u
 
 POLICY: dict[str, Any] = {"autoUpgrade": True, "maxParallelUpgrades": 1, "maxUnavailable": "25%"}
@@ -123,3 +125,42 @@ def test_skip_label() -> None:
 @pytest.mark.parametrize(("value", "total", "expected"), [("25%", 3, 1), ("25%", 500, 125), (2, 10, 2), (None, 7, 7)])
 def test_max_unavailable(value: Any, total: int, expected: int) -> None:
     assert u.max_unavailable({} if value is None else {"maxUnavailable": value}, total) == expected
+
+
+def test_the_restart_only_path_cordons_and_restarts_the_driver_with_no_eviction() -> None:
+    """GPU Operator v26.7 (k8s-operator-libs upgrade_inplace.go nextStateForUpgradeRequiredNode): a node
+    whose driver config digest is unchanged is cordoned and goes straight to pod-restart-required,
+    skipping wait-for-jobs, pod deletion and drain; an upgrade asked for takes the full flow."""
+    steps = u.plan([node("a", u.REQUIRED, driver_in_sync=False, restart_only=True, gpu_pods=2, undeletable=1)], POLICY)
+    assert steps == [u.Step("a", action="cordon"), u.Step("a", u.POD_RESTART)]
+    requested = node("a", u.REQUIRED, driver_in_sync=False, restart_only=True, requested=True)
+    assert states(u.plan([requested], POLICY)) == {"a": u.CORDON}
+    assert states(u.plan([node("a", u.REQUIRED, driver_in_sync=False)], POLICY)) == {"a": u.CORDON}
+    # the slot is taken as in the full flow: one node at a time
+    both = [node(n, u.REQUIRED, driver_in_sync=False, restart_only=True) for n in "ab"]
+    assert states(u.plan(both, POLICY)) == {"a": u.POD_RESTART}
+
+
+def test_the_restart_only_predicate_compares_the_driver_config_digests() -> None:
+    """internal/predicates/restart_only.go DriverPodRestartOnly, DriverConfigDigestFromPodSpec."""
+    def spec(digest: str) -> dict[str, Any]:
+        env = [{"name": u.DIGEST_ENV, "value": digest}] if digest else []
+        return {"initContainers": [{"name": "k8s-driver-manager", "env": env}], "containers": [{"name": "nvidia-driver-ctr"}]}
+
+    assert u.restart_only(spec("abc"), spec("abc"))
+    assert not u.restart_only(spec("abc"), spec("def"))
+    assert not u.restart_only(spec(""), spec("abc")) and not u.restart_only(spec(""), spec("")), "missing: the full flow"
+
+
+def test_the_driver_digest_ignores_what_daemonsets_adds_and_follows_what_installs_the_driver() -> None:
+    """The operator sets DRIVER_CONFIG_DIGEST from v26.3.0 (controllers/object_controls.go); tolerations,
+    priority class and labels are applied to the template outside the pod spec it hashes."""
+    spec = cp.default_instance("v26.7")["spec"]
+    digest = u.config_digest(operand_specs.driver(spec)[1])
+    assert digest
+    spec["daemonsets"]["tolerations"] = [{"key": "gpushare.io/pool", "operator": "Exists", "effect": "NoSchedule"}]
+    spec["daemonsets"]["priorityClassName"] = "other"
+    assert u.config_digest(operand_specs.driver(spec)[1]) == digest
+    spec["driver"]["version"] = "580.126.20"
+    assert u.config_digest(operand_specs.driver(spec)[1]) != digest
+    assert u.config_digest(operand_specs.driver(cp.default_instance("v25.10")["spec"])[1]) == "", "none before v26.3"

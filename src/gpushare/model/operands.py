@@ -15,6 +15,7 @@ DEVICE_PLUGIN = "nvidia-device-plugin-daemonset"
 GFD = "gpu-feature-discovery"
 MPS = "nvidia-device-plugin-mps-control-daemon"
 DRIVER = "nvidia-driver-daemonset"
+VALIDATOR = "nvidia-operator-validator"  # its image is tagged with the operator's own release
 # spec.devicePlugin.config is rendered into these (gpu-operator controllers/object_controls.go,
 # handleDevicePluginConfig): a config change must restart their pods, and only theirs.
 CONFIG_READERS = (DEVICE_PLUGIN, GFD, MPS)
@@ -125,6 +126,11 @@ class Operand:
 
     def mounts(self, configmap: str) -> bool:
         return any((v.get("configMap") or {}).get("name") == configmap for v in self.template.get("volumes") or [])
+
+    @property
+    def image(self) -> str:
+        """The first container's image."""
+        return next((c.get("image", "") for c in self.template.get("containers") or []), "")
 
     @property
     def tolerations(self) -> list[dict[str, Any]]:

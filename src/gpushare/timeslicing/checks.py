@@ -57,13 +57,14 @@ def timeslicing_enabled(session: Session, namespace: str, expected: dict[str, An
                 checks.append((f"taint {pool.taint.key}:NoSchedule", "present" if node.pool_taint(pool) else "missing",
                                "present"))
         problems += [f"{name}: {what} is {got!r}, expected {wanted!r}" for what, got, wanted in checks if got != wanted]
-    if expected.get("strategy") == "mps" and expected["scope"] == "node" and problems:  # cluster scope needs no signal
+    per_node_mps = expected.get("strategy") == "mps" and expected["scope"] == "node"  # cluster scope needs no signal
+    if per_node_mps and problems:
         _never_served(session, namespace, nodes, expected)
     required = (DEVICE_PLUGIN, MPS) if expected.get("strategy") == "mps" else (DEVICE_PLUGIN,)
     problems += reader_problems(session, namespace, sorted(expected["targets"]), required)
     if problems:
         zero = zero_device_plugins(session, namespace, {n: nodes[n] for n in expected["targets"] if n in nodes},
-                                   dt.datetime.now(dt.timezone.utc))
+                                   dt.datetime.now(dt.timezone.utc), per_node_mps)
         if zero:
             raise DeadEnd([_zero_problem(name, pod, set(restarted or ())) for name, pod in zero.items()])
     return problems or bystanders_unchanged(session, expected, pool, nodes)
@@ -80,13 +81,19 @@ def _never_served(session: Session, namespace: str, nodes: dict[str, Node], expe
         raise DeadEnd(dead)
 
 
-def zero_device_plugins(session: Session, namespace: str, nodes: dict[str, Node], now: dt.datetime) -> dict[str, str]:
-    """zero_devices of the nodes as the cluster has them now (their pods read only when one advertises nothing)."""
+def zero_device_plugins(session: Session, namespace: str, nodes: dict[str, Node], now: dt.datetime,
+                        per_node_mps: bool = False) -> dict[str, str]:
+    """zero_devices of the nodes as the cluster has them now (their pods read only when one advertises
+    nothing). `per_node_mps`: the nodes are per-node MPS targets, and one whose MPS daemon is within its
+    config-manager's failure window is left to the MPS verdict (gpushare.mps.failure_pending)."""
     idle = [name for name, node in nodes.items() if node.allocatable(GPU) == 0 and node.allocatable(SHARED) == 0]
     if not idle:
         return {}
     plugin = next((Operand(d) for d in session.list("DaemonSet", namespace) if d["metadata"]["name"] == DEVICE_PLUGIN), None)
-    return zero_devices({n: nodes[n] for n in idle}, [OperandPod(p) for p in session.pods_on(idle, namespace)], plugin, now)
+    pods = session.pods_on(idle, namespace)
+    if per_node_mps:
+        idle = [name for name in idle if not mps.failure_pending(name, pods)]
+    return zero_devices({n: nodes[n] for n in idle}, [OperandPod(p) for p in pods], plugin, now)
 
 
 def zero_devices(nodes: dict[str, Node], pods: list[OperandPod], plugin: Operand | None, now: dt.datetime) -> dict[str, str]:

@@ -12,7 +12,7 @@ from gpushare import driver_upgrade as du
 from gpushare import mps
 from gpushare.k8s.changes import Change
 from gpushare.model.node import CONFIG_LABEL, Node
-from gpushare.model.operands import CONFIG_READERS, MPS
+from gpushare.model.operands import CONFIG_READERS, DRIVER, MPS
 from gpushare.model.taints import Taint, tolerated
 from gpushare.rbac import Names
 from gpushare.rbac.access import configmap_refusal, identity
@@ -24,8 +24,9 @@ from gpushare.runbook.state import ClusterState, operator_problems
 from gpushare.timeslicing.settings import DEFAULT_CONFIG, Settings
 from gpushare.timeslicing_common.mark import MARK, Mark, timeslicing_mark
 from gpushare.timeslicing_common.sharing import (CONFIG, CONFIG_DEFAULT, CONFIG_NAME, DEFAULT_KEY, ENABLE, ROLLBACK,
-                                                 TOLERATIONS, driver_upgrades, field_ops, operator_roll, spread,
-                                                 upgrades_driver)
+                                                 TOLERATIONS, driver_upgrades, driver_walk, field_ops,
+                                                 on_delete_line, operator_roll, restart_lines,
+                                                 restarts_driver_in_place, rolls, spread, upgrades_driver)
 
 RUNBOOK = ENABLE
 
@@ -91,8 +92,10 @@ class Wanted:
         return self.untolerated is not None and settings.confirm_operand_roll
 
     def needs_workloads(self, state: ClusterState, settings: Settings) -> bool:
-        """The driver upgrade the operand roll starts must evict every GPU pod: read them first."""
-        return self.operand_roll(settings) and upgrades_driver(state) and state.workloads is None
+        """The driver upgrade the operand roll starts must evict every GPU pod: read them first (not on
+        the restart-only path, which evicts none)."""
+        return (self.operand_roll(settings) and upgrades_driver(state) and not restarts_driver_in_place(state)
+                and state.workloads is None)
 
     def notes(self, state: ClusterState, settings: Settings) -> list[str]:
         if not self.operand_roll(settings):
@@ -366,7 +369,8 @@ def _roll_problems(state: ClusterState, settings: Settings, wanted: Wanted) -> l
     """The operator's rolls the change starts (operands, driver upgrade, the fleet's readers) or would
     start during one under way."""
     problems = []
-    if wanted.operand_roll(settings) and upgrades_driver(state) and state.workloads is not None:
+    if (wanted.operand_roll(settings) and upgrades_driver(state) and not restarts_driver_in_place(state)
+            and state.workloads is not None):
         problems += _unevictable(state, f"Adding the toleration for {wanted.untolerated} to spec.daemonsets.tolerations")
     if wanted.untolerated is not None and not settings.confirm_operand_roll:
         problems.append(f"The operand DaemonSets do not tolerate the pool taint {wanted.untolerated} "
@@ -376,6 +380,13 @@ def _roll_problems(state: ClusterState, settings: Settings, wanted: Wanted) -> l
                         "nvidia.com/gpu), or -e timeslicing_pool_taint=false, or confirm the fleet-wide change with "
                         "-e timeslicing_confirm_operand_roll=true.")
     gpu_nodes = state.gpu_nodes
+    if (wanted.rerenders and settings.scope == "cluster" and len(gpu_nodes) > settings.fleet_roll_confirm_above
+            and not settings.confirm_fleet_roll):
+        problems.append(f"Under daemonsets.updateStrategy OnDelete the operator restarts no pod of "
+                        f"{' and '.join(wanted.readers)}: with timeslicing_scope=cluster this run restarts them itself "
+                        f"on all {len(gpu_nodes)} GPU nodes at once (above timeslicing_fleet_roll_confirm_above="
+                        f"{settings.fleet_roll_confirm_above}). Confirm with -e timeslicing_confirm_fleet_roll=true, or "
+                        "keep timeslicing_scope=node.")
     if wanted.rolls_fleet and len(gpu_nodes) > settings.fleet_roll_confirm_above and not settings.confirm_fleet_roll:
         problems.append(f"This cluster has not been prepared for time-slicing: pointing spec.devicePlugin.config at "
                         f"{settings.configmap} re-renders {' and '.join(wanted.readers)}, whose pods then restart on all "
@@ -395,9 +406,8 @@ def _roll_problems(state: ClusterState, settings: Settings, wanted: Wanted) -> l
 def _operand_roll_cost(state: ClusterState) -> str:
     operands = sorted(state.operands)
     return (f"re-renders every operand DaemonSet ({spread(state, operands)})"
-            + ("; the driver DaemonSet's template changes, and with driver.upgradePolicy.autoUpgrade=true the "
-               "upgrade controller then cordons each GPU node in turn, evicts its GPU pods and reloads the driver"
-               if upgrades_driver(state) else ""))
+            + ("; the driver DaemonSet's template changes, and with driver.upgradePolicy.autoUpgrade=true "
+               + driver_walk(state, len(du.upgraded_nodes(state.gpu_nodes))) if upgrades_driver(state) else ""))
 
 
 def _unevictable(state: ClusterState, change: str) -> list[str]:
@@ -612,16 +622,16 @@ def _lines(state: ClusterState, settings: Settings, result: EnablePlan, affected
     for change in field_changes:
         lines.append(f"- ClusterPolicy {settings.clusterpolicy}: {change.path.removeprefix('/spec/')} "
                      f"{change.before or '-'} -> {change.after}")
-    if result.rolls_fleet:
-        lines.append(operator_roll(state, sorted(state.operands) if any(c.path == TOLERATIONS for c in field_changes)
-                                   else readers))
-    elif any(c.path.startswith(CONFIG) for c in field_changes):
-        lines.append(f"  the operator re-renders {' and '.join(readers)}; under daemonsets.updateStrategy OnDelete their "
-                     "pods restart only when deleted: this run restarts them on the nodes below, the other GPU nodes "
-                     "keep theirs on the old template")
-    for name in result.restart_nodes:
-        own = [r for r in readers if state.operand_pods(name, r)] or readers
-        lines.append(f"- {name}: restart its {' and '.join(own)} pods (they must read the ConfigMap as it is now)")
+    rerendered = sorted(state.operands) if any(c.path == TOLERATIONS for c in field_changes) else (
+        readers if any(c.path.startswith(CONFIG) for c in field_changes) else [])
+    if rerendered and not rolls(state, rerendered):  # daemonsets.updateStrategy OnDelete: no roll comes
+        lines.append(on_delete_line(readers, result.restart_nodes, settings.scope == "cluster"))
+        if driver_upgrades(state, field_changes):
+            lines.append(f"  {DRIVER}'s template changes too, and with driver.upgradePolicy.autoUpgrade on "
+                         + driver_walk(state, state.operands[DRIVER].rollout()[1]))
+    elif result.rolls_fleet:
+        lines.append(operator_roll(state, rerendered or readers))
+    lines += restart_lines(state, state.pods, readers, result.restart_nodes, "they must read the ConfigMap as it is now")
     for name in sorted(set(targets)):
         node = state.nodes[name]
         parts = []

@@ -15,6 +15,7 @@ from gpushare.bounded import Unreadable, load_yaml
 from gpushare.k8s.changes import Change
 from gpushare.k8s.patch import PatchConflict, json_patch, resolve
 from gpushare.model.node import CONFIG_LABEL, CORDONED_BY, Node, Pool
+from gpushare.model.operands import DRIVER, OperandPod
 from gpushare.model.pods import UNSCHEDULABLE, Pod, outlasting_drain
 from gpushare.rbac import Names
 from gpushare.rbac.access import configmap_refusal, identity
@@ -27,7 +28,8 @@ from gpushare.runbook.records import (CONFIGMAP_KEY, FieldChange, Intent, Record
 from gpushare.runbook.state import ASSET_TOLERATIONS, ClusterState, operator_problems
 from gpushare.timeslicing_common.mark import MARK, Mark, timeslicing_mark
 from gpushare.timeslicing_common.sharing import (CONFIG, CONFIG_DEFAULT, CONFIG_NAME, DEFAULT_KEY, ENABLE, ROLLBACK,
-                                                 TOLERATIONS, driver_upgrades, field_ops, operator_roll)
+                                                 TOLERATIONS, driver_upgrades, driver_walk, field_ops,
+                                                 on_delete_line, operator_roll, restart_lines, rolls)
 from gpushare.timeslicing_rollback.settings import RollbackSettings
 
 RUNBOOK = ROLLBACK
@@ -65,8 +67,9 @@ class RollbackPlan(Plan):
     nodes: list[str] = field(default_factory=list)
     restore_cluster: bool = False
     finish_records: list[str] = field(default_factory=list)  # interrupted rollbacks this run completes
-    rolls_fleet: bool = False  # the operator re-renders operands on every GPU node
+    rolls_fleet: bool = False  # the operator re-renders operands on every GPU node, and rolls their pods
     restores_config: bool = False  # ... because devicePlugin.config goes back (it unmounts the ConfigMap)
+    rerenders: bool = False  # the re-render of the config readers rolls no pod (daemonsets.updateStrategy OnDelete)
 
     @property
     def writes(self) -> bool:
@@ -351,7 +354,7 @@ def plan(state: ClusterState, pods: list[dict[str, Any]], settings: RollbackSett
     evictable = _evictable(result, state, settings, pods, rolled)
     if result.refusals:
         return result
-    _plan_writes(result, state, settings, keys, cluster, evictable, invocation, now)
+    _plan_writes(result, state, settings, keys, cluster, evictable, [OperandPod(p) for p in pods], invocation, now)
     return result
 
 
@@ -423,7 +426,10 @@ def _cluster_restore(result: RollbackPlan, state: ClusterState, settings: Rollba
                             "then restarts the device plugin and GFD on every GPU node.")
     result.restore_cluster = bool(restore_ops or configmap_changes or (not users and live))
     result.restores_config = any(c.path.startswith(CONFIG) for c in restore_ops)
-    result.rolls_fleet = result.restores_config or any(c.path == TOLERATIONS for c in restore_ops)
+    rerendered = sorted(state.operands) if any(c.path == TOLERATIONS for c in restore_ops) else (
+        [o.name for o in state.config_readers()] if result.restores_config else [])
+    result.rolls_fleet = rolls(state, rerendered) or driver_upgrades(state, restore_ops)
+    result.rerenders = bool(rerendered) and not rolls(state, rerendered)
     return ClusterRestore(users, live, restore_ops, configmap_changes)
 
 
@@ -484,7 +490,8 @@ def _evictable(result: RollbackPlan, state: ClusterState, settings: RollbackSett
 
 
 def _plan_writes(result: RollbackPlan, state: ClusterState, settings: RollbackSettings, keys: set[str],
-                 cluster: ClusterRestore, evictable: list[Pod], invocation: dict[str, str], now: dt.datetime) -> None:
+                 cluster: ClusterRestore, evictable: list[Pod], operand_pods: list[OperandPod],
+                 invocation: dict[str, str], now: dt.datetime) -> None:
     """The record, the changes in order, what the verify must find and the lines of a run nothing refused."""
     rolled, restore_ops = result.nodes, cluster.fields
     result.record = record_name(RUNBOOK, now)
@@ -499,7 +506,8 @@ def _plan_writes(result: RollbackPlan, state: ClusterState, settings: RollbackSe
         "driver_upgrade": settings.clusterpolicy if driver_upgrades(state, restore_ops) else "",
         "clusterpolicy": {c.path: c.after for c in restore_ops},
     }
-    result.lines = _lines(state, settings, result, rolled, cluster.users, restore_ops, cluster.configmap, evictable)
+    result.lines = _lines(state, settings, result, rolled, cluster.users, restore_ops, cluster.configmap, evictable,
+                          operand_pods)
 
 
 def _configmap_cleanup(state: ClusterState, settings: RollbackSettings, live: list[Record], keys: set[str],
@@ -602,7 +610,8 @@ def _nothing_line(state: ClusterState, targets: list[str]) -> str:
 
 
 def _lines(state: ClusterState, settings: RollbackSettings, result: RollbackPlan, rolled: list[str], users: list[str],
-           restore_ops: list[FieldChange], configmap_changes: list[Change], evictable: list[Pod]) -> list[str]:
+           restore_ops: list[FieldChange], configmap_changes: list[Change], evictable: list[Pod],
+           operand_pods: list[OperandPod]) -> list[str]:
     lines = [f"Plan: roll back time-slicing on {', '.join(rolled) or 'no node (cluster-level cleanup only)'}"]
     lines += [f"  note: {n}" for n in result.notes]
     lines += [f"  WARNING: {w}" for w in result.warnings]
@@ -617,9 +626,16 @@ def _lines(state: ClusterState, settings: RollbackSettings, result: RollbackPlan
         lines.append(f"- ClusterPolicy {settings.clusterpolicy}: {change.path.removeprefix('/spec/')} "
                      f"{json.dumps(change.before)} -> {json.dumps(change.after)} (only if it is still "
                      f"{json.dumps(change.before)})")
-    if result.rolls_fleet:
+    readers = [o.name for o in state.config_readers()]
+    if result.rerenders:
+        lines.append(on_delete_line(readers, rolled, False))
+        if driver_upgrades(state, restore_ops):
+            lines.append(f"  {DRIVER}'s template changes too, and with driver.upgradePolicy.autoUpgrade on "
+                         + driver_walk(state, state.operands[DRIVER].rollout()[1]))
+        lines += restart_lines(state, operand_pods, readers, rolled, "on the whole-card template")
+    elif result.rolls_fleet:
         lines.append(operator_roll(state, sorted(state.operands) if any(c.path == TOLERATIONS for c in restore_ops)
-                                   else [o.name for o in state.config_readers()]))
+                                   else readers))
     lines += [f"- {c.title}: {c.why}" for c in configmap_changes]
     if users:
         lines.append(f"- ClusterPolicy and ConfigMap stay: {', '.join(users)} still use(s) the shared config")

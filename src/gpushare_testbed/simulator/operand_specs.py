@@ -7,10 +7,13 @@ common to all of them."""
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 from collections.abc import Callable
 from typing import Any
 
 from gpushare_testbed.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator import plugin_version, upgrade
 
 Builder = Callable[[dict[str, Any]], tuple[dict[str, str], dict[str, Any]]]  # spec -> (labels, pod spec)
 
@@ -19,6 +22,9 @@ DEVICE_PLUGIN = "nvidia-device-plugin-daemonset"
 GFD = "gpu-feature-discovery"
 MIG_MANAGER = "nvidia-mig-manager"
 VALIDATOR = "nvidia-operator-validator"
+# The operator sets DRIVER_CONFIG_DIGEST on the driver pod from v26.3.0 (not in v25.10.1); its release is
+# the validator's image tag, which the chart pins to the operator's own version.
+DIGEST_SINCE = (26, 3, 0)
 MPS_CONTROL_DAEMON = "nvidia-device-plugin-mps-control-daemon"
 
 
@@ -146,7 +152,25 @@ def driver(spec: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
         "volumes": [_host("run-nvidia", "/run/nvidia", "DirectoryOrCreate"), _host("host-root", "/"),
                     _config_map_volume("driver-startup-probe-script", "nvidia-driver-startup-probe", 0o755)],
     }
+    if plugin_version.at_least(cp.image(spec, "validator"), DIGEST_SINCE):
+        digest = driver_config_digest(pod)
+        for target in (pod["initContainers"][0], container):
+            _set_env(target, upgrade.DIGEST_ENV, digest)
     return {"app": DRIVER, "nvidia.com/precompiled": "false", "app.kubernetes.io/component": "nvidia-driver"}, pod
+
+
+def driver_config_digest(pod: dict[str, Any]) -> str:
+    """A hash of what installs the driver (controllers/object_controls.go extractDriverInstallConfig:
+    images, command and args, env with values, volumes and mounts), nothing of what
+    applyCommonDaemonsetConfig adds later (tolerations, priority class, labels, annotations)."""
+    def container(c: dict[str, Any]) -> dict[str, Any]:
+        return {"image": c.get("image"), "command": c.get("command"), "args": c.get("args"),
+                "env": sorted((e["name"], e.get("value", "")) for e in c.get("env") or [] if "valueFrom" not in e
+                              and e["name"] != upgrade.DIGEST_ENV),
+                "mounts": sorted((m["name"], m["mountPath"], m.get("subPath", "")) for m in c.get("volumeMounts") or [])}
+    config = {"containers": [container(c) for c in [*pod.get("initContainers", []), *pod.get("containers", [])]],
+              "volumes": sorted(json.dumps(v, sort_keys=True) for v in pod.get("volumes") or [])}
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def toolkit(spec: dict[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:

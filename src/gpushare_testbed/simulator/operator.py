@@ -5,13 +5,14 @@ I/O against the cluster the Simulator watches."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from typing import TYPE_CHECKING, Any
 
 from gpushare.k8s.session import ApiError
 from gpushare_testbed.simulator import clusterpolicy as cp
-from gpushare_testbed.simulator import operands, operator_objects, upgrade
+from gpushare_testbed.simulator import operands, operator_objects, plugin_version, upgrade
 from gpushare_testbed.simulator.pod_deletion import DELETE, SKIP, DeletionRules, deletion_refused, drain_verdict, is_gpu_pod, selected
 from gpushare_testbed.simulator.node_view import node_ready
 from gpushare_testbed.simulator.rest import Obj
@@ -181,10 +182,15 @@ class Operator:
             # (A new pod not bound yet would hide its node's upgrade and free its slot.)
             return
         states = []
+        # the restart-only predicate, registered from v26.7.0: the operator's release is its validator's tag
+        predicate = plugin_version.at_least(cp.image(policy.get("spec") or {}, "validator"), upgrade.RESTART_ONLY_SINCE)
+        desired = ((driver.get("spec") or {}).get("template") or {}).get("spec") or {}
         for pod in pods:
             node = sim.nodes.get(pod["spec"].get("nodeName", ""))
             if node is not None:
-                states.append(self._node_upgrade(node, pod, revision, upgrade_policy))
+                state = self._node_upgrade(node, pod, revision, upgrade_policy)
+                states.append(dataclasses.replace(state, restart_only=predicate and not state.driver_in_sync
+                                                  and upgrade.restart_only(pod.get("spec") or {}, desired)))
         rules = DeletionRules.of(upgrade_policy)
         for step in upgrade.plan(states, upgrade_policy):
             self._execute(step, rules)

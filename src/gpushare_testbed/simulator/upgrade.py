@@ -8,7 +8,16 @@ upgrade-done, `maxParallelUpgrades` (and `maxUnavailable`) at a time. Each node 
 pass, as in ApplyState, which reads the states once at the start. Which pods the GPU-pod deletion
 and the drain can take is pod_deletion's (pod_manager.go, drain_manager.go, kubectl's
 drain filters): a node they cannot empty goes upgrade-failed, or to drain-required first when
-`drain.enable` (pod_manager.go updateNodeToDrainOrFailed)."""
+`drain.enable` (pod_manager.go updateNodeToDrainOrFailed).
+
+From GPU Operator v26.7.0 (cmd/gpu-operator/main.go WithRestartOnlyPredicate; internal/predicates
+restart_only.go DriverPodRestartOnly) a node in upgrade-required whose running driver pod and the
+DaemonSet's template carry the same DRIVER_CONFIG_DIGEST takes the restart-only path: it is cordoned
+and goes straight to pod-restart-required, with no GPU-pod deletion and no drain
+(k8s-operator-libs upgrade_inplace.go nextStateForUpgradeRequiredNode, shouldRestartOnly: never for a
+node whose upgrade was requested). The digest hashes only what installs the driver (images, env,
+volumes: internal/config/driver_config_digest.go DriverInstallState), so a change of tolerations,
+priority class or labels keeps it."""
 
 from __future__ import annotations
 
@@ -48,6 +57,7 @@ class NodeUpgrade:
     initial_unschedulable: bool  # INITIAL_STATE_ANNOTATION present
     skip: bool
     requested: bool
+    restart_only: bool = False  # the restart-only predicate holds (v26.7.0 and later): same driver config digest
 
 
 @dataclass(frozen=True)
@@ -143,7 +153,10 @@ def plan(nodes: list[NodeUpgrade], policy: dict[str, Any]) -> list[Step]:
                 steps.append(Step(node.name, action="clear-requested"))
             if node.skip or (available <= 0 and not node.unschedulable):
                 continue
-            steps.append(Step(node.name, CORDON))
+            if node.restart_only and not node.requested:  # cordoned now, the driver pod restarted in place
+                steps += [Step(node.name, action="cordon"), Step(node.name, POD_RESTART)]
+            else:
+                steps.append(Step(node.name, CORDON))
             available -= 1
         elif node.state == CORDON:
             steps += [Step(node.name, action="cordon"), Step(node.name, WAIT_JOBS)]
@@ -168,3 +181,24 @@ def plan(nodes: list[NodeUpgrade], policy: dict[str, Any]) -> list[Step]:
         elif node.state == UNCORDON:
             steps += [Step(node.name, action="uncordon"), Step(node.name, DONE)]
     return steps
+
+
+# The env the operator sets on the driver pod's driver-manager and driver containers from v26.3.0
+# (controllers/object_controls.go TransformDriver), and the release whose upgrade controller reads it.
+DIGEST_ENV = "DRIVER_CONFIG_DIGEST"
+RESTART_ONLY_SINCE = (26, 7, 0)
+
+
+def config_digest(pod_spec: dict[str, Any]) -> str:
+    """DriverConfigDigestFromPodSpec: the first non-empty DRIVER_CONFIG_DIGEST, init containers first."""
+    for container in [*(pod_spec.get("initContainers") or []), *(pod_spec.get("containers") or [])]:
+        value = next((e.get("value", "") for e in container.get("env") or [] if e.get("name") == DIGEST_ENV), "")
+        if value:
+            return value
+    return ""
+
+
+def restart_only(running: dict[str, Any], desired: dict[str, Any]) -> bool:
+    """DriverPodRestartOnly: both pod specs carry a digest, and the same one (a missing one: the full flow)."""
+    digest = config_digest(desired)
+    return bool(digest) and digest == config_digest(running)
