@@ -8,11 +8,12 @@ that a re-run finishes an interrupted run and a finished one changes nothing."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpushare.bounded import Unreadable
 from gpushare.dra import readiness
+from gpushare.dra.mark import DEVICE_PLUGIN_LABEL, MARK, PilotMark, pilot_mark, record_disagreement
 from gpushare.dra.settings import DRIVER_GATES, PilotSettings
 from gpushare.k8s.changes import Change
 from gpushare.model.node import CORDONED_BY, Node
@@ -22,8 +23,6 @@ from gpushare.runbook.plan import Plan
 from gpushare.runbook.records import Intent, new_record, record_name, state_patch
 
 RUNBOOK = "enable-dra-pilot"
-MARK = "gpushare.io/dra-pilot"  # on the node: {"device_plugin": the label before, "run": the record}
-DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
 # The pilot taint: its key every GPU Operator operand and the DRA kubelet plugin tolerate (Exists), so
 # that they keep running; ordinary GPU pods do not tolerate the value and stay off.
 TAINT = {"key": "nvidia.com/gpu", "value": "dra-pilot", "effect": "NoSchedule"}
@@ -39,13 +38,16 @@ class PilotPlan(Plan):
     cordons: bool = False  # this run cordons (and uncordons at the end)
 
 
-def mark_of(node: Node) -> dict[str, Any] | None:
-    text = node.annotations.get(MARK)
+def read_mark(node: Node, records: list[dict[str, Any]], namespace: str) -> tuple[PilotMark | None, str]:
+    """(the node's mark, why it cannot be trusted: "" when it can): typed, bounded, and vouched for by its run record."""
     try:
-        value = json.loads(text) if text else None
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
+        mark = pilot_mark(node)
+    except Unreadable as err:
+        return None, (f"{str(err)[0].upper()}{str(err)[1:]}. It was edited or forged: find who wrote it (the API "
+                      f"server's audit log), then remove it (kubectl annotate node {node.name} {MARK}-) or restore "
+                      f"it from the run record. {NOTHING}")
+    why = record_disagreement(mark, node.name, records, namespace) if mark else ""
+    return mark, (f"{why[0].upper()}{why[1:]} {NOTHING}" if why else "")
 
 
 def device_class(settings: PilotSettings) -> dict[str, Any]:
@@ -97,7 +99,8 @@ def _driver_refusals(facts: dict[str, Any], settings: PilotSettings) -> list[str
 
 def plan(facts: dict[str, Any], read: dict[str, Any], settings: PilotSettings, invocation: dict[str, str],
          now: dt.datetime) -> PilotPlan:
-    """`facts`: the readiness probe's; `read`: node, pods (on it), device_class, records_namespace."""
+    """`facts`: the readiness probe's; `read`: node, pods (on it), device_class, records (the enable's: the mark
+    names one), records_namespace."""
     result = PilotPlan()
     problems = settings.problems()
     if problems:
@@ -118,10 +121,13 @@ def plan(facts: dict[str, Any], read: dict[str, Any], settings: PilotSettings, i
         result.refusals = [f"{r} {NOTHING}" for r in refusals]
         return result
     result.evict = [p.ref for p in evict]
-    mark = mark_of(node)
+    mark, distrust = read_mark(node, read.get("records") or [], settings.records_namespace)
+    if distrust:
+        result.refusals = [distrust]
+        return result
     ours = node.unschedulable and node.cordoned_by == RUNBOOK
     tainted = any(t.key == TAINT["key"] and t.effect == TAINT["effect"] for t in node.taints)
-    record = str(mark["run"]) if mark and mark.get("run") else record_name(RUNBOOK, now)
+    record = mark.run if mark else record_name(RUNBOOK, now)
     result.record = record
     steps: dict[str, list[Change]] = {}
     if node.labels.get(DEVICE_PLUGIN_LABEL) != "false":
@@ -151,9 +157,8 @@ def plan(facts: dict[str, Any], read: dict[str, Any], settings: PilotSettings, i
                                     why="record the run and the node labels it changes")]
     cordon: dict[str, Any] = {"metadata": {"annotations": {}}}
     if mark is None:
-        cordon["metadata"]["annotations"][MARK] = json.dumps(
-            {"device_plugin": node.labels.get(DEVICE_PLUGIN_LABEL), "plugin_label": node.labels.get(settings.plugin_label),
-             "taint_added": not tainted, "run": record}, sort_keys=True)
+        cordon["metadata"]["annotations"][MARK] = PilotMark(
+            node.labels.get(DEVICE_PLUGIN_LABEL), node.labels.get(settings.plugin_label), not tainted, record).text()
     if result.cordons and not ours:
         cordon["spec"] = {"unschedulable": True}
         cordon["metadata"]["annotations"][CORDONED_BY] = RUNBOOK
