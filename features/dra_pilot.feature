@@ -49,6 +49,25 @@ Feature: The DRA pilot: one node shares its GPUs through ResourceClaims, proven 
     When the operator runs "rollback-dra-pilot.yml -l gpu-node"
     Then the run reports no change
 
+  @prometheus
+  Scenario: The verify's release gates judge the card the claim got, and only that card
+    Given a cluster with the GPU Operator
+    When the operator runs "enable-dra-pilot.yml -l gpu-node -e dra_sharing=timeslicing"
+    Then the run succeeds
+    Given Prometheus holds a trial where the card the claim got on "gpu-node" runs well while another card raises an Xid error
+    When the operator verifies the DRA pilot on "gpu-node" with the release gates read from that Prometheus
+    Then the run succeeds
+    And the release gates judged the card the claim got and say "continue"
+    Given Prometheus holds a trial where the card the claim got on "gpu-node" raises an Xid error
+    When the operator verifies the DRA pilot on "gpu-node" with the release gates read from that Prometheus
+    Then the run is refused with "Release gates say rollback (xid_errors): roll the trial back with ansible-playbook playbooks/rollback-dra-pilot.yml -l gpu-node."
+    And the release gates judged the card the claim got and say "rollback"
+    Given Prometheus holds a trial where the card the claim got on "gpu-node" has no series
+    When the operator verifies the DRA pilot on "gpu-node" with the release gates read from that Prometheus
+    Then the run succeeds
+    And the release gates judged the card the claim got and say "hold"
+    And the release gates name the card the claim got as without DCGM series, and what to check
+
   @embedded
   Scenario: A GpuConfig whose driver gate is off fails at prepare, and the verify says why
     Given a cluster with the GPU Operator
