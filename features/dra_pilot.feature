@@ -7,7 +7,8 @@ Feature: The DRA pilot: one node shares its GPUs through ResourceClaims, proven 
   keeps ordinary GPU pods off. The run ends with the verify: four pods share one claim on the node,
   and a pod asking for nvidia.com/gpu still runs elsewhere on the device plugin. The plan is printed
   before the first write and a refusal writes nothing. The rollback takes the node back to the
-  device plugin, refusing while someone else's claim holds the pool.
+  device plugin, refusing while someone else's claim holds the pool. The driver's chart installs it with
+  none of its alpha gates, so each scenario turns on the one its sharing needs, as the operator would.
 
   Scenario: The pilot is one node: two are refused before any write
     Given a cluster with the GPU Operator
@@ -17,6 +18,7 @@ Feature: The DRA pilot: one node shares its GPUs through ResourceClaims, proven 
 
   Scenario: A preview prints the plan and writes nothing
     Given a cluster with the GPU Operator
+    And the DRA driver runs with its TimeSlicingSettings gate on
     When the operator runs "enable-dra-pilot.yml -l gpu-node -e dra_sharing=timeslicing --check --diff"
     Then the run succeeds
     And the output says "Plan (enable-dra-pilot): share the 1 GPU(s) of gpu-node through DRA (TimeSlicing"
@@ -25,6 +27,7 @@ Feature: The DRA pilot: one node shares its GPUs through ResourceClaims, proven 
 
   Scenario: Enable time-slicing through DRA, verify, re-run; the rollback waits for a team's claim, then takes the node back
     Given a cluster with the GPU Operator
+    And the DRA driver runs with its TimeSlicingSettings gate on
     When the operator runs "enable-dra-pilot.yml -l gpu-node -e dra_sharing=timeslicing"
     Then the run succeeds
     And 4 pods share one ResourceClaim on "gpu-node" with the GpuConfig strategy "TimeSlicing"
@@ -52,6 +55,7 @@ Feature: The DRA pilot: one node shares its GPUs through ResourceClaims, proven 
   @prometheus
   Scenario: The verify's release gates judge the card the claim got, and only that card
     Given a cluster with the GPU Operator
+    And the DRA driver runs with its TimeSlicingSettings gate on
     When the operator runs "enable-dra-pilot.yml -l gpu-node -e dra_sharing=timeslicing"
     Then the run succeeds
     Given Prometheus holds a trial where the card the claim got on "gpu-node" runs well while another card raises an Xid error
@@ -71,6 +75,7 @@ Feature: The DRA pilot: one node shares its GPUs through ResourceClaims, proven 
   @embedded
   Scenario: A GpuConfig whose driver gate is off fails at prepare, and the verify says why
     Given a cluster with the GPU Operator
+    And the DRA driver runs with its TimeSlicingSettings gate on
     When the operator runs "enable-dra-pilot.yml -l gpu-node -e dra_sharing=timeslicing"
     Then the run succeeds
     Given the DRA driver's kubelet plugin runs without its TimeSlicingSettings gate

@@ -21,6 +21,7 @@ from gpushare.rbac import RUNBOOK_USER, manifests
 from gpushare.rbac.audit import Grant, check, grants, read_requests
 from tests.support.ansible import run_playbook
 from tests.support.cluster import Cluster
+from tests.support.dra_driver import SHARING_GATES, set_driver_gates
 
 pytestmark = pytest.mark.cluster
 SHARE_CHECK_NAMESPACE = "gpushare-share-check"
@@ -275,9 +276,10 @@ def test_an_enable_and_its_rollback_as_the_runbook_identity_are_never_denied(
 
 
 def test_a_dra_pilot_enable_verify_and_rollback_as_the_runbook_identity_are_never_denied(
-        runbook_api: client.ApiClient, clean_cluster: Cluster, tmp_path: Path) -> None:
+        runbook_api: client.ApiClient, clean_cluster: Cluster, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     if not clean_cluster.embedded:
         pytest.skip("reads the embedded cluster's audit log")
+    request.addfinalizer(set_driver_gates(clean_cluster, {SHARING_GATES["timeslicing"]: True}))
     requests = []
     for playbook in ("enable-dra-pilot.yml", "verify-dra-pilot.yml", "rollback-dra-pilot.yml"):
         mark = clean_cluster.audit_mark()

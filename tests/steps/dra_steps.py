@@ -25,6 +25,7 @@ from tests.prometheus_fixture import THRESHOLDS, TRIAL_END, GateCase, build_tsdb
     skip_without_prometheus
 from tests.steps.runbook_steps import RunbookRun, run_runbook
 from tests.support.cluster import DRA_CHECK_LABEL, Cluster, embedded_cluster
+from tests.support.dra_driver import set_driver_gates
 
 GPUCLUSTER_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -140,8 +141,6 @@ def check_fails(runbook_run: RunbookRun, name: str, reason: str) -> None:
 
 
 # ---- the pilot ----------------------------------------------------------------------------------------
-DRA_DRIVER_NAMESPACE = "nvidia-dra-driver-gpu"
-DRA_PLUGIN = "nvidia-dra-driver-gpu-kubelet-plugin"
 CHECK_NAMESPACE = "gpushare-share-check"
 PILOT_TAINT = ("nvidia.com/gpu", "dra-pilot", "NoSchedule")
 
@@ -263,30 +262,21 @@ def node_switched(kube: Cluster, node: str) -> None:
     assert not found.spec.unschedulable
 
 
+@given(parsers.re(r"the DRA driver runs with its (?P<gates>\w+(?: and \w+)?) gates? on$"))
+def driver_gates_on(kube: Cluster, request: pytest.FixtureRequest, gates: str) -> None:
+    """The sharing's alpha gate, which the chart leaves off (its values.yaml: featureGates none)."""
+    request.addfinalizer(set_driver_gates(kube, dict.fromkeys(gates.split(" and "), True)))
+
+
+@given("the DRA driver runs with its chart's default gates (none)")
+def driver_gates_default(kube: Cluster, request: pytest.FixtureRequest) -> None:
+    request.addfinalizer(set_driver_gates(kube, None))
+
+
 @given("the DRA driver's kubelet plugin runs without its TimeSlicingSettings gate")
 def driver_gate_off(kube: Cluster, request: pytest.FixtureRequest) -> None:
-    """As `helm upgrade --set featureGates.TimeSlicingSettings=false` would: the DaemonSet's env, rolled."""
-    if not kube.embedded:
-        pytest.skip("changes the simulated DRA driver's installation")
-    apps = client.AppsV1Api(kube.api)
-    daemonset = apps.read_namespaced_daemon_set(DRA_PLUGIN, DRA_DRIVER_NAMESPACE)
-    env = daemonset.spec.template.spec.containers[0].env
-    before = [e.to_dict() for e in env]
-    gates = [{"name": "FEATURE_GATES", "value": "TimeSlicingSettings=false,MPSSupport=true,"}]
-
-    def set_env(value: list[dict[str, Any]]) -> None:
-        apps.patch_namespaced_daemon_set(DRA_PLUGIN, DRA_DRIVER_NAMESPACE, [
-            {"op": "replace", "path": "/spec/template/spec/containers/0/env", "value": value}])
-
-    set_env([e for e in before if e["name"] != "FEATURE_GATES"] + gates)
-    request.addfinalizer(lambda: set_env(before))
-
-    def rolled() -> bool:
-        pods = kube.core.list_namespaced_pod(DRA_DRIVER_NAMESPACE).items
-        return any(p.status.phase == "Running" and p.metadata.deletion_timestamp is None and any(
-            e.value == gates[0]["value"] for c in p.spec.containers for e in c.env or []) for p in pods)
-
-    wait_for(rolled, 120, "the DRA kubelet plugin to restart with TimeSlicingSettings=false")
+    """As `helm upgrade --set featureGates.TimeSlicingSettings=false` would."""
+    request.addfinalizer(set_driver_gates(kube, {"TimeSlicingSettings": False}))
 
 
 @given("the pilot's check pods and claim are gone")
