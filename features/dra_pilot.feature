@@ -25,6 +25,18 @@ Feature: The DRA pilot: one node shares its GPUs through ResourceClaims, proven 
     And the output says "set nvidia.com/gpu.deploy.device-plugin=false (was true)"
     And nothing was written to the cluster
 
+  Scenario: A DeviceClass name deploy/rbac was not written for is refused before any write, in a preview too
+    Given a cluster with the GPU Operator
+    And the DRA driver runs with its TimeSlicingSettings gate on
+    When the operator runs "enable-dra-pilot.yml -l gpu-node -e dra_pilot_class_name=team.example.com --check"
+    Then the run is refused with "The runbook identity would be denied a write of this run: DeviceClass team.example.com: 403"
+    And the run is refused with "Edit deploy/rbac/51-dra-readiness.yaml (the admission policy gpushare-runbook-deviceclasses"
+    And nothing was written to the cluster
+    When the operator runs "enable-dra-pilot.yml -l gpu-node -e dra_pilot_class_name=team.example.com"
+    Then the run is refused with "The runbook identity would be denied a write of this run: DeviceClass team.example.com: 403"
+    And the run is refused with "Nothing was changed."
+    And nothing was written to the cluster
+
   Scenario: Enable time-slicing through DRA, verify, re-run; the rollback waits for a team's claim, then takes the node back
     Given a cluster with the GPU Operator
     And the DRA driver runs with its TimeSlicingSettings gate on

@@ -6,7 +6,7 @@ from typing import Any
 
 from gpushare.ansible_values import plain
 from gpushare.clock import utc_now
-from gpushare.dra import plan, readiness, rollback, verify
+from gpushare.dra import admission, plan, readiness, rollback, verify
 from gpushare.dra.settings import PilotSettings, Settings
 from gpushare.runbook.inputs import NOTHING
 
@@ -49,11 +49,22 @@ def dra_pilot_rollback_plan(read: dict[str, Any], inputs: dict[str, Any]) -> dic
                          utc_now()).as_dict()
 
 
+def dra_pilot_dry_run_changes(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """The enable's changes its preflight dry-runs (gpushare.dra.admission)."""
+    return admission.dry_run_changes(plain(plan))
+
+
+def dra_pilot_denial(result: dict[str, Any]) -> str:
+    """The refusal for a write of the enable that its preflight's dry run was denied ("" when none was)."""
+    return admission.denial(plain(result))
+
+
 def dra_pilot_input_problems(inputs: dict[str, Any]) -> list[str]:
     return [f"{problem} {NOTHING}" for problem in PilotSettings.of(plain(inputs)).problems()]
 
 
 FILTERS = {"dra_readiness": dra_readiness, "dra_readiness_input_problems": dra_readiness_input_problems,
            "dra_pilot_plan": dra_pilot_plan, "dra_pilot_verify_plan": dra_pilot_verify_plan,
-           "dra_pilot_claim_uuid": dra_pilot_claim_uuid,
+           "dra_pilot_claim_uuid": dra_pilot_claim_uuid, "dra_pilot_dry_run_changes": dra_pilot_dry_run_changes,
+           "dra_pilot_denial": dra_pilot_denial,
            "dra_pilot_input_problems": dra_pilot_input_problems, "dra_pilot_rollback_plan": dra_pilot_rollback_plan}
