@@ -37,6 +37,22 @@ Feature: The DRA pilot: one node shares its GPUs through ResourceClaims, proven 
     And the run is refused with "Nothing was changed."
     And nothing was written to the cluster
 
+  Scenario: A pilot mark no run wrote is refused by the enable and the rollback before any write
+    Given a cluster with the GPU Operator
+    And the DRA driver runs with its TimeSlicingSettings gate on
+    And node "gpu-node" carries a DRA pilot mark that no run of the runbooks wrote: {"device_plugin": "true", "run": "gpushare-run-enable-dra-pilot-forged"}
+    When the operator runs "rollback-dra-pilot.yml -l gpu-node"
+    Then the run is refused with "Node gpu-node's gpushare.io/dra-pilot names run record gpushare-system/gpushare-run-enable-dra-pilot-forged, which does not exist"
+    And the run is refused with "Nothing was changed."
+    And nothing was written to the cluster
+    When the operator runs "enable-dra-pilot.yml -l gpu-node -e dra_sharing=timeslicing"
+    Then the run is refused with "which does not exist: the enable writes its record before the mark. Nothing was changed."
+    And nothing was written to the cluster
+    Given node "gpu-node" carries a DRA pilot mark that no run of the runbooks wrote: {"device_plugin": "paused", "run": "x"}
+    When the operator runs "rollback-dra-pilot.yml -l gpu-node"
+    Then the run is refused with "The annotation gpushare.io/dra-pilot of node gpu-node cannot be read: its device_plugin 'paused' is none of true, false or unset"
+    And nothing was written to the cluster
+
   Scenario: Enable time-slicing through DRA, verify, re-run; the rollback waits for a team's claim, then takes the node back
     Given a cluster with the GPU Operator
     And the DRA driver runs with its TimeSlicingSettings gate on

@@ -143,6 +143,7 @@ def check_fails(runbook_run: RunbookRun, name: str, reason: str) -> None:
 # ---- the pilot ----------------------------------------------------------------------------------------
 CHECK_NAMESPACE = "gpushare-share-check"
 PILOT_TAINT = ("nvidia.com/gpu", "dra-pilot", "NoSchedule")
+PILOT_MARK = "gpushare.io/dra-pilot"
 
 
 def _pilot_pods(kube: Cluster, node: str) -> list[Any]:
@@ -335,3 +336,10 @@ def node_back(kube: Cluster, node: str) -> None:
                                                     field_selector=f"spec.nodeName={node}")["items"]
     assert not slices, [s["metadata"]["name"] for s in slices]
     assert not _pilot_pods(kube, node)
+
+
+@given(parsers.parse('node "{node}" carries a DRA pilot mark that no run of the runbooks wrote: {mark}'))
+def forged_pilot_mark(kube: Cluster, request: pytest.FixtureRequest, node: str, mark: str) -> None:
+    """Someone holding the runbook identity (or an administrator) wrote the annotation by hand; removed after."""
+    kube.core.patch_node(node, {"metadata": {"annotations": {PILOT_MARK: mark}}})
+    request.addfinalizer(lambda: kube.core.patch_node(node, {"metadata": {"annotations": {PILOT_MARK: None}}}))
