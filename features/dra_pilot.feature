@@ -29,11 +29,23 @@ Feature: The DRA pilot: one node shares its GPUs through ResourceClaims, proven 
     Given a cluster with the GPU Operator
     And the DRA driver runs with its TimeSlicingSettings gate on
     When the operator runs "enable-dra-pilot.yml -l gpu-node -e dra_pilot_class_name=team.example.com --check"
-    Then the run is refused with "The runbook identity would be denied a write of this run: DeviceClass team.example.com: 403"
-    And the run is refused with "Edit deploy/rbac/51-dra-readiness.yaml (the admission policy gpushare-runbook-deviceclasses"
+    Then the run is refused with "The runbook identity may not get or update DeviceClass team.example.com: deploy/rbac/52-dra-pilot.yaml"
     And nothing was written to the cluster
     When the operator runs "enable-dra-pilot.yml -l gpu-node -e dra_pilot_class_name=team.example.com"
-    Then the run is refused with "The runbook identity would be denied a write of this run: DeviceClass team.example.com: 403"
+    Then the run is refused with "or keep the default dra_pilot_class_name. Nothing was changed."
+    And nothing was written to the cluster
+
+  Scenario: A kubelet-plugin label deploy/rbac was not written for is refused before any write: the preflight dry-runs the writes
+    Given a cluster with the GPU Operator
+    And the DRA driver runs with its TimeSlicingSettings gate on
+    And the DRA driver's chart selects the nodes of its kubelet plugin by "example.com/dra-pilot"
+    When the operator runs "enable-dra-pilot.yml -l gpu-node -e dra_pilot_plugin_label=example.com/dra-pilot --check"
+    Then the run is refused with "The runbook identity would be denied a write of this run: Node gpu-node: 403"
+    And the run is refused with "may not change metadata.labels example.com/dra-pilot of node gpu-node"
+    And the run is refused with "Edit deploy/rbac/60-admission-policies.yaml (the admission policy gpushare-runbook-nodes"
+    And nothing was written to the cluster
+    When the operator runs "enable-dra-pilot.yml -l gpu-node -e dra_pilot_plugin_label=example.com/dra-pilot"
+    Then the run is refused with "(a server-side dry run, which stored nothing)"
     And the run is refused with "Nothing was changed."
     And nothing was written to the cluster
 

@@ -25,7 +25,7 @@ from tests.prometheus_fixture import THRESHOLDS, TRIAL_END, GateCase, build_tsdb
     skip_without_prometheus
 from tests.steps.runbook_steps import RunbookRun, run_runbook
 from tests.support.cluster import DRA_CHECK_LABEL, Cluster, embedded_cluster
-from tests.support.dra_driver import set_driver_gates
+from tests.support.dra_driver import set_driver_gates, set_plugin_node_selector
 
 GPUCLUSTER_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -272,6 +272,11 @@ def driver_gates_on(kube: Cluster, request: pytest.FixtureRequest, gates: str) -
 @given("the DRA driver runs with its chart's default gates (none)")
 def driver_gates_default(kube: Cluster, request: pytest.FixtureRequest) -> None:
     request.addfinalizer(set_driver_gates(kube, None))
+
+
+@given(parsers.parse('the DRA driver\'s chart selects the nodes of its kubelet plugin by "{label}"'))
+def driver_selects_by(kube: Cluster, request: pytest.FixtureRequest, label: str) -> None:
+    request.addfinalizer(set_plugin_node_selector(kube, label))
 
 
 @given("the DRA driver's kubelet plugin runs without its TimeSlicingSettings gate")

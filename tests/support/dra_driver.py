@@ -64,3 +64,17 @@ def set_driver_gates(kube: Cluster, gates: dict[str, bool] | None) -> Callable[[
 
     wait_for(rolled, 120, f"the DRA kubelet plugin's pods to run with FEATURE_GATES {value}")
     return lambda: set_containers(before)
+
+
+def set_plugin_node_selector(kube: Cluster, label: str) -> Callable[[], None]:
+    """As the chart installed with `kubeletPlugin.nodeSelector: {<label>: "true"}`: the kubelet plugin's DaemonSet
+    selects nodes by `label`. Returns what puts it back."""
+    apps = client.AppsV1Api(kube.api)
+    before = apps.read_namespaced_daemon_set(DRA_PLUGIN, DRA_DRIVER_NAMESPACE).spec.template.spec.node_selector
+
+    def select(selector: dict[str, str] | None) -> None:
+        apps.patch_namespaced_daemon_set(DRA_PLUGIN, DRA_DRIVER_NAMESPACE, [
+            {"op": "replace", "path": "/spec/template/spec/nodeSelector", "value": selector}])
+
+    select({label: "true"})
+    return lambda: select(before)

@@ -403,3 +403,17 @@ def test_a_mark_its_run_record_does_not_vouch_for_is_refused_before_any_write(wh
     (refusal,) = result.refusals
     assert refusal.startswith(f"Node gpu-node's {pilot.MARK} names run record gpushare-system/{RUN}, "), refusal
     assert why in refusal and refusal.endswith("Nothing was changed."), refusal
+
+
+def test_a_deviceclass_the_identity_may_not_keep_is_refused_before_the_cluster_is_judged() -> None:
+    node = ready_node()
+    denied = {"class_get": {"allowed": False, "reason": ""}, "class_update": {"allowed": False, "reason": ""}}
+    result = pilot.plan(facts(nodes=[node], driver=driver()), read(node), settings(), {}, NOW, denied)
+    assert result.changes == {}
+    assert result.refusals == [
+        "The runbook identity may not get or update DeviceClass gpu-pilot.gpushare.io: deploy/rbac/52-dra-pilot.yaml (the "
+        "ClusterRole gpushare-dra-pilot) names its DeviceClass by name. Add gpu-pilot.gpushare.io to its resourceNames, and "
+        "to the admission policy gpushare-runbook-deviceclasses of deploy/rbac/51-dra-readiness.yaml, and apply them as an "
+        "administrator; or keep the default dra_pilot_class_name. Nothing was changed."]
+    allowed = {key: {"allowed": True, "reason": ""} for key in denied}
+    assert pilot.plan(facts(nodes=[node], driver=driver()), read(node), settings(), {}, NOW, allowed).refusals == []

@@ -23,6 +23,18 @@ DECIDERS = (
 )
 
 
+def class_access_problems(access: dict[str, Any], class_name: str) -> list[str]:
+    """Why the runbook identity cannot keep the DeviceClass `class_name` (RBAC names the pilot's by name), from the
+    authorizer's answers class_get and class_update; none when it may or was not asked."""
+    denied = [verb for verb in ("get", "update") if not (access.get(f"class_{verb}") or {"allowed": True}).get("allowed")]
+    if not denied:
+        return []
+    return [f"The runbook identity may not {' or '.join(denied)} DeviceClass {class_name}: deploy/rbac/52-dra-pilot.yaml "
+            f"(the ClusterRole gpushare-dra-pilot) names its DeviceClass by name. Add {class_name} to its resourceNames, "
+            "and to the admission policy gpushare-runbook-deviceclasses of deploy/rbac/51-dra-readiness.yaml, and apply "
+            "them as an administrator; or keep the default dra_pilot_class_name."]
+
+
 def dry_run_changes(plan: dict[str, Any]) -> list[dict[str, Any]]:
     """The plan's changes a server-side dry run can judge on the cluster as it is, in order."""
     changes = plan.get("changes") or {}

@@ -21,11 +21,15 @@ def dra_readiness_input_problems(inputs: dict[str, Any]) -> list[str]:
     return [f"{problem} {NOTHING}" for problem in Settings.of(plain(inputs)).problems()]
 
 
-def dra_pilot_plan(probe: dict[str, Any], read: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:
-    """The enable's plan (gpushare.dra.plan) from the readiness probe and one gpushare_read."""
+def dra_pilot_plan(probe: dict[str, Any], read: dict[str, Any], inputs: dict[str, Any],
+                   class_read: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The enable's plan (gpushare.dra.plan) from the readiness probe, the preflight's gpushare_read (with the
+    access answers on the DeviceClass) and that of the DeviceClass (skipped where the identity may not get it)."""
     read = plain(read)
-    return plan.plan(plain(probe).get("facts") or {}, read.get("resources") or {}, PilotSettings.of(plain(inputs)),
-                     read.get("caller") or {}, utc_now()).as_dict()
+    resources = {**(read.get("resources") or {}),
+                 "device_class": ((plain(class_read) or {}).get("resources") or {}).get("device_class")}
+    return plan.plan(plain(probe).get("facts") or {}, resources, PilotSettings.of(plain(inputs)),
+                     read.get("caller") or {}, utc_now(), read.get("access") or {}).as_dict()
 
 
 def dra_pilot_verify_plan(node: dict[str, Any] | None, inputs: dict[str, Any]) -> dict[str, Any]:

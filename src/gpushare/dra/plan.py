@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpushare.bounded import Unreadable
-from gpushare.dra import readiness
+from gpushare.dra import admission, readiness
 from gpushare.dra.mark import DEVICE_PLUGIN_LABEL, MARK, PilotMark, pilot_mark, record_disagreement
 from gpushare.dra.settings import DRIVER_GATES, PilotSettings
 from gpushare.k8s.changes import Change
@@ -98,11 +98,11 @@ def _driver_refusals(facts: dict[str, Any], settings: PilotSettings) -> list[str
 
 
 def plan(facts: dict[str, Any], read: dict[str, Any], settings: PilotSettings, invocation: dict[str, str],
-         now: dt.datetime) -> PilotPlan:
+         now: dt.datetime, access: dict[str, Any] | None = None) -> PilotPlan:
     """`facts`: the readiness probe's; `read`: node, pods (on it), device_class, records (the enable's: the mark
-    names one), records_namespace."""
+    names one), records_namespace; `access`: the authorizer's answers class_get and class_update (none: not asked)."""
     result = PilotPlan()
-    problems = settings.problems()
+    problems = settings.problems() + admission.class_access_problems(access or {}, settings.class_name)
     if problems:
         result.refusals = [f"{p} {NOTHING}" for p in problems]
         return result
