@@ -42,8 +42,9 @@ def dry_run_changes(plan: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def denial(result: dict[str, Any]) -> str:
-    """The refusal for a dry run the API server denied (gpushare_apply's result in check mode); "" when it passed."""
-    if not result.get("failed") or result.get("skipped"):
+    """The refusal for a dry run the API server denied (gpushare_apply's result in check mode, registered with
+    failed_when false, which clears its `failed`: the change that failed says it); "" when every write passed."""
+    if not result.get("failed_change"):
         return ""
     reason = str(result.get("reason") or result.get("msg") or "")
     decider = next((where for said, where in DECIDERS if said in reason), "")
