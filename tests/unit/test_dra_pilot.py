@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gpushare.dra import dcgm
+from gpushare.dra import admission, dcgm
 from gpushare.dra import plan as pilot
 from gpushare.dra.checks import claim_problems
 from gpushare.dra.pool import Pool
@@ -417,3 +417,33 @@ def test_a_deviceclass_the_identity_may_not_keep_is_refused_before_the_cluster_i
         "administrator; or keep the default dra_pilot_class_name. Nothing was changed."]
     allowed = {key: {"allowed": True, "reason": ""} for key in denied}
     assert pilot.plan(facts(nodes=[node], driver=driver()), read(node), settings(), {}, NOW, allowed).refusals == []
+
+
+def test_the_preflight_dry_runs_every_write_whose_object_is_there_in_order() -> None:
+    result = plan_of(ready_node()).as_dict()
+    changes = admission.dry_run_changes(result)
+    assert [(c["action"], c["kind"]) for c in changes] == [
+        ("create", "ConfigMap"), ("merge", "Node"), ("merge", "Node"), ("merge", "Node"), ("create", "DeviceClass"),
+        ("taint", "Node"), ("merge", "Node")]
+    assert result["changes"]["finish"][0] not in changes  # it marks the run's record, not there before the run
+
+
+@pytest.mark.parametrize(("said", "file"), [
+    ("deviceclasses.resource.k8s.io \"team.example.com\" is forbidden: ValidatingAdmissionPolicy "
+     "'gpushare-runbook-deviceclasses' with binding 'gpushare-runbook-deviceclasses' denied request: ...",
+     "deploy/rbac/51-dra-readiness.yaml"),
+    ("nodes \"gpu-node\" is forbidden: ValidatingAdmissionPolicy 'gpushare-runbook-nodes' with binding "
+     "'gpushare-runbook-nodes' denied request: the runbook identity may not change metadata.labels example.com/dra",
+     "deploy/rbac/60-admission-policies.yaml"),
+    ("deviceclasses.resource.k8s.io \"x\" is forbidden: User \"gpushare-runbook\" cannot update resource",
+     "deploy/rbac/52-dra-pilot.yaml"),
+])
+def test_a_denied_dry_run_is_refused_naming_the_object_the_denial_and_the_file_to_edit(said: str, file: str) -> None:
+    # as Ansible registers it with failed_when: false, which sets failed to false
+    refusal = admission.denial({"failed": False, "failed_change": "DeviceClass team.example.com", "reason": f"403 {said}",
+                                "msg": "create of DeviceClass team.example.com failed", "written": []})
+    assert refusal.startswith(f"The runbook identity would be denied a write of this run: DeviceClass team.example.com: "
+                              f"403 {said} (a server-side dry run, which stored nothing). Edit {file}"), refusal
+    assert refusal.endswith("Nothing was changed.")
+    assert admission.denial({"changed": False, "failed": False, "outcomes": ["would merge Node gpu-node"]}) == ""
+    assert admission.denial({"skipped": True, "changed": False}) == ""
