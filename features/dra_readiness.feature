@@ -25,7 +25,7 @@ Feature: Is the cluster ready for the DRA pilot? Checks that write nothing
     Then the readiness check "driver gates" fails with "the DRA driver in nvidia-dra-driver-gpu runs without TimeSlicingSettings=true, which timeslicing needs"
     And nothing was written to the cluster
     When the operator runs "dra-readiness.yml -l gpu-node -e dra_pilot_sharing=mps"
-    Then the readiness check "driver gates" fails with "runs without MPSSupport=true, which mps needs"
+    Then the readiness check "driver gates" fails with "the DRA driver in nvidia-dra-driver-gpu runs without MPSSupport=true, which mps needs"
 
   Scenario: The pilot is one node: two are refused
     Given a cluster with the GPU Operator
