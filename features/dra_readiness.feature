@@ -10,12 +10,22 @@ Feature: Is the cluster ready for the DRA pilot? Checks that write nothing
 
   Scenario: The pilot node of a cluster as the GPU Operator installed it is ready
     Given a cluster with the GPU Operator
+    And the DRA driver runs with its TimeSlicingSettings gate on
     When the operator runs "dra-readiness.yml -l gpu-node"
     Then the run succeeds
     And every readiness check passed
     And the readiness printed "PASS node: gpu-node is Ready with 1 GPUs"
     And the readiness printed "PASS api: resource.k8s.io/v1 serves deviceclasses, resourceclaims"
     And nothing was written to the cluster
+
+  Scenario: A DRA driver installed with its chart's defaults lacks the sharing's gate
+    Given a cluster with the GPU Operator
+    And the DRA driver runs with its chart's default gates (none)
+    When the operator runs "dra-readiness.yml -l gpu-node"
+    Then the readiness check "driver gates" fails with "the DRA driver in nvidia-dra-driver-gpu runs without TimeSlicingSettings=true, which timeslicing needs"
+    And nothing was written to the cluster
+    When the operator runs "dra-readiness.yml -l gpu-node -e dra_pilot_sharing=mps"
+    Then the readiness check "driver gates" fails with "the DRA driver in nvidia-dra-driver-gpu runs without MPSSupport=true, which mps needs"
 
   Scenario: The pilot is one node: two are refused
     Given a cluster with the GPU Operator
@@ -73,6 +83,7 @@ Feature: Is the cluster ready for the DRA pilot? Checks that write nothing
   @embedded
   Scenario: The gate on in all three components passes
     Given an embedded cluster whose DRAExtendedResource gate is on in every component
+    And the DRA driver runs with its TimeSlicingSettings gate on
     When the operator runs "dra-readiness.yml -l gpu-node -e dra_pilot_extended_resource=true"
     Then the run succeeds
     And every readiness check passed

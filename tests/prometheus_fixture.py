@@ -73,6 +73,7 @@ class GateCase:
     host_label: str = "Hostname"
     shares_mapped: bool = False  # KUBERNETES_VIRTUAL_GPUS=true: per-card attribution
     trial_fb_used_mib: float = 61000.0  # of 81920 (74.5%)
+    uuids: tuple[str, str] | None = None  # the two cards' UUIDs (default: the host's simulated GPUs 0 and 1)
 
 
 CASES: dict[str, GateCase] = {
@@ -138,12 +139,19 @@ def openmetrics() -> str:
     return families.render()
 
 
+def one_case(host: str, case: GateCase) -> str:
+    """The OpenMetrics text of one trial on `host` (a real node's name: the DRA pilot's cards)."""
+    families = _Families()
+    _add_case(families, host, case)
+    return families.render()
+
+
 def _add_case(om: _Families, host: str, case: GateCase) -> None:
     baseline = list(range(BASELINE_START, TRIAL_START, BASELINE_STEP))
     trial = list(range(TRIAL_START + TRIAL_STEP, TRIAL_END + 1, TRIAL_STEP))
     everything = baseline + [TRIAL_START] + trial
     for gpu in (0, 1):
-        labels = {"gpu": str(gpu), "UUID": gpu_uuid(host, gpu), "device": f"nvidia{gpu}",
+        labels = {"gpu": str(gpu), "UUID": case.uuids[gpu] if case.uuids else gpu_uuid(host, gpu), "device": f"nvidia{gpu}",
                   "modelName": "NVIDIA A100-SXM4-80GB", case.host_label: host}
         util = [(t, 55.0 if t <= TRIAL_START else 85.0) for t in everything]
         fb_used = [(t, 30000.0 if t <= TRIAL_START else case.trial_fb_used_mib) for t in everything]

@@ -66,4 +66,8 @@ failed_change:
   description: The change that failed (kind, namespace/name).
   returned: failure
   type: str
+reason:
+  description: Why the change failed, as the API server said it (an admission policy's or RBAC's denial, say).
+  returned: failure
+  type: str
 """

@@ -271,8 +271,10 @@ class Launcher:
 
     def __init__(self, state: StateDir, fleet: Fleet, operator_namespace: str, apiserver_port: int | None,
                  components: tuple[str, ...] = COMPONENTS, fleet_source: str = "default",
-                 feature_gates: dict[str, str] | None = None, operator_release: str = NEWEST_RELEASE) -> None:
+                 feature_gates: dict[str, str] | None = None, operator_release: str = NEWEST_RELEASE,
+                 dra_driver_gates: str = "") -> None:
         self.state = state
+        self.dra_driver_gates = dra_driver_gates  # the simulated DRA driver chart's featureGates ("": none)
         self.operator_release = operator_release
         self.feature_gates = feature_gates or {}
         self.fleet = fleet
@@ -418,7 +420,7 @@ class Launcher:
                 f"--ready-file={state.root / 'gpu-operator-sim.ready'}",
                 f"--configmap-refresh-seconds={EMBEDDED_CONFIGMAP_REFRESH_S}",
                 f"--mig-reboot-seconds={EMBEDDED_MIG_REBOOT_S}",
-                f"--dra-wipe-seconds={EMBEDDED_DRA_WIPE_S}",
+                f"--dra-wipe-seconds={EMBEDDED_DRA_WIPE_S}", f"--dra-driver-gates={self.dra_driver_gates}",
                 f"--nvidia-judge={bins / 'nvidia-judge'}", f"--operator-version={self.operator_release}",
             ], lambda: (state.root / "gpu-operator-sim.ready").exists())
         cluster_bootstrap.grant_readers(state.kubeconfig, [IDENTITIES["dcgm-exporter"][0]])
@@ -443,7 +445,7 @@ class Launcher:
             self.progress(f"deploy/rbac applied ({time.monotonic() - began:.1f}s)")
         info = {"server": server, "ports": ports, "bin_dir": str(bins), "operator_namespace": self.operator_namespace,
                 "components": list(self.components), "feature_gates": self.feature_gates,
-                "operator_version": self.operator_release,
+                "operator_version": self.operator_release, "dra_driver_gates": self.dra_driver_gates,
                 "fleet": {"source": self.fleet_source, "digest": fleet_digest(self.fleet)}}
         state.info.write_text(json.dumps(info, indent=2))
         return info

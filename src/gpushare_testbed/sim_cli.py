@@ -64,6 +64,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     up.add_argument("--component-feature-gates", action="append", default=[], metavar="COMPONENT:GATE=BOOL,...",
                     help=f"feature gates of one of {', '.join(GATED_COMPONENTS)} on top of --feature-gates "
                          "(e.g. kube-scheduler:DRAExtendedResource=true, a half-enabled gate); repeatable")
+    up.add_argument("--dra-driver-gates", default="", metavar="GATE=BOOL,...",
+                    help="the featureGates the simulated NVIDIA DRA driver is installed with (default: none, as its "
+                         "chart's; the DRA pilot's sharing needs TimeSlicingSettings=true or MPSSupport=true)")
     _operator_version(up)
     up.set_defaults(handler=cmd_up)
     with_state(sub.add_parser("down", help="stop what `up` started and remove the state")).set_defaults(
@@ -102,9 +105,9 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="the kubelet's endpointStopGracePeriod: how long a resource no plugin serves keeps its capacity "
              "(allocatable 0) before it drops to 0 (default 300, the kubelet's)")
     operator.add_argument(
-        "--dra-driver-gates", default="TimeSlicingSettings=true,MPSSupport=true", metavar="GATE=BOOL,...",
-        help="the simulated NVIDIA DRA driver's featureGates, as its chart is installed with (default: "
-             "TimeSlicingSettings=true,MPSSupport=true; the chart's own default has none)")
+        "--dra-driver-gates", default="", metavar="GATE=BOOL,...",
+        help="the simulated NVIDIA DRA driver's featureGates, as its chart is installed with (default: none, as "
+             "the chart's; e.g. TimeSlicingSettings=true,MPSSupport=true)")
     operator.add_argument(
         "--dra-wipe-seconds", type=float, default=30.0,
         help="how long after a node's DRA kubelet plugin stops the kubelet wipes its ResourceSlices (default 30)")
@@ -136,6 +139,8 @@ def _restart_command(args: argparse.Namespace) -> str:
         up += ["--component-feature-gates", entry]
     if args.operator_version != NEWEST_RELEASE:
         up += ["--operator-version", args.operator_version]
+    if args.dra_driver_gates:
+        up += ["--dra-driver-gates", args.dra_driver_gates]
     state = [] if args.state_dir == Path(os.environ.get("GPUSHARE_STATE_DIR", DEFAULT_STATE_DIR)) else [
         "--state-dir", str(args.state_dir)]
     return f"{shlex.join(['gpushare', 'sim', 'down', *state])} && {shlex.join(up + state)}"
@@ -157,6 +162,8 @@ def _conflicts(state: StateDir, args: argparse.Namespace) -> list[str]:
     gates = feature_gates(args.feature_gates, args.component_feature_gates)
     if gates != info.get("feature_gates", {}):
         conflicts.append(f"it runs with the feature gates {info.get('feature_gates') or 'as released'}")
+    if args.dra_driver_gates != info.get("dra_driver_gates", ""):
+        conflicts.append(f"its DRA driver was installed with the gates {info.get('dra_driver_gates') or 'of its chart (none)'}")
     started_release = info.get("operator_version", NEWEST_RELEASE)
     if args.operator_version != started_release:
         conflicts.append(f"its GPU Operator was installed as {started_release}, not {args.operator_version}")
@@ -197,7 +204,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     state.root.mkdir(parents=True, exist_ok=True)
     try:
         Launcher(state, fleet, args.operator_namespace, args.apiserver_port, components,
-                 str(args.fleet or "default"), gates, args.operator_version).up()
+                 str(args.fleet or "default"), gates, args.operator_version, args.dra_driver_gates).up()
     except (ComponentError, BinaryError, TimeoutError) as err:
         print(f"error: {err}", file=sys.stderr)
         print(f"the cluster was not started; logs stay in {state.root / 'logs'}", file=sys.stderr)

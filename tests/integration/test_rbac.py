@@ -17,10 +17,13 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from gpushare_testbed.kueue import TEAM_NAMESPACES
+from gpushare.dra.plan import device_class
+from gpushare.dra.settings import PilotSettings, Settings
 from gpushare.rbac import RUNBOOK_USER, manifests
 from gpushare.rbac.audit import Grant, check, grants, read_requests
 from tests.support.ansible import run_playbook
 from tests.support.cluster import Cluster
+from tests.support.dra_driver import SHARING_GATES, set_driver_gates
 
 pytestmark = pytest.mark.cluster
 SHARE_CHECK_NAMESPACE = "gpushare-share-check"
@@ -94,36 +97,37 @@ def test_real_requests_beyond_its_rights_are_refused(runbook_api: client.ApiClie
 
 
 def test_a_device_class_is_only_dry_run(runbook_api: client.ApiClient) -> None:
-    """dra-readiness.yml's DeviceClass create is a server-side dry run; the admission policy refuses a real one."""
-    body = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"generateName": "gpushare-"},
+    """dra-readiness.yml's DeviceClass create is a server-side dry run of its probe; the admission policy refuses a
+    real one, and a dry run of any other DeviceClass but the pilot's."""
+    body = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+            "metadata": {"generateName": "gpushare-readiness-", "labels": {"app.kubernetes.io/managed-by": "gpushare"}},
             "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]}}
     custom = client.CustomObjectsApi(runbook_api)
     assert custom.create_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses", body, dry_run="All")
-    with pytest.raises(ApiException) as refused:
-        custom.create_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses", body)
-    assert refused.value.status == 403
-    assert "may only dry-run a DeviceClass" in refused.value.body
-
-
-def _pilot_class(driver: str = "gpu.nvidia.com", kind: str = "GpuConfig") -> dict[str, Any]:
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu-pilot.gpushare.io"},
-            "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}],
-                     "config": [{"opaque": {"driver": driver, "parameters": {
-                         "apiVersion": "resource.nvidia.com/v1beta1", "kind": kind}}}]}}
+    for refused, dry_run in ((body, None), ({**body, "metadata": {**body["metadata"], "generateName": "gpushare-"}}, "All")):
+        with pytest.raises(ApiException) as denied:
+            custom.create_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses", refused, dry_run=dry_run)
+        assert denied.value.status == 403
+        assert "may only dry-run the readiness probe DeviceClass" in denied.value.body
 
 
 def test_the_dra_pilot_may_write_its_own_device_class_only(runbook_api: client.ApiClient, cluster: Cluster) -> None:
-    """enable-dra-pilot.yml creates gpu-pilot.gpushare.io: that name, NVIDIA's GPUs, one GpuConfig for that driver."""
+    """enable-dra-pilot.yml creates gpu-pilot.gpushare.io as gpushare.dra.plan.device_class writes it; another driver's
+    config or another kind of config is refused (tests/security/test_write_model.py attacks every field)."""
     custom = client.CustomObjectsApi(runbook_api)
+    pilot = device_class(PilotSettings(readiness=Settings()))
 
     def create(body: dict[str, Any]) -> Any:
         return custom.create_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses", body)
 
-    for body in (_pilot_class(driver="other.example.com"), _pilot_class(kind="Anything")):
+    opaque = pilot["spec"]["config"][0]["opaque"]
+    for changed in ({**opaque, "driver": "other.example.com"}, {**opaque, "parameters": {**opaque["parameters"],
+                                                                                         "kind": "Anything"}}):
+        body = {**pilot, "spec": {**pilot["spec"], "config": [{"opaque": changed}]}}
         message = _refusal(lambda body=body: create(body))
-        assert "may only dry-run a DeviceClass (dra-readiness.yml), or write the DRA pilot's" in message, message
+        assert "or write the DRA pilot's gpu-pilot.gpushare.io as enable-dra-pilot.yml writes it" in message, message
     try:
-        assert create(_pilot_class())["metadata"]["name"] == "gpu-pilot.gpushare.io"
+        assert create(pilot)["metadata"]["name"] == "gpu-pilot.gpushare.io"
     finally:
         cluster.custom.delete_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses", "gpu-pilot.gpushare.io")
 
@@ -275,9 +279,10 @@ def test_an_enable_and_its_rollback_as_the_runbook_identity_are_never_denied(
 
 
 def test_a_dra_pilot_enable_verify_and_rollback_as_the_runbook_identity_are_never_denied(
-        runbook_api: client.ApiClient, clean_cluster: Cluster, tmp_path: Path) -> None:
+        runbook_api: client.ApiClient, clean_cluster: Cluster, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     if not clean_cluster.embedded:
         pytest.skip("reads the embedded cluster's audit log")
+    request.addfinalizer(set_driver_gates(clean_cluster, {SHARING_GATES["timeslicing"]: True}))
     requests = []
     for playbook in ("enable-dra-pilot.yml", "verify-dra-pilot.yml", "rollback-dra-pilot.yml"):
         mark = clean_cluster.audit_mark()

@@ -11,6 +11,7 @@ import pytest
 from tests.support import written
 from tests.support.ansible import run_playbook
 from tests.support.cluster import Cluster
+from tests.support.dra_driver import SHARING_GATES, set_driver_gates
 
 pytestmark = pytest.mark.cluster
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -45,7 +46,10 @@ def _preflight_only(cluster: Cluster, playbook: str, limit: str | None, argument
         assert writes == [], f"{playbook} --tags preflight sent {writes}"
 
 
-def test_preflight_writes_nothing_on_any_runbook(clean_cluster: Cluster, tmp_path: Path) -> None:
+def test_preflight_writes_nothing_on_any_runbook(clean_cluster: Cluster, tmp_path: Path,
+                                                 request: pytest.FixtureRequest) -> None:
+    # the DRA pilot's sharing needs its driver gate, which the chart leaves off
+    request.addfinalizer(set_driver_gates(clean_cluster, {SHARING_GATES["timeslicing"]: True}))
     for playbook, limit, arguments in ON_A_FRESH_CLUSTER:
         _preflight_only(clean_cluster, playbook, limit, arguments, tmp_path / playbook)
     enabled = run_playbook(clean_cluster, "enable-timeslicing.yml", tmp_path / "enable", limit="gpu-node")

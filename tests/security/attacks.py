@@ -177,3 +177,55 @@ def lease_attacks() -> list[Mutation]:
             Mutation(("metadata", "labels"), {"app.kubernetes.io/managed-by": "someone-else"}, "the lock's label"),
             Mutation(("spec", "leaseDurationSeconds"), 10**8, "a lock held for three years"),
             Mutation(("spec", "holderIdentity"), "", "a lock with no holder")]
+
+
+# The DRA pilot's DeviceClass (gpushare.dra.plan.device_class) as enable-dra-pilot.yml writes it.
+PILOT_SELECTOR = "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"
+TIME_SLICING = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+                "sharing": {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Default"}}}
+
+
+def deviceclass_attacks() -> list[Mutation]:
+    """DeviceClass fields and values outside what the DRA pilot writes (deploy/rbac/51-dra-readiness.yaml)."""
+    opaque = {"driver": "gpu.nvidia.com", "parameters": TIME_SLICING}
+    return [
+        *metadata_attacks(),
+        Mutation(("metadata", "labels"), FOREIGN_LABEL, "a label the pilot does not write"),
+        Mutation(("metadata", "annotations"), {"evil.example.com/x": "y"}, "an annotation"),
+        Mutation(("spec", "config"), [{"opaque": opaque}], "a second config entry", append=True),
+        Mutation(("spec", "config"), [{"opaque": {**opaque, "driver": "evil.example.com"}}], "another driver's config"),
+        Mutation(("spec", "config"), [{"opaque": {**opaque, "parameters": {**TIME_SLICING, "kind": "MigDeviceConfig"}}}],
+                 "another kind of the driver's config"),
+        Mutation(("spec", "config"), [{"opaque": {**opaque, "parameters": {
+            **TIME_SLICING, "sharing": {"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 100,
+                                                                          "defaultPinnedDeviceMemoryLimit": "80Gi"}}}}}],
+                 "a GpuConfig the pilot never writes"),
+        Mutation(("spec", "config"), [{"opaque": {**opaque, "parameters": {**TIME_SLICING, "evil": True}}}],
+                 "a field beside the GpuConfig's"),
+        Mutation(("spec", "extendedResourceName"), "nvidia.com/gpu", "every nvidia.com/gpu pod mapped onto the class"),
+        Mutation(("spec", "selectors"), [{"cel": {"expression": "true"}}], "every device of every driver"),
+        Mutation(("spec", "selectors"), [{"cel": {"expression": PILOT_SELECTOR + " || true"}}],
+                 "the pilot's selector, widened"),
+        Mutation(("spec", "selectors"), [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}],
+                 "NVIDIA's devices of every type (MIG slices, channels)"),
+    ]
+
+
+def dra_node_attacks() -> list[Mutation]:
+    """The DRA pilot's node fields with values the pilot never writes: its two labels, other
+    nvidia.com/gpu.deploy.* switches, its taint with another effect."""
+    return [
+        Mutation(("metadata", "labels"), {"nvidia.com/dra-kubelet-plugin": "false"}, "the DRA plugin label, not true"),
+        Mutation(("metadata", "labels"), {"nvidia.com/dra-kubelet-plugin": "yes"}, "the DRA plugin label, not true"),
+        Mutation(("metadata", "labels"), {"nvidia.com/gpu.deploy.device-plugin": "paused-for-mig-change"},
+                 "the device-plugin switch, neither true nor false"),
+        Mutation(("metadata", "labels"), {"nvidia.com/gpu.deploy.driver": "false"}, "the driver switched off"),
+        Mutation(("metadata", "labels"), {"nvidia.com/gpu.deploy.dcgm-exporter": "false"}, "the gates' data switched off"),
+        Mutation(("metadata", "labels"), {"nvidia.com/dra-kubelet-plugin-evil": "true"}, "a label beside the pilot's"),
+        Mutation(("spec", "taints"), [{"key": "nvidia.com/gpu", "value": "dra-pilot", "effect": "NoExecute"}],
+                 "the pilot taint as NoExecute: evicts every pod at once", append=True),
+        Mutation(("spec", "taints"), [{"key": "nvidia.com/gpu", "value": "dra-pilot", "effect": "PreferNoSchedule"}],
+                 "the pilot taint with another effect", append=True),
+        Mutation(("spec", "taints"), [{"key": "nvidia.com/dra-kubelet-plugin", "effect": "NoSchedule"}],
+                 "a taint keyed by the pilot's label", append=True),
+    ]

@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from gpushare.dra.plan import device_class
+from gpushare.dra.settings import PilotSettings, Settings
 from gpushare.k8s.kinds import kind_of
 from gpushare.k8s.session import ApiError, Session
 from gpushare.rbac import WRITE_MODEL
@@ -22,6 +24,8 @@ from tests.security.attacks import (
     SERVER_OWNED_METADATA,
     Mutation,
     clusterpolicy_attacks,
+    deviceclass_attacks,
+    dra_node_attacks,
     lease_attacks,
     node_attacks,
     record_attacks,
@@ -275,3 +279,75 @@ def test_pods_outside_the_runbooks_reach_cannot_be_evicted_or_deleted(runbook: S
         assert err.value.status == 403 and "gpushare-runbook-pods" in str(err.value), str(err.value)
     reader = next(p for p in _pods(admin, operator) if reads_config(p))
     runbook.delete("Pod", reader["metadata"]["name"], operator, dry_run=True)
+
+
+@pytest.fixture
+def pilot_class(admin: Session) -> Iterator[dict[str, Any]]:
+    """The DRA pilot's DeviceClass as enable-dra-pilot.yml writes it (created by the admin: the attack edits it)."""
+    body = device_class(PilotSettings(readiness=Settings()))
+    if admin.get("DeviceClass", body["metadata"]["name"]):
+        pytest.skip("a DRA pilot runs on this cluster: its DeviceClass exists")
+    yield admin.create(body)
+    admin.delete("DeviceClass", body["metadata"]["name"])
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("mutation", deviceclass_attacks(), ids=lambda m: f"{m.name}:{m.why}")
+def test_pilot_deviceclass_writes_outside_the_write_model_are_refused(runbook: Session, admin: Session,
+                                                                      pilot_class: dict[str, Any], mutation: Mutation,
+                                                                      form: str) -> None:
+    assert_refused(runbook, admin, form, pilot_class, mutation)
+
+
+def test_deviceclasses_are_created_only_as_the_dra_pilot_writes_its_own(runbook: Session) -> None:
+    """A create is judged whole: the pilot's class by its name, as written, or the readiness's dry-run probe."""
+    pilot = device_class(PilotSettings(readiness=Settings()))
+    probe = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+             "metadata": {"generateName": "gpushare-readiness-", "labels": {"app.kubernetes.io/managed-by": "gpushare"}},
+             "spec": {"extendedResourceName": "nvidia.com/gpu",
+                      "selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]}}
+    whole = Mutation(("metadata", "name"), "evil.example.com", "another name")
+    refused = [
+        (whole, whole.merged(pilot)),
+        (Mutation(("metadata", "generateName"), "gpu-pilot-", "a generated name"),
+         {**pilot, "metadata": {**pilot["metadata"], "name": None, "generateName": "gpu-pilot-"}}),
+        (Mutation(("metadata", "generateName"), "gpushare-readiness-", "the readiness probe, stored"), probe),
+        *((m, m.merged(pilot)) for m in deviceclass_attacks()),
+    ]
+    for mutation, body in refused:
+        try:
+            answer = runbook.create(body, dry_run=mutation.why != "the readiness probe, stored")
+        except ApiError as err:
+            assert err.status in (403, 422), f"{mutation.why}: {err}"
+            if err.status == 403:
+                assert "ValidatingAdmissionPolicy 'gpushare-runbook-deviceclasses'" in str(err), f"{mutation.why}: {err}"
+            continue
+        # allowed only where the API server dropped the field before admission (extendedResourceName while the
+        # DRAExtendedResource gate is off), so that what it stores is the pilot's class
+        assert mutation.path == ("spec", "extendedResourceName") and "extendedResourceName" not in answer["spec"], (
+            f"the runbook identity created a DeviceClass with {mutation.why}")
+    runbook.create(probe, dry_run=True)
+    for sharing in ("timeslicing", "mps"):
+        runbook.create(device_class(PilotSettings(readiness=Settings(sharing=sharing))), dry_run=True)
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("mutation", dra_node_attacks(), ids=lambda m: f"{m.name}:{m.why}")
+def test_dra_pilot_node_writes_outside_the_write_model_are_refused(runbook: Session, admin: Session, mutation: Mutation,
+                                                                   form: str) -> None:
+    assert_refused(runbook, admin, form, _gpu_node(admin), mutation)
+
+
+def test_the_node_writes_the_dra_pilot_makes_pass(runbook: Session, admin: Session) -> None:
+    """Its two labels with their values, its mark, the cordon and the pilot taint (NoSchedule)."""
+    node = _gpu_node(admin)
+    allowed = [
+        Mutation(("metadata", "labels"), {"nvidia.com/gpu.deploy.device-plugin": "false",
+                                          "nvidia.com/dra-kubelet-plugin": "true"}, "the switch"),
+        Mutation(("metadata", "annotations"), {"gpushare.io/dra-pilot": "{}", "gpushare.io/cordoned-by": "x"}, "marks"),
+        Mutation(("spec", "unschedulable"), True, "the cordon"),
+        Mutation(("spec", "taints"), [{"key": "nvidia.com/gpu", "value": "dra-pilot", "effect": "NoSchedule"}],
+                 "the pilot taint", append=True),
+    ]
+    for mutation in allowed:
+        assert mutation.took(node, _write(runbook, "merge", node, mutation)), f"{mutation.name} refused"

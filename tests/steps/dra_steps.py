@@ -7,19 +7,25 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from pytest_bdd import given, parsers, then
+import yaml
+from pytest_bdd import given, parsers, then, when
 
 from gpushare.dra.pool import Pool
 from gpushare.polling import wait_for
 from gpushare_testbed.gpu_identity import gpu_uuid
 from gpushare_testbed.simulator import clusterpolicy as cp
-from tests.steps.runbook_steps import RunbookRun
+from tests.prometheus_fixture import THRESHOLDS, TRIAL_END, GateCase, build_tsdb, one_case, prometheus_server, \
+    skip_without_prometheus
+from tests.steps.runbook_steps import RunbookRun, run_runbook
 from tests.support.cluster import DRA_CHECK_LABEL, Cluster, embedded_cluster
+from tests.support.dra_driver import set_driver_gates, set_plugin_node_selector
 
 GPUCLUSTER_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -135,10 +141,9 @@ def check_fails(runbook_run: RunbookRun, name: str, reason: str) -> None:
 
 
 # ---- the pilot ----------------------------------------------------------------------------------------
-DRA_DRIVER_NAMESPACE = "nvidia-dra-driver-gpu"
-DRA_PLUGIN = "nvidia-dra-driver-gpu-kubelet-plugin"
 CHECK_NAMESPACE = "gpushare-share-check"
 PILOT_TAINT = ("nvidia.com/gpu", "dra-pilot", "NoSchedule")
+PILOT_MARK = "gpushare.io/dra-pilot"
 
 
 def _pilot_pods(kube: Cluster, node: str) -> list[Any]:
@@ -162,17 +167,80 @@ def pods_share_a_claim(kube: Cluster, node: str, strategy: str) -> None:
     assert strategies == [strategy], allocation["config"]
 
 
-@then(parsers.parse('the release gates are handed the card the claim got on "{node}"'))
-def gates_get_the_claims_card(kube: Cluster, runbook_run: RunbookRun, node: str) -> None:
-    """The verify names the card for release_gates_uuids: the uuid of the claim's device in the node's pool."""
+def claims_card(kube: Cluster, node: str) -> str:
+    """The UUID of the card the pilot's claim got: its device's uuid attribute in the node's pool."""
     claims = {c.resource_claim_name for p in _pilot_pods(kube, node) for c in p.spec.resource_claims or []}
+    assert len(claims) == 1, f"the pilot's check pods on {node} name claims {claims}"
     claim = kube.custom.get_namespaced_custom_object("resource.k8s.io", "v1", CHECK_NAMESPACE, "resourceclaims",
                                                      claims.pop())
     slices = kube.custom.list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices",
                                                     field_selector=f"spec.nodeName={node}")["items"]
     card = Pool.of(slices, "gpu.nvidia.com", node).devices[claim["status"]["allocation"]["devices"]["results"][0]["device"]]
     assert card.startswith("GPU-"), card
+    return card
+
+
+@then(parsers.parse('the release gates are handed the card the claim got on "{node}"'))
+def gates_get_the_claims_card(kube: Cluster, runbook_run: RunbookRun, node: str) -> None:
+    """The verify names the card for release_gates_uuids: the uuid of the claim's device in the node's pool."""
+    card = claims_card(kube, node)
     assert f"card {card};" in " ".join(runbook_run.run.stdout.split()), runbook_run.run.stdout[-3000:]
+
+
+# Another card's UUIDs (no node of any cluster has them): its series must not count for the pilot's card.
+OTHER_CARDS = ("GPU-00000000-0000-4000-8000-0000000000a1", "GPU-00000000-0000-4000-8000-0000000000a2")
+# What the pilot's trial looks like in Prometheus: the trial's two cards and which of them raises Xid 79 (the second).
+PILOT_TRIALS = {
+    "runs well while another card raises an Xid error": lambda card: GateCase(uuids=(card, OTHER_CARDS[0]), xid=79),
+    "raises an Xid error": lambda card: GateCase(uuids=(OTHER_CARDS[0], card), xid=79),
+    "has no series": lambda card: GateCase(uuids=OTHER_CARDS, xid=0),
+}
+
+
+@given(parsers.re(r'Prometheus holds a trial where the card the claim got on "(?P<node>[^"]+)" '
+                  r"(?P<trial>runs well while another card raises an Xid error|raises an Xid error|has no series)$"),
+       target_fixture="pilot_prometheus")
+def pilot_prometheus(request: pytest.FixtureRequest, kube: Cluster, tmp_path: Path, node: str,
+                     trial: str) -> dict[str, str]:
+    """A week of whole-card baseline and an hour of trial on the node (tests/prometheus_fixture.py), its cards
+    the claim's and another, backfilled into a Prometheus of the scenario's own: any cluster's pilot can be judged."""
+    skip_without_prometheus()
+    card = claims_card(kube, node)
+    directory = tmp_path / f"prometheus-{len(list(tmp_path.glob('prometheus-*')))}"
+    directory.mkdir()
+    tsdb = build_tsdb(directory, lambda: one_case(node, PILOT_TRIALS[trial](card)))
+    stack = ExitStack()
+    request.addfinalizer(stack.close)
+    return {"url": stack.enter_context(prometheus_server(tsdb, directory)), "card": card}
+
+
+@when(parsers.parse('the operator verifies the DRA pilot on "{node}" with the release gates read from that Prometheus'),
+      target_fixture="runbook_run")
+def verify_with_gates(kube: Cluster, tmp_path: Path, run_counter: Iterator[int], runbook_inventory: Path,
+                      runbook_inputs: dict[str, Any], pilot_prometheus: dict[str, str], node: str) -> RunbookRun:
+    thresholds = tmp_path / "thresholds.yaml"
+    thresholds.write_text(yaml.safe_dump(THRESHOLDS))
+    return run_runbook(kube, tmp_path / f"run-{next(run_counter)}", f"verify-dra-pilot.yml -l {node}",
+                       inventory=runbook_inventory, extravars={
+                           **runbook_inputs, "release_gates_prometheus_url": pilot_prometheus["url"],
+                           "release_gates_window": "1h", "release_gates_trial_end": str(TRIAL_END),
+                           "release_gates_thresholds_file": str(thresholds)})
+
+
+@then(parsers.parse('the release gates judged the card the claim got and say "{verdict}"'))
+def gates_judged_the_card(runbook_run: RunbookRun, pilot_prometheus: dict[str, str], verdict: str) -> None:
+    said = " ".join(runbook_run.run.stdout.split())
+    assert f"uuids [{pilot_prometheus['card']}]" in said, runbook_run.run.stdout[-3000:]
+    assert not any(card in said for card in OTHER_CARDS), runbook_run.run.stdout[-3000:]
+    assert f"verdict: {verdict}" in said, runbook_run.run.stdout[-3000:]
+
+
+@then("the release gates name the card the claim got as without DCGM series, and what to check")
+def gates_name_the_card_without_series(runbook_run: RunbookRun, pilot_prometheus: dict[str, str]) -> None:
+    said = " ".join(runbook_run.run.stdout.split())
+    expected = (f"no DCGM series for {pilot_prometheus['card']} (in the trial and the baseline) (UUID label): is the DCGM "
+                "exporter running and scraped on the node of that card, and is it the UUID of the card the claim got")
+    assert expected in said, runbook_run.run.stdout[-3000:]
 
 
 @then(parsers.parse('the pool of "{node}" is complete with the node\'s GPUs'))
@@ -195,30 +263,26 @@ def node_switched(kube: Cluster, node: str) -> None:
     assert not found.spec.unschedulable
 
 
+@given(parsers.re(r"the DRA driver runs with its (?P<gates>\w+(?: and \w+)?) gates? on$"))
+def driver_gates_on(kube: Cluster, request: pytest.FixtureRequest, gates: str) -> None:
+    """The sharing's alpha gate, which the chart leaves off (its values.yaml: featureGates none)."""
+    request.addfinalizer(set_driver_gates(kube, dict.fromkeys(gates.split(" and "), True)))
+
+
+@given("the DRA driver runs with its chart's default gates (none)")
+def driver_gates_default(kube: Cluster, request: pytest.FixtureRequest) -> None:
+    request.addfinalizer(set_driver_gates(kube, None))
+
+
+@given(parsers.parse('the DRA driver\'s chart selects the nodes of its kubelet plugin by "{label}"'))
+def driver_selects_by(kube: Cluster, request: pytest.FixtureRequest, label: str) -> None:
+    request.addfinalizer(set_plugin_node_selector(kube, label))
+
+
 @given("the DRA driver's kubelet plugin runs without its TimeSlicingSettings gate")
 def driver_gate_off(kube: Cluster, request: pytest.FixtureRequest) -> None:
-    """As `helm upgrade --set featureGates.TimeSlicingSettings=false` would: the DaemonSet's env, rolled."""
-    if not kube.embedded:
-        pytest.skip("changes the simulated DRA driver's installation")
-    apps = client.AppsV1Api(kube.api)
-    daemonset = apps.read_namespaced_daemon_set(DRA_PLUGIN, DRA_DRIVER_NAMESPACE)
-    env = daemonset.spec.template.spec.containers[0].env
-    before = [e.to_dict() for e in env]
-    gates = [{"name": "FEATURE_GATES", "value": "TimeSlicingSettings=false,MPSSupport=true,"}]
-
-    def set_env(value: list[dict[str, Any]]) -> None:
-        apps.patch_namespaced_daemon_set(DRA_PLUGIN, DRA_DRIVER_NAMESPACE, [
-            {"op": "replace", "path": "/spec/template/spec/containers/0/env", "value": value}])
-
-    set_env([e for e in before if e["name"] != "FEATURE_GATES"] + gates)
-    request.addfinalizer(lambda: set_env(before))
-
-    def rolled() -> bool:
-        pods = kube.core.list_namespaced_pod(DRA_DRIVER_NAMESPACE).items
-        return any(p.status.phase == "Running" and p.metadata.deletion_timestamp is None and any(
-            e.value == gates[0]["value"] for c in p.spec.containers for e in c.env or []) for p in pods)
-
-    wait_for(rolled, 120, "the DRA kubelet plugin to restart with TimeSlicingSettings=false")
+    """As `helm upgrade --set featureGates.TimeSlicingSettings=false` would."""
+    request.addfinalizer(set_driver_gates(kube, {"TimeSlicingSettings": False}))
 
 
 @given("the pilot's check pods and claim are gone")
@@ -277,3 +341,10 @@ def node_back(kube: Cluster, node: str) -> None:
                                                     field_selector=f"spec.nodeName={node}")["items"]
     assert not slices, [s["metadata"]["name"] for s in slices]
     assert not _pilot_pods(kube, node)
+
+
+@given(parsers.parse('node "{node}" carries a DRA pilot mark that no run of the runbooks wrote: {mark}'))
+def forged_pilot_mark(kube: Cluster, request: pytest.FixtureRequest, node: str, mark: str) -> None:
+    """Someone holding the runbook identity (or an administrator) wrote the annotation by hand; removed after."""
+    kube.core.patch_node(node, {"metadata": {"annotations": {PILOT_MARK: mark}}})
+    request.addfinalizer(lambda: kube.core.patch_node(node, {"metadata": {"annotations": {PILOT_MARK: None}}}))

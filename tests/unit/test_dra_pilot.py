@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gpushare.dra import dcgm
+from gpushare.dra import admission, dcgm
 from gpushare.dra import plan as pilot
 from gpushare.dra.checks import claim_problems
 from gpushare.dra.pool import Pool
@@ -19,6 +19,7 @@ from gpushare.dra.verify import claim_uuid
 from gpushare.dra.verify import plan as verify_plan
 from gpushare.k8s.changes import Change
 from gpushare.prometheus import client as prometheus
+from gpushare.runbook.records import Intent, new_record
 from gpushare_testbed.gpu_identity import gpu_uuid
 from gpushare_testbed.simulator import dra_driver as dra
 from tests.unit.cluster_objects import workload_pod
@@ -32,7 +33,24 @@ def settings(sharing: str = "timeslicing") -> PilotSettings:
 
 
 def read(node: dict[str, Any], pods: list[dict[str, Any]] | None = None, device_class: Any = None) -> dict[str, Any]:
-    return {"node": node, "pods": pods or [], "device_class": device_class, "records_namespace": {"metadata": {}}}
+    return {"node": node, "pods": pods or [], "device_class": device_class, "records": enable_records(node),
+            "records_namespace": {"metadata": {}}}
+
+
+def enable_record(name: str, node: str = "gpu-node", device_plugin: str | None = "true") -> dict[str, Any]:
+    """The run record an enable of `node` writes before its mark."""
+    intent = Intent(pilot.RUNBOOK, [node], node_labels={node: {pilot.DEVICE_PLUGIN_LABEL: device_plugin,
+                                                                "nvidia.com/dra-kubelet-plugin": None}})
+    return new_record(name, "gpushare-system", intent, None, NOW, {})
+
+
+def enable_records(node: dict[str, Any]) -> list[dict[str, Any]]:
+    """The record the node's mark names, as the enable wrote it."""
+    try:
+        mark = json.loads((node["metadata"].get("annotations") or {}).get(pilot.MARK) or "{}")
+        return [enable_record(mark["run"], device_plugin=mark["device_plugin"])]
+    except (ValueError, TypeError, KeyError):  # no mark, or a forged one
+        return []
 
 
 def driver(gates: str = "TimeSlicingSettings=true,MPSSupport=true,", selector: str = "nvidia.com/dra-kubelet-plugin"
@@ -52,7 +70,8 @@ def plan_of(node: dict[str, Any], pods: list[dict[str, Any]] | None = None, devi
 def piloted(node: dict[str, Any], cls: dict[str, Any]) -> dict[str, Any]:
     """The node as a finished enable leaves it."""
     node["metadata"]["labels"].update({pilot.DEVICE_PLUGIN_LABEL: "false", "nvidia.com/dra-kubelet-plugin": "true"})
-    node["metadata"].setdefault("annotations", {})[pilot.MARK] = json.dumps({"device_plugin": "true", "run": "rec"})
+    node["metadata"].setdefault("annotations", {})[pilot.MARK] = json.dumps({"device_plugin": "true",
+                                                                             "run": "gpushare-run-enable-dra-pilot-rec"})
     node["spec"]["taints"] = [dict(pilot.TAINT)]
     return node
 
@@ -252,7 +271,7 @@ def _check_obj(kind: str, name: str) -> dict[str, Any]:
 
 def rollback_read(node: dict[str, Any], claims: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     pods = [_check_obj("Pod", f"gpushare-dra-pilot-gpu-node-{i}") for i in range(4)]
-    return {"node": node, "claims": claims or [], "check_pods": pods,
+    return {"node": node, "claims": claims or [], "check_pods": pods, "records": enable_records(node),
             "check_claims": [_check_obj("ResourceClaim", "gpushare-dra-pilot-gpu-node")], "records_namespace": {}}
 
 
@@ -272,7 +291,9 @@ def test_the_rollback_restores_the_recorded_label_in_order() -> None:
 def test_the_rollback_marks_the_nodes_enable_rolled_back() -> None:
     enable = pilot.plan(facts(nodes=[ready_node()], driver=driver()), read(ready_node()), settings(), {}, NOW)
     record = enable.changes["record"][0].body
-    rolled = rollback_plan({**rollback_read(piloted(ready_node(), {})), "records": [record]}, settings(), {}, NOW)
+    node = piloted(ready_node(), {})
+    node["metadata"]["annotations"][pilot.MARK] = json.dumps({"device_plugin": "true", "run": enable.record})
+    rolled = rollback_plan({**rollback_read(node), "records": [record]}, settings(), {}, NOW)
     assert [(c.name, c.body["metadata"]["annotations"]["gpushare.io/state"]) for c in rolled.changes["finish"]] == [
         (enable.record, "rolled-back"), (rolled.record, "complete")]
 
@@ -311,3 +332,118 @@ def test_the_plans_hand_ansible_changes_that_gpushare_apply_reads_back() -> None
     for made, handed in [(enable.changes, enable.as_dict()["changes"]), (rollback.changes, rollback.as_dict()["changes"]),
                          ({"create": verify.create, "cleanup": verify.cleanup}, verify.as_dict())]:
         assert {step: [Change.from_dict(c) for c in handed[step]] for step in made} == made
+
+
+def _marked(mark: Any, records: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A node the enable left cordoned and switched over, with `mark` (a text, or an object written as JSON)."""
+    node = piloted(ready_node(), {})
+    node["metadata"]["annotations"][pilot.MARK] = mark if isinstance(mark, str) else json.dumps(mark)
+    return node, records if records is not None else [enable_record("gpushare-run-enable-dra-pilot-rec")]
+
+
+RUN = "gpushare-run-enable-dra-pilot-rec"
+FORGED = {
+    "not JSON": ("{device_plugin: true", "cannot be read: it is not JSON"),
+    "oversized": (json.dumps({"device_plugin": "true", "run": RUN, "x": "a" * 300_000}), "more than the 262144 allowed"),
+    "nested": ("[" * 100 + "]" * 100, "nests deeper than 64 levels"),
+    "a list": ("[]", "it is a JSON list, not an object"),
+    "a field the enable never writes": ({"device_plugin": "true", "run": RUN, "owner": "x"}, "holds owner"),
+    "a value the rollback would restore that the enable never saw": (
+        {"device_plugin": "paused-for-mig-change", "run": RUN}, "device_plugin 'paused-for-mig-change' is none of"),
+    "a taint_added that is text": ({"device_plugin": "true", "run": RUN, "taint_added": "no"}, "taint_added is a str"),
+    "a run that is no record": ({"device_plugin": "true", "run": "kube-root-ca.crt"}, "names no run record"),
+}
+
+
+@pytest.mark.parametrize("which", FORGED)
+@pytest.mark.parametrize("runbook", ["enable", "rollback"])
+def test_a_forged_mark_is_refused_before_any_write(which: str, runbook: str) -> None:
+    """The mark is read as the time-slicing records are: bounded (gpushare.bounded), typed, every field known."""
+    raw, why = FORGED[which]
+    node, records = _marked(raw)
+    result = (plan_of(node) if runbook == "enable" else
+              rollback_plan({**rollback_read(node), "records": records}, settings(), {}, NOW))
+    assert result.changes == {}
+    (refusal,) = result.refusals
+    assert refusal.startswith(f"The annotation {pilot.MARK} of node gpu-node cannot be read: "), refusal
+    assert why in refusal and refusal.endswith("Nothing was changed."), refusal
+
+
+def _foreign_record(**changes: Any) -> dict[str, Any]:
+    record = enable_record(RUN)
+    record["metadata"]["labels"].update(changes.pop("labels", {}))
+    record["data"].update(changes.pop("data", {}))
+    return record
+
+
+RECORDS = {
+    "no record at all": ([], "which does not exist"),
+    "a record written by another identity (not the runbooks' label)": (
+        [_foreign_record(labels={"app.kubernetes.io/managed-by": "someone-else"})], "which is not labelled"),
+    "an oversized record": ([_foreign_record(data={"intent.json": " " * 300_000})], "which cannot be read"),
+    "a record of another runbook": ([_foreign_record(labels={"gpushare.io/run": "enable-timeslicing"},
+                                                     data={"intent.json": json.dumps({"runbook": "enable-timeslicing"})})],
+                                    "which is no enable-dra-pilot record of that node"),
+    "a record that saw another label": ([enable_record(RUN, device_plugin="false")], "which recorded "
+                                        "nvidia.com/gpu.deploy.device-plugin=false, the mark true"),
+}
+
+
+@pytest.mark.parametrize("which", RECORDS)
+@pytest.mark.parametrize("runbook", ["enable", "rollback"])
+def test_a_mark_its_run_record_does_not_vouch_for_is_refused_before_any_write(which: str, runbook: str) -> None:
+    records, why = RECORDS[which]
+    node, _ = _marked({"device_plugin": "true", "run": RUN})
+    if runbook == "enable":
+        result = pilot.plan(facts(nodes=[node], pods=[], driver=driver()), {**read(node), "records": records},
+                            settings(), {}, NOW)
+    else:
+        result = rollback_plan({**rollback_read(node), "records": records}, settings(), {}, NOW)
+    assert result.changes == {}
+    (refusal,) = result.refusals
+    assert refusal.startswith(f"Node gpu-node's {pilot.MARK} names run record gpushare-system/{RUN}, "), refusal
+    assert why in refusal and refusal.endswith("Nothing was changed."), refusal
+
+
+def test_a_deviceclass_the_identity_may_not_keep_is_refused_before_the_cluster_is_judged() -> None:
+    node = ready_node()
+    denied = {"class_get": {"allowed": False, "reason": ""}, "class_update": {"allowed": False, "reason": ""}}
+    result = pilot.plan(facts(nodes=[node], driver=driver()), read(node), settings(), {}, NOW, denied)
+    assert result.changes == {}
+    assert result.refusals == [
+        "The runbook identity may not get or update DeviceClass gpu-pilot.gpushare.io: deploy/rbac/52-dra-pilot.yaml (the "
+        "ClusterRole gpushare-dra-pilot) names its DeviceClass by name. Add gpu-pilot.gpushare.io to its resourceNames, and "
+        "to the admission policy gpushare-runbook-deviceclasses of deploy/rbac/51-dra-readiness.yaml, and apply them as an "
+        "administrator; or keep the default dra_pilot_class_name. Nothing was changed."]
+    allowed = {key: {"allowed": True, "reason": ""} for key in denied}
+    assert pilot.plan(facts(nodes=[node], driver=driver()), read(node), settings(), {}, NOW, allowed).refusals == []
+
+
+def test_the_preflight_dry_runs_every_write_whose_object_is_there_in_order() -> None:
+    result = plan_of(ready_node()).as_dict()
+    changes = admission.dry_run_changes(result)
+    assert [(c["action"], c["kind"]) for c in changes] == [
+        ("create", "ConfigMap"), ("merge", "Node"), ("merge", "Node"), ("merge", "Node"), ("create", "DeviceClass"),
+        ("taint", "Node"), ("merge", "Node")]
+    assert result["changes"]["finish"][0] not in changes  # it marks the run's record, not there before the run
+
+
+@pytest.mark.parametrize(("said", "file"), [
+    ("deviceclasses.resource.k8s.io \"team.example.com\" is forbidden: ValidatingAdmissionPolicy "
+     "'gpushare-runbook-deviceclasses' with binding 'gpushare-runbook-deviceclasses' denied request: ...",
+     "deploy/rbac/51-dra-readiness.yaml"),
+    ("nodes \"gpu-node\" is forbidden: ValidatingAdmissionPolicy 'gpushare-runbook-nodes' with binding "
+     "'gpushare-runbook-nodes' denied request: the runbook identity may not change metadata.labels example.com/dra",
+     "deploy/rbac/60-admission-policies.yaml"),
+    ("deviceclasses.resource.k8s.io \"x\" is forbidden: User \"gpushare-runbook\" cannot update resource",
+     "deploy/rbac/52-dra-pilot.yaml"),
+])
+def test_a_denied_dry_run_is_refused_naming_the_object_the_denial_and_the_file_to_edit(said: str, file: str) -> None:
+    # as Ansible registers it with failed_when: false, which sets failed to false
+    refusal = admission.denial({"failed": False, "failed_change": "DeviceClass team.example.com", "reason": f"403 {said}",
+                                "msg": "create of DeviceClass team.example.com failed", "written": []})
+    assert refusal.startswith(f"The runbook identity would be denied a write of this run: DeviceClass team.example.com: "
+                              f"403 {said} (a server-side dry run, which stored nothing). Edit {file}"), refusal
+    assert refusal.endswith("Nothing was changed.")
+    assert admission.denial({"changed": False, "failed": False, "outcomes": ["would merge Node gpu-node"]}) == ""
+    assert admission.denial({"skipped": True, "changed": False}) == ""

@@ -433,6 +433,31 @@ def test_every_node_asked_needs_dcgm_series() -> None:
     assert unread.gates[0].reason == "no trial data: queries.dcgm_nodes: Prometheus answered HTTP 400"
 
 
+PILOT = "GPU-5fd4bd3a-3f4a-7c3e-2a1f-0c6ad2a11e51"
+OTHER = "GPU-00000000-3f4a-7c3e-2a1f-0c6ad2a11e51"
+
+
+def uuids_report(trial_uuids, baseline_uuids, asked=(PILOT,)):
+    observations = Observations(replace(BASELINE, dcgm_uuids=baseline_uuids), replace(TRIAL, dcgm_uuids=trial_uuids),
+                                source={}, uuids=asked)
+    return evaluate(observations, THRESHOLDS)
+
+
+def test_a_card_asked_for_without_dcgm_series_holds_and_is_named() -> None:
+    """--uuid of a well-formed UUID that has no series: the gates hold, naming the card and what to check."""
+    report = uuids_report((), (OTHER,))
+    first = report.gates[0]
+    assert (first.name, first.status, report.verdict, report.exit_code) == ("dcgm_uuids", "hold", "hold", 4)
+    assert first.reason.startswith(f"no DCGM series for {PILOT} (in the trial and the baseline) (UUID label): is the "
+                                   "DCGM exporter running and scraped on the node of that card, and is it the UUID of "
+                                   "the card the claim got"), first.reason
+    two = uuids_report((PILOT,), (PILOT,), asked=(PILOT, OTHER)).gates[0]
+    assert two.reason.startswith(f"no DCGM series for {OTHER} (in the trial and the baseline)"), two.reason
+    assert PILOT not in two.reason.split("(UUID label)")[0]
+    assert uuids_report((PILOT,), (PILOT,)).gates[0].reason == f"DCGM series for every card asked: {PILOT}"
+    assert "dcgm_uuids" not in [g.name for g in evaluate(Observations(BASELINE, TRIAL, source={}), THRESHOLDS).gates]
+
+
 def test_gates_that_are_measured_appear_in_order() -> None:
     trial = replace(TRIAL, correlated_failures=0.0, correlated_scope="card", fb_peak_pct=50.0, dcgm_nodes=("a", "b"))
     report = evaluate(Observations(replace(BASELINE, dcgm_nodes=("a", "b")), trial, source={}, nodes=("a", "b")),

@@ -162,6 +162,23 @@ def test_collect_plans_trial_windows_and_baseline() -> None:
     }
 
 
+def test_collect_asks_which_cards_asked_for_have_dcgm_series() -> None:
+    uuid = "GPU-5fd4bd3a-3f4a-7c3e-2a1f-0c6ad2a11e51"
+
+    class Cards(RecordingClient):
+        def series(self, query: str, at: float) -> list:
+            self.calls.append((query, at))
+            return [({"UUID": uuid, "Hostname": "gpu-a"}, [(at, 1.0)])] if at == END else []
+
+    client = Cards(lambda query, at: 7.0)
+    plan = QueryPlan(url=client.url, trial_end=END, window_s=3600, baseline_window_s=7 * 86400, uuids=(uuid,))
+    observations = collect(plan, THRESHOLDS, client)
+    assert (observations.trial.dcgm_uuids, observations.baseline.dcgm_uuids, observations.uuids) == ((uuid,), (), (uuid,))
+    card_calls = [query for query, at in client.calls if query.startswith("group by (UUID)")]
+    assert len(card_calls) == 2 and all(f'UUID=~"{uuid}"' in query for query in card_calls), card_calls
+    assert observations.trial.dcgm_nodes is None  # no --node: not asked
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [

@@ -145,6 +145,19 @@ F = load_filters("plugins/filter/release_gates.py")
 
 def test_the_role_registers_them(tmp_path: Path) -> None:
     assert sorted(F) == ["release_gates_not_evaluated", "release_gates_outcome", "release_gates_plan",
-                         "release_gates_refusal", "release_gates_result", "release_gates_scoped"]
+                         "release_gates_refusal", "release_gates_result", "release_gates_scoped", "release_gates_table"]
     gates = F["release_gates_plan"]({**OFF, "metrics_file": "m.json", "thresholds_file": "t.yaml"}, str(tmp_path), ["n"])
     assert gates["argv"][-1] == str(tmp_path / "m.json")
+
+
+def test_the_table_a_runbook_prints_is_the_gate_commands_own() -> None:
+    uuid = "GPU-5fd4bd3a-3f4a-7c3e-2a1f-0c6ad2a11e51"
+    gate = {"name": "dcgm_uuids", "status": "hold", "reason": f"no DCGM series for {uuid} (in the trial)",
+            "threshold": "DCGM series for every --uuid", "observed": {"asked": [uuid]}}
+    lines = gates_report.table({"evaluated": True, "verdict": "hold", "error": None, "gates": [gate],
+                                "source": {"uuids": [uuid]}, "action": "none", "command": "gpushare gate"})
+    text = "\n".join(lines)
+    assert lines[0].startswith("GATE") and f"no DCGM series for {uuid}" in text, text
+    assert f"uuids [{uuid}]" in text and lines[-1] == "verdict: hold", text
+    assert gates_report.table({"evaluated": False, "verdict": "not evaluated", "reason": "no metrics given"}) == [
+        "Release gates: not evaluated (no metrics given)"]

@@ -6,7 +6,7 @@ from typing import Any
 
 from gpushare.ansible_values import plain
 from gpushare.clock import utc_now
-from gpushare.dra import plan, readiness, rollback, verify
+from gpushare.dra import admission, plan, readiness, rollback, verify
 from gpushare.dra.settings import PilotSettings, Settings
 from gpushare.runbook.inputs import NOTHING
 
@@ -21,11 +21,15 @@ def dra_readiness_input_problems(inputs: dict[str, Any]) -> list[str]:
     return [f"{problem} {NOTHING}" for problem in Settings.of(plain(inputs)).problems()]
 
 
-def dra_pilot_plan(probe: dict[str, Any], read: dict[str, Any], inputs: dict[str, Any]) -> dict[str, Any]:
-    """The enable's plan (gpushare.dra.plan) from the readiness probe and one gpushare_read."""
+def dra_pilot_plan(probe: dict[str, Any], read: dict[str, Any], inputs: dict[str, Any],
+                   class_read: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The enable's plan (gpushare.dra.plan) from the readiness probe, the preflight's gpushare_read (with the
+    access answers on the DeviceClass) and that of the DeviceClass (skipped where the identity may not get it)."""
     read = plain(read)
-    return plan.plan(plain(probe).get("facts") or {}, read.get("resources") or {}, PilotSettings.of(plain(inputs)),
-                     read.get("caller") or {}, utc_now()).as_dict()
+    resources = {**(read.get("resources") or {}),
+                 "device_class": ((plain(class_read) or {}).get("resources") or {}).get("device_class")}
+    return plan.plan(plain(probe).get("facts") or {}, resources, PilotSettings.of(plain(inputs)),
+                     read.get("caller") or {}, utc_now(), read.get("access") or {}).as_dict()
 
 
 def dra_pilot_verify_plan(node: dict[str, Any] | None, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -49,11 +53,22 @@ def dra_pilot_rollback_plan(read: dict[str, Any], inputs: dict[str, Any]) -> dic
                          utc_now()).as_dict()
 
 
+def dra_pilot_dry_run_changes(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """The enable's changes its preflight dry-runs (gpushare.dra.admission)."""
+    return admission.dry_run_changes(plain(plan))
+
+
+def dra_pilot_denial(result: dict[str, Any]) -> str:
+    """The refusal for a write of the enable that its preflight's dry run was denied ("" when none was)."""
+    return admission.denial(plain(result))
+
+
 def dra_pilot_input_problems(inputs: dict[str, Any]) -> list[str]:
     return [f"{problem} {NOTHING}" for problem in PilotSettings.of(plain(inputs)).problems()]
 
 
 FILTERS = {"dra_readiness": dra_readiness, "dra_readiness_input_problems": dra_readiness_input_problems,
            "dra_pilot_plan": dra_pilot_plan, "dra_pilot_verify_plan": dra_pilot_verify_plan,
-           "dra_pilot_claim_uuid": dra_pilot_claim_uuid,
+           "dra_pilot_claim_uuid": dra_pilot_claim_uuid, "dra_pilot_dry_run_changes": dra_pilot_dry_run_changes,
+           "dra_pilot_denial": dra_pilot_denial,
            "dra_pilot_input_problems": dra_pilot_input_problems, "dra_pilot_rollback_plan": dra_pilot_rollback_plan}

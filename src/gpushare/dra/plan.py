@@ -8,11 +8,12 @@ that a re-run finishes an interrupted run and a finished one changes nothing."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpushare.dra import readiness
+from gpushare.bounded import Unreadable
+from gpushare.dra import admission, readiness
+from gpushare.dra.mark import DEVICE_PLUGIN_LABEL, MARK, PilotMark, pilot_mark, record_disagreement
 from gpushare.dra.settings import DRIVER_GATES, PilotSettings
 from gpushare.k8s.changes import Change
 from gpushare.model.node import CORDONED_BY, Node
@@ -22,8 +23,6 @@ from gpushare.runbook.plan import Plan
 from gpushare.runbook.records import Intent, new_record, record_name, state_patch
 
 RUNBOOK = "enable-dra-pilot"
-MARK = "gpushare.io/dra-pilot"  # on the node: {"device_plugin": the label before, "run": the record}
-DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
 # The pilot taint: its key every GPU Operator operand and the DRA kubelet plugin tolerate (Exists), so
 # that they keep running; ordinary GPU pods do not tolerate the value and stay off.
 TAINT = {"key": "nvidia.com/gpu", "value": "dra-pilot", "effect": "NoSchedule"}
@@ -39,13 +38,16 @@ class PilotPlan(Plan):
     cordons: bool = False  # this run cordons (and uncordons at the end)
 
 
-def mark_of(node: Node) -> dict[str, Any] | None:
-    text = node.annotations.get(MARK)
+def read_mark(node: Node, records: list[dict[str, Any]], namespace: str) -> tuple[PilotMark | None, str]:
+    """(the node's mark, why it cannot be trusted: "" when it can): typed, bounded, and vouched for by its run record."""
     try:
-        value = json.loads(text) if text else None
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
+        mark = pilot_mark(node)
+    except Unreadable as err:
+        return None, (f"{str(err)[0].upper()}{str(err)[1:]}. It was edited or forged: find who wrote it (the API "
+                      f"server's audit log), then remove it (kubectl annotate node {node.name} {MARK}-) or restore "
+                      f"it from the run record. {NOTHING}")
+    why = record_disagreement(mark, node.name, records, namespace) if mark else ""
+    return mark, (f"{why[0].upper()}{why[1:]} {NOTHING}" if why else "")
 
 
 def device_class(settings: PilotSettings) -> dict[str, Any]:
@@ -96,10 +98,11 @@ def _driver_refusals(facts: dict[str, Any], settings: PilotSettings) -> list[str
 
 
 def plan(facts: dict[str, Any], read: dict[str, Any], settings: PilotSettings, invocation: dict[str, str],
-         now: dt.datetime) -> PilotPlan:
-    """`facts`: the readiness probe's; `read`: node, pods (on it), device_class, records_namespace."""
+         now: dt.datetime, access: dict[str, Any] | None = None) -> PilotPlan:
+    """`facts`: the readiness probe's; `read`: node, pods (on it), device_class, records (the enable's: the mark
+    names one), records_namespace; `access`: the authorizer's answers class_get and class_update (none: not asked)."""
     result = PilotPlan()
-    result.refusals = _cluster_refusals(facts, read, settings)
+    result.refusals = _cluster_refusals(facts, read, settings, access)
     if result.refusals:
         return result
     node = Node(read["node"])
@@ -109,8 +112,11 @@ def plan(facts: dict[str, Any], read: dict[str, Any], settings: PilotSettings, i
         result.refusals = [f"{r} {NOTHING}" for r in refusals]
         return result
     result.evict = [p.ref for p in evict]
-    mark = mark_of(node)
-    result.record = str(mark["run"]) if mark and mark.get("run") else record_name(RUNBOOK, now)
+    mark, distrust = read_mark(node, read.get("records") or [], settings.records_namespace)
+    if distrust:
+        result.refusals = [distrust]
+        return result
+    result.record = mark.run if mark else record_name(RUNBOOK, now)
     result.changes = _changes(result, node, mark, _steps(node, settings, read.get("device_class")), settings,
                               invocation, now)
     result.expected = {"node": node.name, "gpus": result.gpus, "driver": settings.readiness.device_class,
@@ -121,9 +127,11 @@ def plan(facts: dict[str, Any], read: dict[str, Any], settings: PilotSettings, i
     return result
 
 
-def _cluster_refusals(facts: dict[str, Any], read: dict[str, Any], settings: PilotSettings) -> list[str]:
-    """The inputs' problems, else the readiness's failed checks (its "pods" aside) in one refusal."""
-    problems = settings.problems()
+def _cluster_refusals(facts: dict[str, Any], read: dict[str, Any], settings: PilotSettings,
+                      access: dict[str, Any] | None) -> list[str]:
+    """The inputs' problems and the identity's access to the class, else the readiness's failed checks
+    (its "pods" aside) in one refusal."""
+    problems = settings.problems() + admission.class_access_problems(access or {}, settings.class_name)
     if problems:
         return [f"{p} {NOTHING}" for p in problems]
     failed = [c.line for c in readiness.checks(facts, settings.readiness) if not c.ok and c.name != "pods"]
@@ -155,7 +163,7 @@ def _steps(node: Node, settings: PilotSettings, current_class: dict[str, Any] | 
     return steps
 
 
-def _changes(result: PilotPlan, node: Node, mark: dict[str, Any] | None, steps: dict[str, list[Change]],
+def _changes(result: PilotPlan, node: Node, mark: PilotMark | None, steps: dict[str, list[Change]],
              settings: PilotSettings, invocation: dict[str, str], now: dt.datetime) -> dict[str, list[Change]]:
     """In order: the record (a new run's), the cordon with the node's mark, `steps`, the uncordon with the
     pilot taint, the record marked complete; `result.cordons` says whether this run holds a cordon."""
@@ -174,9 +182,8 @@ def _changes(result: PilotPlan, node: Node, mark: dict[str, Any] | None, steps: 
                                     why="record the run and the node labels it changes")]
     cordon: dict[str, Any] = {"metadata": {"annotations": {}}}
     if mark is None:
-        cordon["metadata"]["annotations"][MARK] = json.dumps(
-            {"device_plugin": node.labels.get(DEVICE_PLUGIN_LABEL), "plugin_label": node.labels.get(settings.plugin_label),
-             "taint_added": not tainted, "run": record}, sort_keys=True)
+        cordon["metadata"]["annotations"][MARK] = PilotMark(
+            node.labels.get(DEVICE_PLUGIN_LABEL), node.labels.get(settings.plugin_label), not tainted, record).text()
     if result.cordons and not ours:
         cordon["spec"] = {"unschedulable": True}
         cordon["metadata"]["annotations"][CORDONED_BY] = RUNBOOK

@@ -12,7 +12,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpushare.dra.plan import CHECK_LABEL, DEVICE_PLUGIN_LABEL, MARK, TAINT, mark_of
+from gpushare.dra.mark import DEVICE_PLUGIN_LABEL, MARK
+from gpushare.dra.plan import CHECK_LABEL, TAINT, read_mark
 from gpushare.dra.plan import RUNBOOK as ENABLE
 from gpushare.dra.settings import PilotSettings
 from gpushare.k8s.changes import Change
@@ -67,7 +68,10 @@ def plan(read: dict[str, Any], settings: PilotSettings, invocation: dict[str, st
                            f"from its pool: {', '.join(result.foreign_claims)}. Their owners move them first (delete the "
                            f"pods, then the claims), then run this again. {NOTHING}"]
         return result
-    mark = mark_of(node)
+    mark, distrust = read_mark(node, read.get("records") or [], settings.records_namespace)
+    if distrust:
+        result.refusals = [distrust]
+        return result
     tainted = any(t.key == TAINT["key"] and t.value == TAINT["value"] and t.effect == TAINT["effect"] for t in node.taints)
     labelled = settings.plugin_label in node.labels
     ours = node.unschedulable and node.cordoned_by == RUNBOOK
@@ -76,7 +80,7 @@ def plan(read: dict[str, Any], settings: PilotSettings, invocation: dict[str, st
         result.lines = [f"Nothing to do: {node.name} is not in the DRA pilot (no {MARK} mark, no "
                         f"{settings.plugin_label} label). {NOTHING}"]
         return result
-    before = (mark or {}).get("device_plugin")
+    before = mark.device_plugin if mark else None
     record = record_name(RUNBOOK, now)
     result.record = record
     result.cordons = not node.unschedulable or ours
@@ -101,7 +105,7 @@ def plan(read: dict[str, Any], settings: PilotSettings, invocation: dict[str, st
         changes["device_plugin"] = [Change("merge", "Node", node.name, body={"metadata": {"labels": {DEVICE_PLUGIN_LABEL: before}}},
                                            why=f"the device plugin back ({DEVICE_PLUGIN_LABEL} as it was: {before or 'unset'})")]
     finish: list[Change] = []
-    if tainted and (mark or {}).get("taint_added", True):
+    if tainted and (mark is None or mark.taint_added):
         finish.append(Change("untaint", "Node", node.name, body=dict(TAINT), why="the pilot taint goes"))
     body: dict[str, Any] = {"metadata": {"annotations": {MARK: None} if mark is not None else {}}}
     if result.cordons:

@@ -24,6 +24,7 @@ def evaluate(observations: Observations, thresholds: Thresholds) -> Report:
                 if getattr(trial, key) is not None or key in trial.gaps}
     gates = [
         *([nodes_gate(observations)] if observations.nodes else []),
+        *([uuids_gate(observations)] if observations.uuids else []),
         throughput_gate(baseline, trial, thresholds),
         p99_gate(trial, thresholds),
         count_gate("oom_kills", "OOM kills", baseline, trial, thresholds.max_extra_oom_kills),
@@ -161,23 +162,34 @@ def xid_gate(baseline: Side, trial: Side, thresholds: Thresholds) -> GateResult:
 def nodes_gate(observations: Observations) -> GateResult:
     """Every --node must have DCGM series on both sides: a node without them would silently drop
     out of every other gate's sums."""
-    name, asked = "dcgm_nodes", observations.nodes
-    threshold = "DCGM series for every --node in the trial and in the baseline"
+    return _series_gate(observations, "dcgm_nodes", "node", observations.nodes,
+                        "(Hostname / hostname label): is dcgm-exporter running and scraped there? The other gates "
+                        "count only the nodes with data")
+
+
+def uuids_gate(observations: Observations) -> GateResult:
+    """Every --uuid must have DCGM series on both sides: the gates would otherwise judge the other
+    cards asked for, or nothing, and a mistyped UUID would pass unnoticed."""
+    return _series_gate(observations, "dcgm_uuids", "card", observations.uuids,
+                        "(UUID label): is the DCGM exporter running and scraped on the node of that card, and is it "
+                        "the UUID of the card the claim got (the uuid attribute of the claim's device in the node's "
+                        "ResourceSlice, kubectl get resourceslices -o yaml)? The other gates count only the cards with data")
+
+
+def _series_gate(observations: Observations, name: str, what: str, asked: tuple[str, ...], advice: str) -> GateResult:
+    threshold = f"DCGM series for every --{'node' if what == 'node' else 'uuid'} in the trial and in the baseline"
     sides = (("trial", observations.trial), ("baseline", observations.baseline))
     observed: dict[str, object] = {"asked": list(asked)}
-    observed |= {label: None if side.dcgm_nodes is None else list(side.dcgm_nodes) for label, side in sides}
+    seen = {label: getattr(side, name) for label, side in sides}
+    observed |= {label: None if found is None else list(found) for label, found in seen.items()}
     for label, side in sides:
-        if side.dcgm_nodes is None:
+        if seen[label] is None:
             return GateResult(name, "hold", observed, threshold, f"no {label} data: {side.gaps.get(name, 'not read')}")
-    missing = [f"{node} (in the {' and the '.join(label for label, side in sides if node not in side.dcgm_nodes)})"
-               for node in asked if any(node not in side.dcgm_nodes for _, side in sides)]
+    missing = [f"{one} (in the {' and the '.join(label for label, _ in sides if one not in seen[label])})"
+               for one in asked if any(one not in found for found in seen.values())]
     if missing:
-        return GateResult(
-            name, "hold", observed, threshold,
-            f"no DCGM series for {', '.join(missing)} (Hostname / hostname label): is dcgm-exporter running and "
-            "scraped there? The other gates count only the nodes with data",
-        )
-    return GateResult(name, "continue", observed, threshold, f"DCGM series for every node asked: {', '.join(asked)}")
+        return GateResult(name, "hold", observed, threshold, f"no DCGM series for {', '.join(missing)} {advice}")
+    return GateResult(name, "continue", observed, threshold, f"DCGM series for every {what} asked: {', '.join(asked)}")
 
 
 def queue_gate(baseline: Side, trial: Side, thresholds: Thresholds) -> GateResult:

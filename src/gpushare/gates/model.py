@@ -42,6 +42,7 @@ class Side:
     fb_peak_pct: float | None = None  # the highest card's FB peak, % of its memory
     fb_no_reserved: float | None = None  # cards whose memory is counted without FB_RESERVED
     dcgm_nodes: tuple[str, ...] | None = None  # the nodes with DCGM series (None: not asked)
+    dcgm_uuids: tuple[str, ...] | None = None  # the cards (UUID) with DCGM series (None: not asked)
     context: dict[str, float] = field(default_factory=dict)
     gaps: dict[str, str] = field(default_factory=dict)
 
@@ -53,6 +54,7 @@ class Observations:
     source: dict[str, object]
     error: str | None = None  # why no data came at all (Prometheus unreachable), reported once
     nodes: tuple[str, ...] = ()  # the nodes asked for (--node); each must have DCGM series
+    uuids: tuple[str, ...] = ()  # the cards asked for (--uuid); each must have DCGM series
 
 
 @dataclass(frozen=True)

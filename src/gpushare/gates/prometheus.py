@@ -131,10 +131,10 @@ def collect(plan: QueryPlan, thresholds: Thresholds, client: PrometheusClient | 
         at=plan.trial_start, window_s=plan.baseline_window_s, window_ends=[plan.trial_start],
         latency_s=plan.baseline_window_s,
     )
-    if plan.nodes:
-        trial = replace(trial, dcgm_nodes=reader.nodes_seen(plan.trial_end, plan.window_s, trial.gaps))
-        baseline = replace(
-            baseline, dcgm_nodes=reader.nodes_seen(plan.trial_start, plan.baseline_window_s, baseline.gaps))
+    for asked, key in ((plan.nodes, "dcgm_nodes"), (plan.uuids, "dcgm_uuids")):
+        if asked:
+            trial = replace(trial, **{key: reader.seen(key, plan.trial_end, plan.window_s, trial.gaps)})
+            baseline = replace(baseline, **{key: reader.seen(key, plan.trial_start, plan.baseline_window_s, baseline.gaps)})
     baseline = _scale_counts(baseline, plan.window_s / plan.baseline_window_s)
     start, end = plan.trial_start, plan.trial_end
     source: dict[str, object] = {
@@ -146,7 +146,8 @@ def collect(plan: QueryPlan, thresholds: Thresholds, client: PrometheusClient | 
         source["nodes"] = list(plan.nodes)
     if plan.uuids:
         source["uuids"] = list(plan.uuids)
-    return Observations(baseline=baseline, trial=trial, source=source, error=client.unreachable, nodes=plan.nodes)
+    return Observations(baseline=baseline, trial=trial, source=source, error=client.unreachable, nodes=plan.nodes,
+                        uuids=plan.uuids)
 
 
 class _Reader:
@@ -184,14 +185,16 @@ class _Reader:
             gaps["correlated_failures"] = gaps.pop(key)
         return {"correlated_failures": value, "correlated_scope": scope}
 
-    def nodes_seen(self, at: float, window_s: int, gaps: dict[str, str]) -> tuple[str, ...] | None:
-        """The nodes with DCGM series in the window, by either spelling of the node label."""
+    def seen(self, key: str, at: float, window_s: int, gaps: dict[str, str]) -> tuple[str, ...] | None:
+        """The nodes (dcgm_nodes, by either spelling of the node label) or the cards (dcgm_uuids, by their
+        UUID label) with DCGM series in the window."""
         try:
-            found = self.client.series(self._render("dcgm_nodes", window_s), at)
+            found = self.client.series(self._render(key, window_s), at)
         except QueryError as err:
-            gaps["dcgm_nodes"] = _gap("dcgm_nodes", err)
+            gaps[key] = _gap(key, err)
             return None
-        return tuple(sorted({host_of(labels) for labels, _ in found} - {""}))
+        name = host_of if key == "dcgm_nodes" else (lambda labels: labels.get("UUID", ""))
+        return tuple(sorted({name(labels) for labels, _ in found} - {""}))
 
     def _scalar(self, key: str, at: float, window_s: int, gaps: dict[str, str]) -> float | None:
         try:

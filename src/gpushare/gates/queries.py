@@ -9,9 +9,9 @@ Placeholders ($-style, because PromQL uses braces):
              selector, so the DCGM-based queries count only those cards; empty without --uuid (the
              workload's and kube-state-metrics' queries stay scoped by node)
 
-Each query must return one series (aggregate with sum/avg/max), except `dcgm_nodes`, which returns
-one series per node; counts must stay 0 rather than vanish when nothing happened, so that "no
-series" reliably means "no data". Every DCGM selector reads both spellings of the exporter's node
+Each query must return one series (aggregate with sum/avg/max), except `dcgm_nodes` and `dcgm_uuids`,
+which return one series per node and per card; counts must stay 0 rather than vanish when nothing
+happened, so that "no series" reliably means "no data". Every DCGM selector reads both spellings of the exporter's node
 label (`Hostname`, `hostname`: gpushare.dcgm_labels); an override should too.
 """
 
@@ -109,6 +109,8 @@ DEFAULT_QUERIES: dict[str, str] = {
     "fb_no_reserved": f"count({_last('USED')} unless {_last('RESERVED')}) or vector(0)",
     # The nodes with DCGM series in the window, one series each: a --node without any holds.
     "dcgm_nodes": f"group by (Hostname, hostname) ({_dcgm('last_over_time(DCGM_FI_DEV_FB_USED{<node>}[$window])')})",
+    # The cards with DCGM series in the window, one series each: a --uuid without any holds.
+    "dcgm_uuids": f"group by (UUID) ({_dcgm('last_over_time(DCGM_FI_DEV_FB_USED{<node>}[$window])')})",
     # Context reported with the throughput gate; they do not decide anything.
     # (per card: its highest series, the card's own beside its pods' process values)
     "gpu_util_pct": f"avg(max by ({_CARD}) ({_dcgm('avg_over_time(DCGM_FI_DEV_GPU_UTIL{<node>}[$window])')}))",

@@ -214,7 +214,8 @@ def _apply(session: Session, changes: list[Change], check_mode: bool, diff: bool
         outcomes = apply_changes(session, changes, check_mode=check_mode)
     except ChangeFailed as err:
         done = f" Already written: {', '.join(err.written)}." if err.written else " Nothing was written by this step."
-        return {"failed": True, "msg": f"{err}.{done}", "written": err.written, "failed_change": err.change.title}
+        return {"failed": True, "msg": f"{err}.{done}", "written": err.written, "failed_change": err.change.title,
+                "reason": err.reason}
     result: dict[str, Any] = {"changed": any(o.changed for o in outcomes),
                               "outcomes": [o.summary() for o in outcomes],
                               "objects": [o.after for o in outcomes]}

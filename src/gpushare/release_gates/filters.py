@@ -28,6 +28,10 @@ def release_gates_result(run: dict[str, Any], gates: dict[str, Any]) -> dict[str
     return report.result(plain(run), plain(gates))
 
 
+def release_gates_table(result: dict[str, Any]) -> list[str]:
+    return report.table(plain(result))
+
+
 def release_gates_outcome(result: dict[str, Any], auto_rollback: Any, fail_on_hold: Any,
                           hosts: list[str], rollback_playbook: str = report.ROLLBACK_PLAYBOOK) -> dict[str, str]:
     return report.outcome(plain(result), plain(auto_rollback), plain(fail_on_hold), plain(hosts), str(rollback_playbook))
@@ -40,4 +44,5 @@ FILTERS = {
     "release_gates_not_evaluated": release_gates_not_evaluated,
     "release_gates_result": release_gates_result,
     "release_gates_outcome": release_gates_outcome,
+    "release_gates_table": release_gates_table,
 }

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gpushare.gates import report as gates_report
 from gpushare.runbook.inputs import NOTHING, as_bool
 
 EXIT_VERDICTS = (0, 3, 4)  # continue, rollback, hold
@@ -36,6 +37,14 @@ def result(run: dict[str, Any], gates: dict[str, Any]) -> dict[str, Any]:
     report = json.loads(run["stdout"])
     return {**report, "evaluated": True, "exit_code": run["rc"], "command": " ".join(gates["argv"]),
             "thresholds": gates["thresholds"], "action": "none"}
+
+
+def table(result: dict[str, Any]) -> list[str]:
+    """The gate command's table of an evaluated `release_gates_result` (each gate's status, reason, threshold and
+    what it saw; the cards it judged; the verdict), line by line; one line saying why when it was not evaluated."""
+    if not result.get("evaluated"):
+        return [f"Release gates: {result.get('verdict', 'not evaluated')} ({result.get('reason', '')})"]
+    return gates_report.to_table(gates_report.from_dict(result)).splitlines()
 
 
 def failing(result: dict[str, Any], status: str) -> str:

@@ -47,7 +47,7 @@ class Options:
     endpoint_stop_grace_seconds: float = ENDPOINT_STOP_GRACE_S  # the kubelet's endpointStopGracePeriod
     driver_manager_timeout_seconds: float = 300.0  # k8s-driver-manager defaultGracePeriod
     operator_release: str = cp.NEWEST_RELEASE  # the chart release that installs the ClusterPolicy (cp.RELEASES)
-    dra_driver_gates: str = "TimeSlicingSettings=true,MPSSupport=true"  # the DRA driver chart's featureGates
+    dra_driver_gates: str = ""  # the DRA driver chart's featureGates: none, as the chart's values.yaml
     dra_wipe_seconds: float = dra_driver.WIPE_DELAY_S  # the kubelet's wipe of a gone DRA plugin's slices
 
 
