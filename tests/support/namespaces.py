@@ -5,9 +5,10 @@ empties each deleted (so Terminating: nothing new can be created in it) namespac
 controller does, and finalizes it once every namespaced kind the API serves lists nothing in it.
 Whatever does not empty in time (an object a controller still holds by a finalizer, a kind this
 identity may not delete) is left to the namespace controller: the caller's wait covers it.
-Only on the embedded cluster, whose pods are KWOK fakes: on a cluster with kubelets, a pod deleted
-with grace 0 is gone from the API while its container may still hold the GPU, so there a namespace
-is deleted the ordinary way."""
+On the embedded cluster, whose pods are KWOK fakes, pods are deleted with grace 0. On any other
+cluster each pod keeps its own grace period, as the namespace controller gives it: a pod deleted
+with grace 0 is gone from the API while its container may still hold the GPU, whereas one deleted
+the ordinary way stays listed (so the namespace is not finalized) until its kubelet has stopped it."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from gpushare_testbed.simulator.rest import Rest
 
 EMPTY_TIMEOUT_S = 10
 DELETE_NOW = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0, "propagationPolicy": "Background"}
+DELETE_GRACEFULLY = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
 
 
 @functools.cache
@@ -58,15 +60,14 @@ def delete_test_namespaces(cluster: Any, label: str) -> None:
 
 
 def delete_namespaces(cluster: Any, names: list[str]) -> None:
-    """Delete these namespaces; on the embedded cluster emptied and finalized here when that is quick."""
+    """Delete these namespaces, emptied and finalized here when that is quick."""
     rest = Rest(cluster.api)
     for name in names:
         _ignoring(lambda n=name: rest.delete(f"/api/v1/namespaces/{n}"), 404)
-    if not cluster.embedded:
-        return
+    options = DELETE_NOW if cluster.embedded else DELETE_GRACEFULLY
     for name in names:
         for path in _collections(rest.api):
-            _ignoring(lambda p=path.format(namespace=name): rest.delete(p, DELETE_NOW), 403, 404, 405)
+            _ignoring(lambda p=path.format(namespace=name): rest.delete(p, options), 403, 404, 405)
     for name in names:
         try:
             wait_for(lambda n=name: not _left_in(rest, n), EMPTY_TIMEOUT_S, f"namespace {name} to be empty")

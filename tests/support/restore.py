@@ -161,7 +161,7 @@ def restore(cluster: Cluster, before: Snapshot) -> None:
         nodes = [f"{name} ({marks} now {now.get(name)})" for name, marks in sorted(before.nodes.items())
                  if now.get(name) != marks]
         namespaces = [n.metadata.name for n in core.list_namespace(label_selector=TEST_NAMESPACE_LABEL).items]
-        return nodes + rollout_problems(rest, ns) + [f"namespace {n} to go" for n in namespaces]
+        return nodes + rollout_problems(rest, cluster.operator_namespace) + [f"namespace {n} to go" for n in namespaces]
 
     try:
         wait_for(lambda: not differing(), RESET_TIMEOUT_S, "the cluster to be as the scenario found it", interval_s=1.0)
