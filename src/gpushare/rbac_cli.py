@@ -39,20 +39,15 @@ def register(commands: argparse._SubParsersAction) -> None:
     sub = group.add_subparsers(dest="rbac_command", metavar="COMMAND")
     render = sub.add_parser("render", help="print deploy/rbac/ rendered for the names in use",
                             description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    render.add_argument("--operator-namespace", default=rbac.WRITTEN_FOR_NAMESPACE, metavar="NAMESPACE",
-                        help=f"the GPU Operator's namespace, gpu_operator_namespace (default: {rbac.WRITTEN_FOR_NAMESPACE})")
-    render.add_argument("--timeslicing-configmap", default=rbac.WRITTEN_FOR_CONFIGMAP, metavar="NAME",
-                        help="the device-plugin config ConfigMap, timeslicing_configmap_name "
-                             f"(default: {rbac.WRITTEN_FOR_CONFIGMAP})")
-    render.add_argument("--pool-label-key", default=rbac.WRITTEN_FOR_POOL_LABEL_KEY, metavar="KEY",
-                        help="the shared pool's label (and taint) key, timeslicing_pool_label_key "
-                             f"(default: {rbac.WRITTEN_FOR_POOL_LABEL_KEY})")
-    render.add_argument("--pool-taint-key", default=rbac.WRITTEN_FOR_POOL_TAINT_KEY, metavar="KEY",
-                        help="the pool taint's key, timeslicing_pool_taint_key "
-                             f"(default: {rbac.WRITTEN_FOR_POOL_TAINT_KEY})")
-    render.add_argument("--pool-taint-value", default=rbac.WRITTEN_FOR_POOL_TAINT_VALUE, metavar="VALUE",
-                        help="the pool taint's value, timeslicing_pool_taint_value "
-                             f"(default: {rbac.WRITTEN_FOR_POOL_TAINT_VALUE})")
+    for option, default, metavar, what in (
+            ("--operator-namespace", rbac.WRITTEN_FOR_NAMESPACE, "NAMESPACE", "the GPU Operator's namespace, gpu_operator_namespace"),
+            ("--timeslicing-configmap", rbac.WRITTEN_FOR_CONFIGMAP, "NAME",
+             "the device-plugin config ConfigMap, timeslicing_configmap_name"),
+            ("--pool-label-key", rbac.WRITTEN_FOR_POOL_LABEL_KEY, "KEY", "the shared pool's label key, timeslicing_pool_label_key"),
+            ("--pool-taint-key", rbac.WRITTEN_FOR_POOL_TAINT_KEY, "KEY", "the pool taint's key, timeslicing_pool_taint_key"),
+            ("--pool-taint-value", rbac.WRITTEN_FOR_POOL_TAINT_VALUE, "VALUE",
+             "the pool taint's value, timeslicing_pool_taint_value")):
+        render.add_argument(option, default=default, metavar=metavar, help=f"{what} (default: {default})")
     render.add_argument("--original-device-plugin-config", default="", metavar="NAME",
                         help="the ConfigMap the ClusterPolicy's spec.devicePlugin.config named before any gpushare "
                              "run, the one other config a rollback may restore (default: none)")

@@ -116,6 +116,14 @@ def test_options_name_what_differs_from_the_defaults() -> None:
                                "--pool-label-key example.com/gpu-pool")
 
 
+def test_the_cli_renders_the_pool_taint_into_the_write_model(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["rbac", "render", "--pool-taint-key", "example.com/gpu-pool", "--pool-taint-value", "dedicated"]) == 0
+    model = _write_model(list(yaml.safe_load_all(capsys.readouterr().out)))
+    assert (model["pool-taint-key"], model["pool-taint-value"]) == ("example.com/gpu-pool", "dedicated")
+    assert Names(pool_taint_key="example.com/gpu-pool", pool_taint_value="dedicated").options() == (
+        "--pool-taint-key example.com/gpu-pool --pool-taint-value dedicated")
+
+
 def _write_model(objects: list) -> dict[str, str]:
     return next(o["data"] for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == rbac.WRITE_MODEL)
 
