@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -181,13 +182,13 @@ def test_a_taint_under_the_pool_taint_key_the_runbooks_never_wrote_is_not_remove
         assert_refused(runbook, admin, form, node, removal)
 
 
-@pytest.fixture
-def dedicated_model(admin: Session, runbook: Session, model: dict[str, str]) -> Iterator[dict[str, str]]:
-    """The write model rendered for the pool taint value `dedicated` (gpushare rbac render --pool-taint-value
-    dedicated), in force; put back afterwards."""
+@contextmanager
+def _rendered(admin: Session, runbook: Session, model: dict[str, str], **data: str) -> Iterator[dict[str, str]]:
+    """The write model with `data` over it (as `gpushare rbac render` would write it), in force: a dry run of
+    its pool taint as the runbook identity passes; put back afterwards."""
     node = _gpu_node(admin)
-    rendered = {**model, "pool-taint-value": "dedicated"}
-    admin.patch("ConfigMap", WRITE_MODEL, {"data": {"pool-taint-value": "dedicated"}}, "gpushare-system")
+    rendered = {**model, **data}
+    admin.patch("ConfigMap", WRITE_MODEL, {"data": data}, "gpushare-system")
     taint = Mutation(("spec", "taints"), [_pool_taint(rendered)], "the rendered pool taint", append=True)
 
     def in_force() -> bool:
@@ -200,7 +201,14 @@ def dedicated_model(admin: Session, runbook: Session, model: dict[str, str]) -> 
         wait_for(in_force, 30, "the admission policies to read the rendered write model", interval_s=0.2)
         yield rendered
     finally:
-        admin.patch("ConfigMap", WRITE_MODEL, {"data": {"pool-taint-value": model["pool-taint-value"]}}, "gpushare-system")
+        admin.patch("ConfigMap", WRITE_MODEL, {"data": {key: model[key] for key in data}}, "gpushare-system")
+
+
+@pytest.fixture
+def dedicated_model(admin: Session, runbook: Session, model: dict[str, str]) -> Iterator[dict[str, str]]:
+    """The write model rendered for the pool taint value `dedicated` (`--pool-taint-value dedicated`)."""
+    with _rendered(admin, runbook, model, **{"pool-taint-value": "dedicated"}) as rendered:
+        yield rendered
 
 
 def test_the_pool_taint_is_the_one_the_write_model_is_rendered_for(runbook: Session, admin: Session,
@@ -254,15 +262,29 @@ def test_clusterpolicy_writes_outside_the_write_model_are_refused(runbook: Sessi
 
 
 def test_the_clusterpolicy_writes_the_runbooks_make_pass(runbook: Session, admin: Session, model: dict[str, str]) -> None:
+    """Rendered for the pool taint key gpu-mode: the chart's operands already tolerate nvidia.com/gpu."""
     policy = _clusterpolicy(admin)
-    allowed = [
-        Mutation(("spec", "devicePlugin", "config"), {"name": model["timeslicing-configmap"], "default": "any"}, "enable"),
-        Mutation(("spec", "daemonsets", "tolerations"), [{"key": model["pool-label-key"], "operator": "Exists",
-                                                          "effect": "NoSchedule"}], "the pool toleration", append=True),
-    ]
-    for mutation in allowed:
-        for form in ("merge", "json"):
-            assert mutation.took(policy, _write(runbook, form, policy, mutation)), f"{mutation.name} ({form}) refused"
+    with _rendered(admin, runbook, model, **{"pool-taint-key": "gpu-mode"}) as rendered:
+        allowed = [
+            Mutation(("spec", "devicePlugin", "config"), {"name": rendered["timeslicing-configmap"], "default": "any"},
+                     "enable"),
+            Mutation(("spec", "daemonsets", "tolerations"), [{"key": rendered["pool-taint-key"], "operator": "Exists",
+                                                              "effect": "NoSchedule"}], "the pool toleration", append=True),
+        ]
+        for mutation in allowed:
+            for form in ("merge", "json"):
+                assert mutation.took(policy, _write(runbook, form, policy, mutation)), f"{mutation.name} ({form}) refused"
+
+
+def test_a_toleration_of_a_key_other_than_the_pool_taints_is_refused(runbook: Session, admin: Session,
+                                                                    model: dict[str, str]) -> None:
+    """The pool label's key tolerated, where the pool taint has another key: no run writes it."""
+    if model.get("pool-taint-key", WRITTEN_FOR_POOL_TAINT_KEY) == model["pool-label-key"]:
+        pytest.skip("the pool taint is keyed by the pool label here")
+    toleration = Mutation(("spec", "daemonsets", "tolerations"), [{"key": model["pool-label-key"], "operator": "Exists",
+                                                                   "effect": "NoSchedule"}], "not the pool taint's", append=True)
+    for form in CUSTOM_FORMS:
+        assert_refused(runbook, admin, form, _clusterpolicy(admin), toleration)
 
 
 @pytest.fixture
