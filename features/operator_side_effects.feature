@@ -70,6 +70,7 @@ Feature: A trial on one node disturbs no other node, on the chart-default GPU Op
 
   Scenario: A pool taint the operands do not tolerate needs the fleet-wide change confirmed
     Given the trial node is "gpu-node"
+    And the write model allows the pool taint "gpu-mode=shared"
     When the operator runs "enable-timeslicing.yml -l gpu-node -e timeslicing_pool_taint_key=gpu-mode"
     Then the run is refused with "Adding that toleration re-renders every operand DaemonSet"
     And nothing was written to the cluster
@@ -82,6 +83,7 @@ Feature: A trial on one node disturbs no other node, on the chart-default GPU Op
     Given the GPU Operator itself is release v26.3
     And the trial node is "gpu-node"
     And a pod using a whole GPU without a controller runs on "gpu-node-2"
+    And the write model allows the pool taint "gpu-mode=shared"
     When the operator runs "enable-timeslicing.yml -l gpu-node -e timeslicing_pool_taint_key=gpu-mode -e timeslicing_confirm_operand_roll=true"
     Then the run is refused with "cannot take these pods off their node"
     And the run is refused with "/notebook on gpu-node-2 (it has no controller and spec.driver.upgradePolicy.podDeletion.force is false)"
@@ -99,6 +101,7 @@ Feature: A trial on one node disturbs no other node, on the chart-default GPU Op
     And a PodDisruptionBudget allows no disruption of the GPU pods
     And the driver upgrade gives up evicting GPU pods after 2 seconds
     And the trial node is "gpu-node"
+    And the write model allows the pool taint "gpu-mode=shared"
     When the operator runs "enable-timeslicing.yml -l gpu-node -e timeslicing_pool_taint_key=gpu-mode -e timeslicing_confirm_operand_roll=true"
     Then the run fails saying "gpu-node-2: its driver upgrade failed (nvidia.com/gpu-driver-upgrade-state=upgrade-failed) and it stays cordoned"
     And the run fails saying "its GPU pods were not evicted within spec.driver.upgradePolicy.podDeletion.timeoutSeconds"
@@ -111,6 +114,7 @@ Feature: A trial on one node disturbs no other node, on the chart-default GPU Op
     internal/predicates/restart_only.go), so a GPU pod it could not evict does not stop the run.
     Given the trial node is "gpu-node"
     And a pod using a whole GPU without a controller runs on "gpu-node-2"
+    And the write model allows the pool taint "gpu-mode=shared"
     When the operator runs "enable-timeslicing.yml -l gpu-node -e timeslicing_pool_taint_key=gpu-mode -e timeslicing_confirm_operand_roll=true"
     Then the run succeeds
     And the output says "restart its driver pod in place without evicting GPU pods (GPU Operator v26.7 restart-only path"

@@ -13,8 +13,10 @@ admission policies; not optional/) as one YAML stream, rendered for the names
 the runbooks use: the GPU Operator namespace (gpu_operator_namespace), the
 time-slicing ConfigMap (timeslicing_configmap_name: the RBAC grants patch and
 delete of it by name, and the ConfigMap admission policy names it) and the
-pool label key (timeslicing_pool_label_key: a label and taint key the Node
-admission policy lets the runbooks change), the ClusterPolicy's device-plugin
+pool label key (timeslicing_pool_label_key: a label the Node admission
+policy lets the runbooks change), the pool taint (timeslicing_pool_taint_key
+and _value: the one taint, effect NoSchedule, besides the DRA pilot's, it lets
+them add or remove under that key and nvidia.com/gpu), the ClusterPolicy's device-plugin
 config before any gpushare run (the one other config a rollback may restore)
 and the team namespaces (the namespaces of queue_backfill_teams: the only ones
 where the queue-backfill runbook may create a Namespace or a LocalQueue; none
@@ -37,14 +39,15 @@ def register(commands: argparse._SubParsersAction) -> None:
     sub = group.add_subparsers(dest="rbac_command", metavar="COMMAND")
     render = sub.add_parser("render", help="print deploy/rbac/ rendered for the names in use",
                             description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    render.add_argument("--operator-namespace", default=rbac.WRITTEN_FOR_NAMESPACE, metavar="NAMESPACE",
-                        help=f"the GPU Operator's namespace, gpu_operator_namespace (default: {rbac.WRITTEN_FOR_NAMESPACE})")
-    render.add_argument("--timeslicing-configmap", default=rbac.WRITTEN_FOR_CONFIGMAP, metavar="NAME",
-                        help="the device-plugin config ConfigMap, timeslicing_configmap_name "
-                             f"(default: {rbac.WRITTEN_FOR_CONFIGMAP})")
-    render.add_argument("--pool-label-key", default=rbac.WRITTEN_FOR_POOL_LABEL_KEY, metavar="KEY",
-                        help="the shared pool's label (and taint) key, timeslicing_pool_label_key "
-                             f"(default: {rbac.WRITTEN_FOR_POOL_LABEL_KEY})")
+    for option, default, metavar, what in (
+            ("--operator-namespace", rbac.WRITTEN_FOR_NAMESPACE, "NAMESPACE", "the GPU Operator's namespace, gpu_operator_namespace"),
+            ("--timeslicing-configmap", rbac.WRITTEN_FOR_CONFIGMAP, "NAME",
+             "the device-plugin config ConfigMap, timeslicing_configmap_name"),
+            ("--pool-label-key", rbac.WRITTEN_FOR_POOL_LABEL_KEY, "KEY", "the shared pool's label key, timeslicing_pool_label_key"),
+            ("--pool-taint-key", rbac.WRITTEN_FOR_POOL_TAINT_KEY, "KEY", "the pool taint's key, timeslicing_pool_taint_key"),
+            ("--pool-taint-value", rbac.WRITTEN_FOR_POOL_TAINT_VALUE, "VALUE",
+             "the pool taint's value, timeslicing_pool_taint_value")):
+        render.add_argument(option, default=default, metavar=metavar, help=f"{what} (default: {default})")
     render.add_argument("--original-device-plugin-config", default="", metavar="NAME",
                         help="the ConfigMap the ClusterPolicy's spec.devicePlugin.config named before any gpushare "
                              "run, the one other config a rollback may restore (default: none)")
@@ -57,7 +60,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def cmd_render(args: argparse.Namespace) -> int:
     names = rbac.Names(args.operator_namespace, args.timeslicing_configmap, args.pool_label_key,
-                       args.original_device_plugin_config, tuple(dict.fromkeys(args.team_namespaces)))
+                       args.original_device_plugin_config, tuple(dict.fromkeys(args.team_namespaces)),
+                       args.pool_taint_key, args.pool_taint_value)
     try:
         text = rbac.render(names)
     except rbac.RbacError as err:

@@ -115,6 +115,22 @@ def node_attacks(pool_label_key: str) -> list[Mutation]:
     ]
 
 
+def pool_taint_attacks(pool_taint_key: str, pool_taint_value: str, pool_label_key: str) -> list[Mutation]:
+    """Taints under the pool taint's key (and the pilot's nvidia.com/gpu) the runbooks never write: the write
+    model allows there only the pool taint as rendered (pool-taint-key=pool-taint-value:NoSchedule) and the DRA
+    pilot's nvidia.com/gpu=dra-pilot:NoSchedule."""
+    def taint(key: str, value: str | None, effect: str) -> dict[str, str]:
+        return {"key": key, "effect": effect, **({"value": value} if value is not None else {})}
+
+    return [Mutation(("spec", "taints"), [found], why, append=True) for found, why in (
+        (taint(pool_taint_key, "dedicated", "NoSchedule"), "another value under the pool taint's key"),
+        (taint(pool_taint_key, None, "NoSchedule"), "the pool taint's key without its value"),
+        (taint(pool_taint_key, pool_taint_value, "PreferNoSchedule"), "the pool taint with another effect"),
+        (taint("nvidia.com/gpu", "dra-pilot-x", "NoSchedule"), "a value beside the pilot's under nvidia.com/gpu"),
+        (taint(pool_label_key, pool_taint_value, "NoSchedule"), "a taint keyed by the pool label"),
+    )]
+
+
 # ObjectMeta and NodeSpec fields the API server owns or refuses to change on its own: not attacks.
 SERVER_OWNED_METADATA = frozenset({"name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
                                    "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink"})

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -16,7 +17,8 @@ from gpushare.dra.plan import device_class
 from gpushare.dra.settings import PilotSettings, Settings
 from gpushare.k8s.kinds import kind_of
 from gpushare.k8s.session import ApiError, Session
-from gpushare.rbac import WRITE_MODEL
+from gpushare.polling import wait_for
+from gpushare.rbac import WRITE_MODEL, WRITTEN_FOR_POOL_LABEL_KEY, WRITTEN_FOR_POOL_TAINT_KEY, WRITTEN_FOR_POOL_TAINT_VALUE
 from tests.security.attacks import (
     CUSTOM_FORMS,
     FORMS,
@@ -28,6 +30,7 @@ from tests.security.attacks import (
     dra_node_attacks,
     lease_attacks,
     node_attacks,
+    pool_taint_attacks,
     record_attacks,
 )
 from tests.support.cluster import Cluster
@@ -112,6 +115,116 @@ def test_node_writes_outside_the_write_model_are_refused(runbook: Session, admin
     assert_refused(runbook, admin, form, _gpu_node(admin), mutation)
 
 
+POOL_TAINT_ATTACKS = pool_taint_attacks(WRITTEN_FOR_POOL_TAINT_KEY, WRITTEN_FOR_POOL_TAINT_VALUE, WRITTEN_FOR_POOL_LABEL_KEY)
+ADMIN_TAINT = {"key": "example.com/maintenance", "effect": "NoSchedule"}
+RENDERED_FOR = {"pool-taint-key": WRITTEN_FOR_POOL_TAINT_KEY, "pool-taint-value": WRITTEN_FOR_POOL_TAINT_VALUE,
+                "pool-label-key": WRITTEN_FOR_POOL_LABEL_KEY}
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("mutation", POOL_TAINT_ATTACKS, ids=lambda m: f"{m.name}:{m.why}")
+def test_taints_under_the_pool_taint_key_other_than_the_write_models_are_refused(
+        runbook: Session, admin: Session, model: dict[str, str], mutation: Mutation, form: str) -> None:
+    if any(model.get(key, value) != value for key, value in RENDERED_FOR.items()):
+        pytest.skip("written for the pool taint and label deploy/rbac is written for")
+    assert_refused(runbook, admin, form, _gpu_node(admin), mutation)
+
+
+def _pool_taint(model: dict[str, str]) -> dict[str, str]:
+    return {"key": model["pool-taint-key"], "value": model["pool-taint-value"], "effect": "NoSchedule"}
+
+
+@pytest.fixture
+def tainted(admin: Session) -> Iterator[Any]:
+    """A GPU node the administrator gives extra taints (the test's, beside one of its own so that no removal
+    empties the list), put back as it was afterwards."""
+    node = _gpu_node(admin)
+    name, before = node["metadata"]["name"], node["spec"].get("taints") or []
+
+    def taint(*extra: dict[str, str]) -> dict[str, Any]:
+        return admin.patch("Node", name, {"spec": {"taints": [*before, ADMIN_TAINT, *extra]}})
+
+    yield taint
+    admin.patch("Node", name, {"spec": {"taints": before or None}})
+
+
+def test_the_node_writes_the_timeslicing_runbooks_make_pass(runbook: Session, admin: Session, model: dict[str, str],
+                                                           tainted: Any) -> None:
+    """Its config and pool labels, its mark, the cordon, the pool taint as the write model holds it added
+    and removed: in the forms the runbooks send (merge, JSON patch)."""
+    node = _gpu_node(admin)
+    allowed = [
+        Mutation(("metadata", "labels"), {"nvidia.com/device-plugin.config": "shared", model["pool-label-key"]: "shared"},
+                 "the config and pool labels"),
+        Mutation(("metadata", "annotations"), {"gpushare.io/timeslicing": "{}"}, "the mark"),
+        Mutation(("spec", "unschedulable"), True, "the cordon"),
+        Mutation(("spec", "taints"), [_pool_taint(model)], "the pool taint", append=True),
+    ]
+    for mutation in allowed:
+        for form in ("merge", "json"):
+            assert mutation.took(node, _write(runbook, form, node, mutation)), f"{mutation.name} ({form}) refused"
+    with_pool = tainted(_pool_taint(model))
+    removal = Mutation(("spec", "taints"), [t for t in with_pool["spec"]["taints"] if t != _pool_taint(model)],
+                       "the pool taint removed")
+    for form in ("merge", "json"):
+        assert removal.took(with_pool, _write(runbook, form, with_pool, removal)), f"the pool taint's removal ({form}) refused"
+
+
+def test_a_taint_under_the_pool_taint_key_the_runbooks_never_wrote_is_not_removed(runbook: Session, admin: Session,
+                                                                                  model: dict[str, str],
+                                                                                  tainted: Any) -> None:
+    """An administrator's own nvidia.com/gpu taint (another value) is not the runbooks' to remove."""
+    own = {"key": model["pool-taint-key"], "value": model["pool-taint-value"] + "-admin", "effect": "NoSchedule"}
+    node = tainted(own)
+    removal = Mutation(("spec", "taints"), [t for t in node["spec"]["taints"] if t != own],
+                       "an administrator's taint removed")
+    for form in FORMS:
+        assert_refused(runbook, admin, form, node, removal)
+
+
+@contextmanager
+def _rendered(admin: Session, runbook: Session, model: dict[str, str], **data: str) -> Iterator[dict[str, str]]:
+    """The write model with `data` over it (as `gpushare rbac render` would write it), in force: a dry run of
+    its pool taint as the runbook identity passes; put back afterwards."""
+    node = _gpu_node(admin)
+    rendered = {**model, **data}
+    admin.patch("ConfigMap", WRITE_MODEL, {"data": data}, "gpushare-system")
+    taint = Mutation(("spec", "taints"), [_pool_taint(rendered)], "the rendered pool taint", append=True)
+
+    def in_force() -> bool:
+        try:
+            return taint.took(node, _write(runbook, "merge", node, taint))
+        except ApiError:
+            return False
+
+    try:
+        wait_for(in_force, 30, "the admission policies to read the rendered write model", interval_s=0.2)
+        yield rendered
+    finally:
+        admin.patch("ConfigMap", WRITE_MODEL, {"data": {key: model[key] for key in data}}, "gpushare-system")
+
+
+@pytest.fixture
+def dedicated_model(admin: Session, runbook: Session, model: dict[str, str]) -> Iterator[dict[str, str]]:
+    """The write model rendered for the pool taint value `dedicated` (`--pool-taint-value dedicated`)."""
+    with _rendered(admin, runbook, model, **{"pool-taint-value": "dedicated"}) as rendered:
+        yield rendered
+
+
+def test_the_pool_taint_is_the_one_the_write_model_is_rendered_for(runbook: Session, admin: Session,
+                                                                   dedicated_model: dict[str, str]) -> None:
+    """Rendered for nvidia.com/gpu=dedicated, the written-for shared value is refused like any other, and the
+    DRA pilot's taint still passes."""
+    node = _gpu_node(admin)
+    shared = {"key": dedicated_model["pool-taint-key"], "value": WRITTEN_FOR_POOL_TAINT_VALUE, "effect": "NoSchedule"}
+    for form in FORMS:
+        assert_refused(runbook, admin, form, node, Mutation(("spec", "taints"), [shared], "the value not rendered",
+                                                            append=True))
+    pilot = Mutation(("spec", "taints"), [{"key": "nvidia.com/gpu", "value": "dra-pilot", "effect": "NoSchedule"}],
+                     "the pilot taint", append=True)
+    assert pilot.took(node, _write(runbook, "merge", node, pilot))
+
+
 def test_every_node_field_the_api_server_lets_a_client_write_is_attacked(admin: Session) -> None:
     """The attacks cover every ObjectMeta and NodeSpec field of this API server's schema: a field a
     newer Kubernetes adds fails here until the write model and the attacks say what it is."""
@@ -149,15 +262,29 @@ def test_clusterpolicy_writes_outside_the_write_model_are_refused(runbook: Sessi
 
 
 def test_the_clusterpolicy_writes_the_runbooks_make_pass(runbook: Session, admin: Session, model: dict[str, str]) -> None:
+    """Rendered for the pool taint key gpu-mode: the chart's operands already tolerate nvidia.com/gpu."""
     policy = _clusterpolicy(admin)
-    allowed = [
-        Mutation(("spec", "devicePlugin", "config"), {"name": model["timeslicing-configmap"], "default": "any"}, "enable"),
-        Mutation(("spec", "daemonsets", "tolerations"), [{"key": model["pool-label-key"], "operator": "Exists",
-                                                          "effect": "NoSchedule"}], "the pool toleration", append=True),
-    ]
-    for mutation in allowed:
-        for form in ("merge", "json"):
-            assert mutation.took(policy, _write(runbook, form, policy, mutation)), f"{mutation.name} ({form}) refused"
+    with _rendered(admin, runbook, model, **{"pool-taint-key": "gpu-mode"}) as rendered:
+        allowed = [
+            Mutation(("spec", "devicePlugin", "config"), {"name": rendered["timeslicing-configmap"], "default": "any"},
+                     "enable"),
+            Mutation(("spec", "daemonsets", "tolerations"), [{"key": rendered["pool-taint-key"], "operator": "Exists",
+                                                              "effect": "NoSchedule"}], "the pool toleration", append=True),
+        ]
+        for mutation in allowed:
+            for form in ("merge", "json"):
+                assert mutation.took(policy, _write(runbook, form, policy, mutation)), f"{mutation.name} ({form}) refused"
+
+
+def test_a_toleration_of_a_key_other_than_the_pool_taints_is_refused(runbook: Session, admin: Session,
+                                                                    model: dict[str, str]) -> None:
+    """The pool label's key tolerated, where the pool taint has another key: no run writes it."""
+    if model.get("pool-taint-key", WRITTEN_FOR_POOL_TAINT_KEY) == model["pool-label-key"]:
+        pytest.skip("the pool taint is keyed by the pool label here")
+    toleration = Mutation(("spec", "daemonsets", "tolerations"), [{"key": model["pool-label-key"], "operator": "Exists",
+                                                                   "effect": "NoSchedule"}], "not the pool taint's", append=True)
+    for form in CUSTOM_FORMS:
+        assert_refused(runbook, admin, form, _clusterpolicy(admin), toleration)
 
 
 @pytest.fixture

@@ -13,10 +13,11 @@ import pytest
 import yaml
 from pytest_bdd import given, parsers, then, when
 
-from gpushare.k8s.session import Session
+from gpushare.k8s.session import ApiError, Session
 from gpushare.model.node import Node, Pool
 from gpushare.model.operands import DEVICE_PLUGIN, DRIVER, GFD, MPS, VALIDATOR, OperandPod
 from gpushare.polling import wait_for
+from gpushare.rbac import SERVICE_ACCOUNT_NAMESPACE, WRITE_MODEL
 from gpushare_testbed.simulator import clusterpolicy as cp
 from tests.support.cluster import REPO, RESET_TIMEOUT_S, Cluster
 from tests.support.restore import unsettled
@@ -109,6 +110,36 @@ def record_state(kube: Cluster) -> Before:
     return Before({name: node_state(kube, name) for name in kube.gpu_nodes()}, operand_pods(kube),
                   driver_template(kube), clusterpolicy_spec(kube), operator_configmaps(kube),
                   listed.metadata.resource_version, {n.metadata.name: n.metadata.resource_version for n in listed.items})
+
+
+@given(parsers.parse('the write model allows the pool taint "{key}={value}"'))
+def write_model_pool_taint(kube: Cluster, request: pytest.FixtureRequest, key: str, value: str) -> None:
+    """An administrator renders the write model (deploy/rbac/55-write-model.yaml) for that pool taint, as
+    `gpushare rbac render --pool-taint-key --pool-taint-value` would; the scenario's end puts it back.
+    Done once the API server's admission holds it: a dry run of that taint, as the runbook identity."""
+    admin = Session(kube.kubeconfig)
+    before = (admin.get("ConfigMap", WRITE_MODEL, SERVICE_ACCOUNT_NAMESPACE) or {}).get("data") or {}
+    assert "pool-taint-key" in before, f"no write model {SERVICE_ACCOUNT_NAMESPACE}/{WRITE_MODEL} with a pool taint"
+
+    def render(taint_key: str, taint_value: str) -> None:
+        admin.patch("ConfigMap", WRITE_MODEL, {"data": {"pool-taint-key": taint_key, "pool-taint-value": taint_value}},
+                    SERVICE_ACCOUNT_NAMESPACE)
+
+    render(key, value)
+    request.addfinalizer(lambda: render(before["pool-taint-key"], before["pool-taint-value"]))
+    node = kube.gpu_nodes()[0]
+    taints = (admin.get("Node", node) or {}).get("spec", {}).get("taints") or []
+    runbook = Session(kube.runbook_kubeconfig)
+
+    def admitted() -> bool:
+        try:
+            runbook.patch("Node", node, {"spec": {"taints": [*taints, {"key": key, "value": value, "effect": "NoSchedule"}]}},
+                          dry_run=True)
+        except ApiError:
+            return False
+        return True
+
+    wait_for(admitted, 30, f"the admission policies to allow the pool taint {key}={value}", interval_s=0.2)
 
 
 @given(parsers.parse("the GPU Operator runs release {release}"))

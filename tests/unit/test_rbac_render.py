@@ -46,14 +46,15 @@ def test_rendering_replaces_every_occurrence_of_the_default_names_and_only_those
 
 
 def test_the_grants_and_the_write_model_name_the_rendered_names() -> None:
-    objects = manifests(names=Names("gpu-ops", "other-config", "example.com/gpu-pool", "admin-config"))
+    objects = manifests(names=Names("gpu-ops", "other-config", "example.com/gpu-pool", "admin-config",
+                                    pool_taint_key="example.com/gpu-pool", pool_taint_value="dedicated"))
     named = {(g.verb, g.namespace, g.name) for g in grants(objects, rbac.RUNBOOK_USER)
              if g.resource == "configmaps" and g.namespace == "gpu-ops" and g.name}
     assert named == {("patch", "gpu-ops", "other-config"), ("delete", "gpu-ops", "other-config")}
     (model,) = [o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == rbac.WRITE_MODEL]
     assert model["data"] == {"operator-namespace": "gpu-ops", "timeslicing-configmap": "other-config",
                              "original-device-plugin-config": "admin-config", "pool-label-key": "example.com/gpu-pool",
-                             "team-namespaces": ""}
+                             "team-namespaces": "", "pool-taint-key": "example.com/gpu-pool", "pool-taint-value": "dedicated"}
     bindings = [o["spec"] for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding" and "paramRef" in o["spec"]]
     assert len(bindings) >= 4
     assert all(b["paramRef"] == {"name": rbac.WRITE_MODEL, "namespace": model["metadata"]["namespace"],
@@ -74,6 +75,8 @@ def test_a_name_that_contains_a_default_name_is_not_rewritten() -> None:
     (Names(timeslicing_configmap="a..b"), "is not a valid ConfigMap name"),
     (Names(timeslicing_configmap="x', 'y"), "is not a valid ConfigMap name"),
     (Names(pool_label_key="-gpu-mode"), "pool label key '-gpu-mode' is not a valid label key"),
+    (Names(pool_taint_key="nvidia.com/"), "pool taint key 'nvidia.com/' is not a valid taint key"),
+    (Names(pool_taint_value="a b"), "pool taint value 'a b' is not a valid taint value"),
     (Names(pool_label_key="Example.com/pool"), "is not a valid label key"),
     (Names(pool_label_key="example.com/"), "is not a valid label key"),
     (Names(pool_label_key="a/b/c"), "is not a valid label key"),
@@ -111,6 +114,14 @@ def test_options_name_what_differs_from_the_defaults() -> None:
     assert Names(timeslicing_configmap="other-config").options() == "--timeslicing-configmap other-config"
     assert OTHER.options() == ("--operator-namespace gpu-ops --timeslicing-configmap other-config "
                                "--pool-label-key example.com/gpu-pool")
+
+
+def test_the_cli_renders_the_pool_taint_into_the_write_model(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["rbac", "render", "--pool-taint-key", "example.com/gpu-pool", "--pool-taint-value", "dedicated"]) == 0
+    model = _write_model(list(yaml.safe_load_all(capsys.readouterr().out)))
+    assert (model["pool-taint-key"], model["pool-taint-value"]) == ("example.com/gpu-pool", "dedicated")
+    assert Names(pool_taint_key="example.com/gpu-pool", pool_taint_value="dedicated").options() == (
+        "--pool-taint-key example.com/gpu-pool --pool-taint-value dedicated")
 
 
 def _write_model(objects: list) -> dict[str, str]:

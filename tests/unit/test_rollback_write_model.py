@@ -1,7 +1,8 @@
 """The time-slicing rollback held to the write model (gpushare.rbac.write_model), whoever runs it: with
 the administrator's parameter ConfigMap it restores spec.devicePlugin.config.name only to none, the
 time-slicing ConfigMap or the config the cluster had before gpushare; it refuses a write model it
-cannot read or one rendered for another ConfigMap; without one it keeps the wider rule, and says so."""
+cannot read or one rendered for another ConfigMap; without one it keeps the wider rule, and says so.
+The enable and the rollback both refuse a pool taint the write model does not allow."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from gpushare.bounded import MAX_BYTES, Unreadable
 from gpushare.rbac import SERVICE_ACCOUNT_NAMESPACE, WRITE_MODEL, Names
 from gpushare.rbac.write_model import parsed
 from gpushare.runbook.state import ClusterState
-from tests.unit.cluster_objects import CONFIGMAP, applied, clusterpolicy, configmap, enabled_read, managed_configmap
+from tests.unit.cluster_objects import (CONFIGMAP, applied, clusterpolicy, configmap, enabled_read, managed_configmap,
+                                        read)
 from tests.unit.test_records_untrusted import config_record, enable_record, forged_refusal
+from tests.unit.test_timeslicing_plan import enable, refused as enable_refused
 from tests.unit.test_timeslicing_rollback_plan import ENABLE_RECORD, refused, roll_back
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,6 +96,45 @@ def test_a_write_model_for_another_time_slicing_configmap_is_refused_naming_the_
     assert "-e timeslicing_configmap_name=other-config" in message
     assert (f"`gpushare rbac render --operator-namespace gpu-operator --original-device-plugin-config {ADMIN_CONFIG} | "
             "kubectl apply --server-side -f -`") in message
+
+
+# ---- the pool taint the write model allows ------------------------------------------------------------------
+def test_an_enable_with_a_pool_taint_the_write_model_does_not_allow_is_refused_before_any_write() -> None:
+    cluster = read()
+    cluster["write_model"] = write_model()
+    message = enable_refused(enable(cluster, ["gpu-node"], pool_taint_value="dedicated"), "pool-taint-value")
+    assert message == (
+        f"The write model {SERVICE_ACCOUNT_NAMESPACE}/{WRITE_MODEL} allows the pool taint nvidia.com/gpu=shared:NoSchedule, "
+        "not nvidia.com/gpu=dedicated:NoSchedule (timeslicing_pool_taint_key, timeslicing_pool_taint_value; the RBAC "
+        "parameters pool-taint-key and pool-taint-value): the admission policy gpushare-runbook-nodes would deny this "
+        "run's taint. Run this with -e timeslicing_pool_taint_key=nvidia.com/gpu -e timeslicing_pool_taint_value=shared, "
+        "or, as a cluster administrator, run `gpushare rbac render --operator-namespace gpu-operator --pool-taint-value "
+        "dedicated | kubectl apply --server-side -f -`, then run this again. Nothing was changed.")
+
+
+@pytest.mark.parametrize("inputs", [pytest.param({}, id="the-model's"), pytest.param({"pool_taint": False}, id="no-taint")])
+def test_an_enable_with_the_write_models_pool_taint_or_none_is_not_refused_for_it(inputs: dict[str, Any]) -> None:
+    cluster = read()
+    cluster["write_model"] = write_model(**{"pool-taint-value": "shared"})
+    assert not [r for r in enable(cluster, ["gpu-node"], **inputs).refusals if "pool-taint" in r]
+
+
+def test_an_enable_with_the_rendered_pool_taint_key_is_not_refused_for_it() -> None:
+    cluster = read()
+    cluster["write_model"] = write_model(**{"pool-taint-key": "gpu-mode"})
+    result = enable(cluster, ["gpu-node"], pool_taint_key="gpu-mode")
+    assert not [r for r in result.refusals if "pool-taint" in r]
+    message = enable_refused(enable(cluster, ["gpu-node"]), "pool-taint-key")
+    assert "allows the pool taint gpu-mode=shared:NoSchedule, not nvidia.com/gpu=shared:NoSchedule" in message
+
+
+def test_a_rollback_of_a_pool_taint_the_write_model_does_not_allow_is_refused() -> None:
+    cluster = enabled_read()
+    cluster["write_model"] = write_model(**{"pool-taint-value": "dedicated"})
+    message = refused(roll_back(cluster, ["gpu-node"]), "pool-taint-value")
+    assert "allows the pool taint nvidia.com/gpu=dedicated:NoSchedule, not nvidia.com/gpu=shared:NoSchedule" in message
+    assert "-e timeslicing_rollback_pool_taint_key=nvidia.com/gpu -e timeslicing_rollback_pool_taint_value=dedicated" \
+        in message
 
 
 @pytest.mark.parametrize(("data", "why"), [

@@ -1,6 +1,6 @@
 """The runbooks' least-privilege identity: the manifests in deploy/rbac/, rendered for the names in
-use (the operator namespace, the time-slicing ConfigMap, the pool label key, the team namespaces) and applied to a
-cluster. `gpushare rbac render` prints them; `gpushare sim up` applies the same rendering."""
+use (the operator namespace, the time-slicing ConfigMap, the pool label key, the pool taint, the team namespaces)
+and applied to a cluster. `gpushare rbac render` prints them; `gpushare sim up` applies the same rendering."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import yaml
 
 from gpushare.collection_root import COLLECTION_ROOT
 from gpushare.polling import WaitTimeout, wait_for
-from gpushare.runbook.inputs import DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY, is_system_namespace
+from gpushare.runbook.inputs import DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE, is_system_namespace
 
 MANIFESTS = COLLECTION_ROOT / "deploy" / "rbac"
 SERVICE_ACCOUNT_NAMESPACE = "gpushare-system"
@@ -25,7 +25,9 @@ RUNBOOK_USER = "gpushare-runbook"
 # The names deploy/rbac/ is written for: the runbooks' defaults.
 WRITTEN_FOR_NAMESPACE = "gpu-operator"
 WRITTEN_FOR_CONFIGMAP = "time-slicing-config"  # timeslicing_configmap_name
-WRITTEN_FOR_POOL_LABEL_KEY = "gpu-mode"  # timeslicing_pool_label_key (also the pool taint's key)
+WRITTEN_FOR_POOL_LABEL_KEY = "gpu-mode"  # timeslicing_pool_label_key
+WRITTEN_FOR_POOL_TAINT_KEY = "nvidia.com/gpu"  # timeslicing_pool_taint_key
+WRITTEN_FOR_POOL_TAINT_VALUE = "shared"  # timeslicing_pool_taint_value (the effect is always NoSchedule)
 # The admission policies' parameters (deploy/rbac/55-write-model.yaml): the names and values above.
 WRITE_MODEL = "gpushare-write-model"
 CONFIGMAPS_POLICY = "gpushare-runbook-configmaps"
@@ -38,8 +40,9 @@ class RbacError(RuntimeError):
 @dataclass(frozen=True)
 class Names:
     """The names the runbooks use that deploy/rbac/ names: the inputs gpu_operator_namespace,
-    timeslicing_configmap_name and timeslicing_pool_label_key, and the team namespaces (those of
-    queue_backfill_teams) where the queue-backfill runbook may create a Namespace and a LocalQueue."""
+    timeslicing_configmap_name and timeslicing_pool_label_key, the team namespaces (those of
+    queue_backfill_teams) where the queue-backfill runbook may create a Namespace and a LocalQueue,
+    and the pool taint (timeslicing_pool_taint_key=timeslicing_pool_taint_value:NoSchedule)."""
 
     operator_namespace: str = WRITTEN_FOR_NAMESPACE
     timeslicing_configmap: str = WRITTEN_FOR_CONFIGMAP
@@ -48,6 +51,8 @@ class Names:
     original_device_plugin_config: str = ""
     # the namespaces the queue backfill may create and put LocalQueues in (gpushare rbac render --team-namespace)
     team_namespaces: tuple[str, ...] = ()
+    pool_taint_key: str = WRITTEN_FOR_POOL_TAINT_KEY
+    pool_taint_value: str = WRITTEN_FOR_POOL_TAINT_VALUE
 
     def problems(self) -> list[str]:
         problems = []
@@ -65,6 +70,11 @@ class Names:
         if self.original_device_plugin_config and not DNS_SUBDOMAIN.fullmatch(self.original_device_plugin_config):
             problems.append(f"original device-plugin config {self.original_device_plugin_config!r} is not a valid "
                             "ConfigMap name (a DNS-1123 subdomain)")
+        if not LABEL_KEY.fullmatch(self.pool_taint_key):
+            problems.append(f"pool taint key {self.pool_taint_key!r} is not a valid taint key (a label key)")
+        if not LABEL_VALUE.fullmatch(self.pool_taint_value):
+            problems.append(f"pool taint value {self.pool_taint_value!r} is not a valid taint value (a label value: at "
+                            "most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit)")
         for namespace in self.team_namespaces:
             if not DNS_LABEL.fullmatch(namespace):
                 problems.append(f"team namespace {namespace!r} is not a valid namespace name (a DNS-1123 label)")
@@ -77,7 +87,8 @@ class Names:
         """The data of the admission policies' parameter ConfigMap."""
         return {"operator-namespace": self.operator_namespace, "timeslicing-configmap": self.timeslicing_configmap,
                 "original-device-plugin-config": self.original_device_plugin_config,
-                "pool-label-key": self.pool_label_key, "team-namespaces": ",".join(self.team_namespaces)}
+                "pool-label-key": self.pool_label_key, "team-namespaces": ",".join(self.team_namespaces),
+                "pool-taint-key": self.pool_taint_key, "pool-taint-value": self.pool_taint_value}
 
     def options(self, with_namespace: bool = False) -> str:
         """The `gpushare rbac render` options that give these names (the defaults left out, but for
@@ -85,6 +96,8 @@ class Names:
         given = [("--operator-namespace", self.operator_namespace, WRITTEN_FOR_NAMESPACE),
                  ("--timeslicing-configmap", self.timeslicing_configmap, WRITTEN_FOR_CONFIGMAP),
                  ("--pool-label-key", self.pool_label_key, WRITTEN_FOR_POOL_LABEL_KEY),
+                 ("--pool-taint-key", self.pool_taint_key, WRITTEN_FOR_POOL_TAINT_KEY),
+                 ("--pool-taint-value", self.pool_taint_value, WRITTEN_FOR_POOL_TAINT_VALUE),
                  ("--original-device-plugin-config", self.original_device_plugin_config, "")]
         return " ".join([f"{option} {value}" for option, value, default in given
                          if value != default or with_namespace and option == "--operator-namespace"]

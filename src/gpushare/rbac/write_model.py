@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from gpushare.bounded import MAX_BYTES, Unreadable
+from gpushare.model.taints import Taint
 from gpushare.rbac import SERVICE_ACCOUNT_NAMESPACE, WRITE_MODEL, Names
 
 WHERE = f"{SERVICE_ACCOUNT_NAMESPACE}/{WRITE_MODEL}"
@@ -34,11 +35,18 @@ def parsed(configmap: dict[str, Any]) -> Names:
     if any(len(n) > _LONGEST_NAME for n in teams):
         raise Unreadable("data key team-namespaces holds a name longer than a namespace name")
     names = Names(values["operator-namespace"], values["timeslicing-configmap"], values["pool-label-key"],
-                  values["original-device-plugin-config"], teams)
+                  values["original-device-plugin-config"], teams, values["pool-taint-key"], values["pool-taint-value"])
     problems = names.problems()
     if problems:
         raise Unreadable("; ".join(problems))
     return names
+
+
+def run_names(namespace: str, configmap: str, pool_label_key: str, taint: Taint | None) -> Names:
+    """The names deploy/rbac must be rendered for, for a run with these inputs (without a pool taint:
+    the written-for one)."""
+    taint_names = {"pool_taint_key": taint.key, "pool_taint_value": taint.value} if taint else {}
+    return Names(namespace, configmap, pool_label_key, **taint_names)
 
 
 def render_fix(names: Names) -> str:
@@ -66,3 +74,16 @@ def configmap_mismatch(model: Names, configmap: str) -> str:
     return (f"The write model {WHERE} allows time-slicing ConfigMap {model.timeslicing_configmap}, not "
             f"{configmap or '(none given)'} (timeslicing_configmap_name): the RBAC was rendered for other names. "
             f"{rerun}{render}")
+
+
+def pool_taint_mismatch(model: Names, taint: Taint | None, inputs: str) -> str:
+    """The refusal (without "Nothing was changed.") when the write model allows another pool taint than
+    the run's `taint` (set by the variables `inputs`_key and `inputs`_value); "" when the same or none."""
+    if taint is None or (taint.key, taint.value) == (model.pool_taint_key, model.pool_taint_value):
+        return ""
+    allowed = f"{model.pool_taint_key}={model.pool_taint_value}:NoSchedule"
+    render = render_fix(replace(model, pool_taint_key=taint.key, pool_taint_value=taint.value))
+    return (f"The write model {WHERE} allows the pool taint {allowed}, not {taint} ({inputs}_key, {inputs}_value; "
+            "the RBAC parameters pool-taint-key and pool-taint-value): the admission policy gpushare-runbook-nodes "
+            f"would deny this run's taint. Run this with -e {inputs}_key={model.pool_taint_key} -e {inputs}_value="
+            f"{model.pool_taint_value}, or, as a cluster administrator, run {render}, then run this again.")

@@ -16,6 +16,7 @@ from gpushare.model.operands import CONFIG_READERS, DRIVER, MPS
 from gpushare.model.taints import Taint, tolerated
 from gpushare.rbac import Names
 from gpushare.rbac.access import configmap_refusal, identity
+from gpushare.rbac.write_model import pool_taint_mismatch, run_names, unreadable_refusal
 from gpushare.runbook.plan import Plan
 from gpushare.runbook.inputs import NOTHING
 from gpushare.timeslicing.xid import XidCheck
@@ -162,6 +163,9 @@ def _precondition_problems(state: ClusterState, settings: Settings, targets: lis
     denied = configmap_refusal(access, identity(invocation), writes_configmap(state, settings), rbac_names(settings))
     if denied:
         return [denied]
+    unheld = _write_model_refusal(state, settings)
+    if unheld:
+        return [unheld]
     return ([f"A rollback was interrupted (record {record.name}, started {record.started}, on "
              f"{', '.join(record.intent.nodes) or 'the cluster level'}): finish it first by re-running "
              "playbooks/rollback-timeslicing.yml for those nodes." for record in state.interrupted(ROLLBACK)]
@@ -673,4 +677,12 @@ def writes_configmap(state: ClusterState, settings: Settings) -> list[str]:
 
 def rbac_names(settings: Settings) -> Names:
     """The names deploy/rbac must be rendered for, for this run."""
-    return Names(settings.namespace, settings.configmap, settings.pool.label_key)
+    return run_names(settings.namespace, settings.configmap, settings.pool.label_key, settings.pool_taint)
+
+
+def _write_model_refusal(state: ClusterState, settings: Settings) -> str:
+    """Why the write model, where there is one, cannot hold this enable: it cannot be read, or it allows
+    another pool taint than the one the enable writes; "" when it can, or there is none."""
+    if state.write_model_problem:
+        return unreadable_refusal(state.write_model_problem, rbac_names(settings))
+    return pool_taint_mismatch(state.write_model, settings.pool_taint, "timeslicing_pool_taint") if state.write_model else ""

@@ -19,7 +19,8 @@ from gpushare.model.operands import DRIVER, OperandPod
 from gpushare.model.pods import UNSCHEDULABLE, Pod, outlasting_drain
 from gpushare.rbac import Names
 from gpushare.rbac.access import configmap_refusal, identity
-from gpushare.rbac.write_model import WHERE as WRITE_MODEL_AT, configmap_mismatch, render_fix, unreadable_refusal
+from gpushare.rbac.write_model import (WHERE as WRITE_MODEL_AT, configmap_mismatch, pool_taint_mismatch, render_fix, run_names,
+                                       unreadable_refusal)
 from gpushare.runbook.plan import Plan
 from gpushare.runbook.drain import shared_resources
 from gpushare.runbook.inputs import DNS_SUBDOMAIN, NOTHING
@@ -283,13 +284,19 @@ def _comeback_warning(pod: Pod, node: Node, pool: Pool) -> str:
             "scale it down, or change its selector or tolerations.")
 
 
+def _rbac_names(settings: RollbackSettings) -> Names:
+    return run_names(settings.namespace, settings.configmap, settings.pool.label_key, settings.pool.taint)
+
+
 def _write_model_refusal(state: ClusterState, settings: RollbackSettings) -> str:
     """Why the write model, where there is one, cannot hold this rollback: it cannot be read, or it was
-    rendered for another time-slicing ConfigMap; "" when it can, or there is none."""
+    rendered for another time-slicing ConfigMap or pool taint; "" when it can, or there is none."""
     if state.write_model_problem:
-        return unreadable_refusal(state.write_model_problem,
-                                  Names(settings.namespace, settings.configmap, settings.pool.label_key))
-    return configmap_mismatch(state.write_model, settings.configmap) if state.write_model else ""
+        return unreadable_refusal(state.write_model_problem, _rbac_names(settings))
+    if state.write_model is None:
+        return ""
+    return (configmap_mismatch(state.write_model, settings.configmap)
+            or pool_taint_mismatch(state.write_model, settings.pool.taint, "timeslicing_rollback_pool_taint"))
 
 
 def _without_write_model(state: ClusterState, settings: RollbackSettings, restore: list[FieldChange]) -> list[str]:
@@ -369,8 +376,7 @@ def _precondition_refusals(state: ClusterState, settings: RollbackSettings, targ
                         f"inventory, the -l limit and the hosts' gpushare_node_name. {NOTHING}")
     if refusals:
         return refusals
-    denied = configmap_refusal(access, identity(invocation), writes_configmap(state, settings),
-                               Names(settings.namespace, settings.configmap, settings.pool.label_key))
+    denied = configmap_refusal(access, identity(invocation), writes_configmap(state, settings), _rbac_names(settings))
     if denied:
         return [f"{denied} {NOTHING}"]
     unheld = _write_model_refusal(state, settings)
