@@ -102,10 +102,8 @@ def embedded_as_released(clean_cluster: Cluster) -> Cluster:
     return clean_cluster
 
 
-@given(parsers.re(r"an embedded cluster (?P<kueue>with Kueue )?whose (?P<gate>\w+) gate is on in "
-                  r"(?P<where>kube-scheduler only|every component)$"), target_fixture="kube")
-def gated(cluster: Cluster, gate: str, where: str, kueue: str | None, tmp_path_factory: pytest.TempPathFactory,
-          request: pytest.FixtureRequest) -> Cluster:
+def gated_cluster(cluster: Cluster, gate: str, where: str, tmp_path_factory: pytest.TempPathFactory,
+                  request: pytest.FixtureRequest, *, kueue: bool = False) -> Cluster:
     """A second embedded cluster, started for the scenario with the gate on where asked (and Kueue
     only when asked), and stopped after it."""
     if not cluster.embedded:
@@ -116,6 +114,13 @@ def gated(cluster: Cluster, gate: str, where: str, kueue: str | None, tmp_path_f
     request.addfinalizer(lambda: subprocess.run(
         [sys.executable, "-m", "gpushare", "sim", "down", "--state-dir", str(state_dir)], check=False))
     return embedded_cluster(state_dir, *(() if kueue else ("--without", "kueue")), *option)
+
+
+@given(parsers.re(r"an embedded cluster whose (?P<gate>\w+) gate is on in (?P<where>kube-scheduler only|every component)$"),
+       target_fixture="kube")
+def gated(cluster: Cluster, gate: str, where: str, tmp_path_factory: pytest.TempPathFactory,
+          request: pytest.FixtureRequest) -> Cluster:
+    return gated_cluster(cluster, gate, where, tmp_path_factory, request)
 
 
 @then("every readiness check passed")

@@ -8,22 +8,33 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from pytest_bdd import given, parsers, then
 
 from gpushare.polling import wait_for
-from tests.steps.queue_steps import WAIT_S, QueueScenario, job_admitted, workload
 from gpushare.runbook.records import DRA_PLUGIN_LABEL
+from tests.steps.dra_steps import gated_cluster
+from tests.steps.queue_steps import WAIT_S, QueueScenario, job_admitted, workload
+from tests.support.cluster import Cluster
 
 DEVICE_PLUGIN_DEPLOY = "nvidia.com/gpu.deploy.device-plugin"
 DRIVER = "gpu.nvidia.com"  # NVIDIA's DRA driver for GPUs
 RESOURCE = "resource.k8s.io"
 
 
-def _slices_of(kube: Any, node: str) -> list[dict[str, Any]]:
+def _slices_of(kube: Cluster, node: str) -> list[dict[str, Any]]:
     return [s for s in kube.custom.list_cluster_custom_object(RESOURCE, "v1", "resourceslices")["items"]
             if s["spec"].get("nodeName") == node and s["spec"].get("driver") == DRIVER]
+
+
+@given(parsers.re(r"an embedded cluster with Kueue whose (?P<gate>\w+) gate is on in every component$"),
+       target_fixture="queue_scenario")
+def gated_with_kueue(cluster: Cluster, gate: str, tmp_path_factory: pytest.TempPathFactory,
+                     request: pytest.FixtureRequest) -> QueueScenario:
+    """The scenario's queues on an embedded cluster started for it with the gate on and Kueue running."""
+    return QueueScenario(gated_cluster(cluster, gate, "every component", tmp_path_factory, request, kueue=True))
 
 
 @given(parsers.parse('node "{node}" serves {count:d} GPUs through the DRA driver as "{resource}" of DeviceClass '

@@ -99,14 +99,13 @@ def kueue_served(kube: Cluster) -> bool:
 
 
 @pytest.fixture
-def queue_scenario(kube: Cluster) -> Iterator[QueueScenario]:
-    """The scenario's queues on its cluster: the clean one, or one an earlier step started for it."""
-    if not kueue_served(kube):
-        if kube.embedded:
+def queue_scenario(clean_cluster: Cluster) -> Iterator[QueueScenario]:
+    if not kueue_served(clean_cluster):
+        if clean_cluster.embedded:
             pytest.fail("the embedded cluster runs without Kueue: restart it with `gpushare sim down --state-dir "
-                        f"{kube.state_dir}` then `gpushare sim up --state-dir {kube.state_dir}`")
+                        f"{clean_cluster.state_dir}` then `gpushare sim up --state-dir {clean_cluster.state_dir}`")
         pytest.skip("this cluster serves no kueue.x-k8s.io/v1beta2 API: install Kueue (v0.17 to v0.19) to run these scenarios")
-    scenario = QueueScenario(kube)
+    scenario = QueueScenario(clean_cluster)
     yield scenario
     scenario.clean_up()
 
