@@ -102,11 +102,10 @@ def embedded_as_released(clean_cluster: Cluster) -> Cluster:
     return clean_cluster
 
 
-@given(parsers.re(r"an embedded cluster whose (?P<gate>\w+) gate is on in (?P<where>kube-scheduler only|every component)$"),
-       target_fixture="kube")
-def gated(cluster: Cluster, gate: str, where: str, tmp_path_factory: pytest.TempPathFactory,
-          request: pytest.FixtureRequest) -> Cluster:
-    """A second embedded cluster, started for the scenario with the gate on where asked, and stopped after it."""
+def gated_cluster(cluster: Cluster, gate: str, where: str, tmp_path_factory: pytest.TempPathFactory,
+                  request: pytest.FixtureRequest, *, kueue: bool = False) -> Cluster:
+    """A second embedded cluster, started for the scenario with the gate on where asked (and Kueue
+    only when asked), and stopped after it."""
     if not cluster.embedded:
         pytest.skip("a cluster with chosen feature gates is an embedded one, started for the scenario")
     option = ("--component-feature-gates", f"kube-scheduler:{gate}=true") if where == "kube-scheduler only" else (
@@ -114,7 +113,14 @@ def gated(cluster: Cluster, gate: str, where: str, tmp_path_factory: pytest.Temp
     state_dir = tmp_path_factory.mktemp("gated") / "cluster"
     request.addfinalizer(lambda: subprocess.run(
         [sys.executable, "-m", "gpushare", "sim", "down", "--state-dir", str(state_dir)], check=False))
-    return embedded_cluster(state_dir, "--without", "kueue", *option)
+    return embedded_cluster(state_dir, *(() if kueue else ("--without", "kueue")), *option)
+
+
+@given(parsers.re(r"an embedded cluster whose (?P<gate>\w+) gate is on in (?P<where>kube-scheduler only|every component)$"),
+       target_fixture="kube")
+def gated(cluster: Cluster, gate: str, where: str, tmp_path_factory: pytest.TempPathFactory,
+          request: pytest.FixtureRequest) -> Cluster:
+    return gated_cluster(cluster, gate, where, tmp_path_factory, request)
 
 
 @then("every readiness check passed")

@@ -22,6 +22,7 @@ from gpushare.prometheus import client as prometheus
 from gpushare.runbook.records import Intent, new_record
 from gpushare_testbed.gpu_identity import gpu_uuid
 from gpushare_testbed.simulator import dra_driver as dra
+from gpushare_testbed.simulator.dra_kubelet import DraKubelet
 from tests.unit.cluster_objects import workload_pod
 from tests.unit.test_dra_readiness import facts, ready_node
 
@@ -262,6 +263,21 @@ def test_the_simulated_kubelet_prepares_only_an_allocated_reserved_claim_of_its_
     assert dra.claim_problem({**claim, "status": {}}, "c", pod, {}) == "ResourceClaim c is not allocated"
     other = _claim([("gpu.nvidia.com", "gpu-node", "gpu-0")], ["someone"], config)
     assert dra.claim_problem(other, "c", pod, {"TimeSlicingSettings": True}) == "pod p is not reserved for ResourceClaim c"
+
+
+def test_the_simulated_kubelet_prepares_the_claim_the_scheduler_made_for_extended_resources_too() -> None:
+    """KEP-5004: kube-scheduler records its claim for a pod's DRA-backed extended resources in the pod's
+    status, and the kubelet's DRA manager prepares it with the pod's own (pkg/kubelet/cm/dra/manager.go)."""
+    special = {"resourceClaimName": "train-extended-resources-x1",
+               "requestMappings": [{"containerName": "work", "requestName": "container-0-request-0",
+                                    "resourceName": "nvidia.com/gpu"}]}
+    pod = {"metadata": {"name": "train"}, "spec": {"nodeName": "gpu-node", "containers": [{"name": "work"}]},
+           "status": {"extendedResourceClaimStatus": special}}
+    assert dra.pod_claim_names(pod) == ["train-extended-resources-x1"]
+    assert DraKubelet.has_claims(pod)
+    named = {**pod, "spec": {**pod["spec"], "resourceClaims": [{"name": "mine", "resourceClaimName": "own"}]}}
+    assert dra.pod_claim_names(named) == ["own", "train-extended-resources-x1"]
+    assert not DraKubelet.has_claims({**pod, "status": {}})
 
 
 def _check_obj(kind: str, name: str) -> dict[str, Any]:

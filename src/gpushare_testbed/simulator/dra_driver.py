@@ -208,13 +208,22 @@ def claim_problem(claim: Obj | None, name: str, pod: Obj, gates: dict[str, bool]
     return None
 
 
+def extended_resource_claim(pod: Obj) -> str | None:
+    """The special claim kube-scheduler created for the pod's extended-resource requests that a
+    DeviceClass backs (KEP-5004; its DynamicResources PreBind records it in the pod's status)."""
+    return ((pod.get("status") or {}).get("extendedResourceClaimStatus") or {}).get("resourceClaimName") or None
+
+
 def pod_claim_names(pod: Obj) -> list[str]:
-    """The ResourceClaims of a pod: named ones, and those generated from its templates (status)."""
+    """The ResourceClaims of a pod: named ones, those generated from its templates (status), and the
+    scheduler's extended-resource claim, which the kubelet's DRA manager prepares with them
+    (kubernetes pkg/kubelet/cm/dra/manager.go, DRAExtendedResource on)."""
     generated = {s["name"]: s.get("resourceClaimName") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []}
     names = []
     for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
         names.append(entry.get("resourceClaimName") or generated.get(entry["name"]) or "")
-    return names
+    special = extended_resource_claim(pod)
+    return names + [special] if special else names
 
 
 def running_status(pod: Obj, now: str, host_ip: str) -> Obj:

@@ -65,7 +65,7 @@ class DraKubelet:
 
     @staticmethod
     def has_claims(pod: Obj) -> bool:
-        return bool((pod.get("spec") or {}).get("resourceClaims"))
+        return bool((pod.get("spec") or {}).get("resourceClaims")) or dra.extended_resource_claim(pod) is not None
 
     def forget(self, uid: str) -> None:
         self._said.pop(uid, None)
