@@ -683,7 +683,7 @@ def test_under_on_delete_cluster_scope_restarts_every_node_named_and_only_when_c
                                    "pods") for line in result.lines), result.lines
 
 
-def _operator_release(cluster: dict[str, Any], validator_tag: str, digest: bool = True) -> None:
+def _operator_release(cluster: dict[str, Any], validator_tag: str, digest: bool = True, stale: bool = False) -> None:
     """The operator's release as its validator's image tag, and the driver config digest its driver
     template carries (set by the operator from v26.3.0)."""
     validator = daemonset("nvidia-operator-validator")
@@ -693,20 +693,23 @@ def _operator_release(cluster: dict[str, Any], validator_tag: str, digest: bool 
     driver = next(d for d in cluster["daemonsets"] if d["metadata"]["name"] == "nvidia-driver-daemonset")
     driver["spec"]["template"]["spec"]["containers"][0]["env"] = (
         [{"name": "DRIVER_CONFIG_DIGEST", "value": "f7d172ac4d6584b6"}] if digest else [])
+    if stale:  # a driver pod left on an older template (OnDelete), whose digest may differ
+        driver["status"]["updatedNumberScheduled"] = driver["status"]["desiredNumberScheduled"] - 1
 
 
-@pytest.mark.parametrize(("tag", "digest", "restart_only"), [
-    pytest.param("v26.7.0", True, True, id="v26.7: restart-only"),
-    pytest.param("v26.3.3", True, False, id="v26.3: no restart-only predicate"),
-    pytest.param("v26.7.0", False, False, id="no digest: the full flow"),
+@pytest.mark.parametrize(("tag", "digest", "stale", "restart_only"), [
+    pytest.param("v26.7.0", True, False, True, id="v26.7: restart-only"),
+    pytest.param("v26.3.3", True, False, False, id="v26.3: no restart-only predicate"),
+    pytest.param("v26.7.0", False, False, False, id="no digest: the full flow"),
+    pytest.param("v26.7.0", True, True, False, id="a driver pod on an older template: the full flow"),
 ])
 def test_on_v26_7_a_toleration_change_restarts_the_driver_in_place_and_evicts_nothing(
-        tag: str, digest: bool, restart_only: bool) -> None:
+        tag: str, digest: bool, stale: bool, restart_only: bool) -> None:
     """GPU Operator v26.7 (internal/predicates/restart_only.go, k8s-operator-libs upgrade_inplace.go):
     the tolerations are not in DRIVER_CONFIG_DIGEST, so the driver upgrade they start cordons each node
     and restarts its driver pod in place, with no GPU-pod deletion: no pod it could not evict stops the run."""
     cluster = read(policy=clusterpolicy(auto_upgrade=True), daemonsets=[daemonset(n) for n in OPERANDS])
-    _operator_release(cluster, tag, digest)
+    _operator_release(cluster, tag, digest, stale)
     assert enable(cluster, ["gpu-node"], pool_taint_key="gpu-mode", confirm_operand_roll=True).needs_workloads \
         is not restart_only
     cluster["workloads"] = [gpu_workload("bare", "gpu-node-2", owner=None)]

@@ -30,9 +30,15 @@ def upgrades_driver(state: ClusterState) -> bool:
 
 def restarts_driver_in_place(state: ClusterState) -> bool:
     """The driver upgrade a tolerations change starts evicts nothing (GPU Operator v26.7: the driver
-    config digest is unchanged, gpushare.driver_upgrade.restarts_in_place)."""
+    config digest is unchanged, gpushare.driver_upgrade.restarts_in_place). Only while every driver pod
+    runs the current template: the predicate compares each pod's digest with the template's, and a pod
+    left on an older template may carry another one, which takes that node through the full flow."""
     validator, driver = state.operands.get(VALIDATOR), state.operands.get(DRIVER)
-    return bool(validator and driver and du.restarts_in_place(validator.image, driver.template))
+    if not (validator and driver and du.restarts_in_place(validator.image, driver.template)):
+        return False
+    updated, desired = driver.rollout()
+    observed = int((driver.raw.get("status") or {}).get("observedGeneration") or 0)
+    return updated == desired and observed >= int(driver.raw["metadata"].get("generation") or 0)
 
 
 def driver_upgrades(state: ClusterState, changes: list[FieldChange]) -> bool:
