@@ -133,6 +133,18 @@ def alive(pid_file: Path) -> bool:
     return recorded_pid(pid_file) is not None
 
 
+def _runs(pid_file: Path) -> bool:
+    """Whether the process a pid file records still runs: its pid, started at the recorded time, not a
+    zombie. Unlike `alive` it does not read the environment, which is empty while the process is in
+    an exec (a component started through `unshare ... sh -c 'exec ...'` execs twice)."""
+    try:
+        record = json.loads(pid_file.read_text())
+        fields = _stat_fields(int(record["pid"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return bool(fields) and fields[0] != "Z" and fields[19] == record.get("started")
+
+
 def stop(pid_file: Path, grace_s: float = 10.0) -> bool:
     """Stop the process a pid file records, only if it is ours (`recorded_pid`); True if one was stopped."""
     pid = recorded_pid(pid_file)
@@ -175,7 +187,7 @@ def wait_ready(component: Component, probe: Callable[[], bool], timeout_s: float
     """Poll `probe` until it answers True; fail with the log tail if the process dies or time runs out."""
     deadline, pause = time.monotonic() + timeout_s, pauses(0.5)
     while time.monotonic() < deadline:
-        if not alive(component.pid_file):
+        if not _runs(component.pid_file):
             raise ComponentError(
                 f"{component.name} exited during start-up. Last lines of {component.log}:\n{log_tail(component.log)}"
             )

@@ -53,6 +53,21 @@ def test_component_dying_at_start_reports_its_log(tmp_path: Path) -> None:
         wait_ready(component, lambda: False, timeout_s=10)
 
 
+def test_a_component_in_the_middle_of_an_exec_has_not_exited(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a process execs, /proc/PID/environ reads empty (Kueue starts through `unshare ... sh -c
+    'exec ...'`, two execs): the readiness wait must not call that an exit. make test once failed so
+    on restarting Kueue under load ("kueue exited during start-up" with none of its own log lines)."""
+    component = sleeper(tmp_path)
+    start(component)
+    monkeypatch.setattr("gpushare_testbed.processes._environment", lambda pid: [])
+    answers = iter([False, True])
+    try:
+        wait_ready(component, lambda: next(answers), timeout_s=10)
+    finally:
+        monkeypatch.undo()
+        stop(component.pid_file)
+
+
 def test_readiness_timeout_names_the_component(tmp_path: Path) -> None:
     component = sleeper(tmp_path)
     start(component)
