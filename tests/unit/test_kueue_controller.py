@@ -77,6 +77,8 @@ def test_the_configuration_s_values_and_the_gate_that_turns_it_off() -> None:
     ({"metadata": {}, "data": {"controller_manager_config.yaml": "waitForPodsReady: {timeout: 30}"}},
      "controller_manager_config.yaml does not parse: '30' is not a duration"),
     ({"metadata": {}, "data": {"controller_manager_config.yaml": "[1, 2"}}, "does not parse"),
+    ({"metadata": {}, "data": {"controller_manager_config.yaml": "a: &x [1]\nb: *x"}}, "does not parse: it uses YAML aliases"),
+    ({"metadata": {}, "data": {"controller_manager_config.yaml": "#" * 300_000}}, "does not parse: it is 300000 characters"),
     (config_map(version=None), "its version was not read (no label app.kubernetes.io/version on "
                                "kueue-system/kueue-manager-config): on with Kueue v0.19 or later (timeout 30m), off before"),
 ])

@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from gpushare.bounded import load_yaml
 from gpushare.kueue.capacity import drivers
 from gpushare.kueue.status import parse_time
 
@@ -128,7 +129,7 @@ def read(config_map: Mapping[str, Any] | None, source: str) -> KueueConfig:
     if text is None:
         return KueueConfig(source, version, label, unread=f"{source} has no key {CONFIG_KEY}")
     try:
-        config = yaml.safe_load(text) or {}
+        config = load_yaml(text) or {}  # read back from the cluster: bounded, no aliases
         if not isinstance(config, Mapping):
             raise ValueError("not a mapping")
         KueueConfig(source, version, label, config).wait_for_pods_ready()
