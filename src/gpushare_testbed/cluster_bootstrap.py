@@ -122,24 +122,31 @@ def gpu_node_problem(node: dict[str, Any]) -> str | None:
 
 
 def rollout_problems(rest: Rest, namespace: str) -> list[str]:
-    """Operand DaemonSets not rolled out: a RollingUpdate one until every pod is updated and
-    available; the OnDelete driver until every pod runs the current ControllerRevision (its pods and
-    revisions are read only then)."""
-    problems = []
+    """Operand DaemonSets not rolled out: each until one live pod runs on each node it wants (its
+    status lags the pods: a pod just deleted can still count as available), a RollingUpdate one
+    until every pod is updated and available, the OnDelete driver until every pod runs the current
+    ControllerRevision (pods and revisions are read only for a DaemonSet whose status is settled)."""
+    problems, pods = [], None
     for ds in rest.get(f"/apis/apps/v1/namespaces/{namespace}/daemonsets").get("items") or []:
         meta, status = ds["metadata"], ds.get("status") or {}
         desired = status.get("desiredNumberScheduled", 0)
         if status.get("observedGeneration", 0) < meta.get("generation", 0) or status.get("numberUnavailable", 0):
             problems.append(f"DaemonSet {meta['name']} to roll out")
+            continue
+        if (ds["spec"].get("updateStrategy") or {}).get("type") != "OnDelete" and \
+                not status.get("updatedNumberScheduled", 0) == desired == status.get("numberAvailable", 0):
+            problems.append(f"DaemonSet {meta['name']} to roll out")
+            continue
+        pods = rest.get(f"/api/v1/namespaces/{namespace}/pods").get("items") or [] if pods is None else pods
+        owned = owned_by(pods, ds)
+        if len(owned) != desired or any(p["metadata"].get("deletionTimestamp") for p in owned):
+            problems.append(f"DaemonSet {meta['name']}: one live pod on each of its {desired} nodes")
         elif (ds["spec"].get("updateStrategy") or {}).get("type") == "OnDelete":
             selector = ",".join(f"{k}={v}" for k, v in ds["spec"]["selector"]["matchLabels"].items())
             revisions = rest.get(f"/apis/apps/v1/namespaces/{namespace}/controllerrevisions", labelSelector=selector)
-            pods = owned_by(rest.get(f"/api/v1/namespaces/{namespace}/pods", labelSelector=selector).get("items") or [], ds)
             current = current_revision(revisions.get("items") or [], ds)
-            if len(pods) != desired or any((p["metadata"].get("labels") or {}).get("controller-revision-hash") != current for p in pods):
+            if any((p["metadata"].get("labels") or {}).get("controller-revision-hash") != current for p in owned):
                 problems.append(f"DaemonSet {meta['name']}: every pod on the current template (OnDelete)")
-        elif not status.get("updatedNumberScheduled", 0) == desired == status.get("numberAvailable", 0):
-            problems.append(f"DaemonSet {meta['name']} to roll out")
     return problems
 
 

@@ -4,10 +4,13 @@ of a config-managed pod as kubectl reads it, and the plugin's Allocate check for
 from __future__ import annotations
 
 import json
+from importlib import resources
+
+import yaml
 
 from gpushare_testbed.simulator.config_manager import ManagedPod
 from gpushare_testbed.simulator.kubelet import ENDPOINT_STOP_GRACE_S, admission_rejection, managed_pod_status, node_resources
-from gpushare_testbed.simulator.node_agent import PluginLoad, unhealthy_devices
+from gpushare_testbed.simulator.node_agent import CONFIG_MANAGED_APPS, PluginLoad, unhealthy_devices
 from gpushare_testbed.simulator.nvidia_judge import NO_SHARING, PluginConfig, Sharing
 
 POD = {
@@ -109,3 +112,13 @@ def test_admission_rejects_more_than_one_shared_replica_per_container() -> None:
     two_containers = {"spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu.shared": "1"}}}] * 2}}
     assert admission_rejection(two_containers, SHARED_STRICT) is None
     assert admission_rejection(pod, NO_SHARING) is None
+
+
+def test_kwoks_pod_stages_leave_every_config_managed_operand_pod_to_the_simulator() -> None:
+    """KWOK marking the MPS daemon Ready raced the simulator's CrashLoopBackOff status (make test in CI)."""
+    text = (resources.files("gpushare_testbed") / "data" / "kwok-stages.yaml").read_text()
+    stages = {s["metadata"]["name"]: s for s in yaml.safe_load_all(text) if s and s.get("kind") == "Stage"}
+    for name in ("pod-ready", "pod-ready-again"):
+        excluded = next(e["values"] for e in stages[name]["spec"]["selector"]["matchExpressions"]
+                        if e["key"] == ".metadata.labels.app" and e["operator"] == "NotIn")
+        assert set(excluded) == set(CONFIG_MANAGED_APPS), name

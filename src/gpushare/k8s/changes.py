@@ -21,6 +21,8 @@ ACTIONS = ("create", "merge", "json", "replace", "delete", "taint", "untaint")
 VOLATILE_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
 # A copy of the object's own description (`kubectl apply`'s): one long line that repeats the diff.
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+PATCH_NOT_APPLICABLE = "the server rejected our request due to an error in our request"
+TAINT_ATTEMPTS = 5  # a node's taints read again after its controllers changed them between read and write
 
 
 @dataclass(frozen=True)
@@ -104,12 +106,32 @@ def _explain(err: Exception) -> str:
         return f"someone changed it meanwhile: {err}"
     if isinstance(err, KeyError):
         return f"{err.args[0]} does not exist in the object"
-    if isinstance(err, ApiError) and err.status == 422 and "test" in err.message.lower():
-        return f"someone changed it meanwhile: a value it relies on is no longer what was read ({err.message})"
+    if _not_applicable(err):
+        return "someone changed it meanwhile: the JSON patch built from what was read no longer applies (a value it " \
+               "tests, or a list entry it removes, has changed)"
     return str(err)
 
 
+def _not_applicable(err: Exception) -> bool:
+    """The API server could not apply a JSON patch to the object as stored (a `test` failed, or a path
+    is gone): 422 with this generic message and no details (apiserver endpoints/handlers/patch.go
+    applyJSPatch, as Kubernetes 1.35 answers)."""
+    return isinstance(err, ApiError) and err.status == 422 and err.message == PATCH_NOT_APPLICABLE
+
+
 def _apply(session: Session, change: Change, check_mode: bool) -> Outcome:
+    if change.action not in ("taint", "untaint"):
+        return _apply_once(session, change, check_mode)
+    for _ in range(TAINT_ATTEMPTS - 1):  # controllers change taints too: read the node again, redo the ops
+        try:
+            return _apply_once(session, change, check_mode)
+        except ApiError as err:
+            if not _not_applicable(err):
+                raise
+    return _apply_once(session, change, check_mode)
+
+
+def _apply_once(session: Session, change: Change, check_mode: bool) -> Outcome:
     before = session.get(change.kind, change.name, change.namespace)
 
     def send(request: Callable[[], Any], wanted: dict[str, Any] | None = None) -> Any:

@@ -54,6 +54,9 @@ if TYPE_CHECKING:
     from gpushare_testbed.simulator.simulator import Simulator
 
 log = logging.getLogger("gpushare_testbed.simulator.node")
+# The operand pods this agent is the kubelet of (their status is written here, never by KWOK's
+# pod stages, which leave these apps alone: data/kwok-stages.yaml)
+CONFIG_MANAGED_APPS = (operands.MPS_CONTROL_DAEMON, operands.DEVICE_PLUGIN, operands.GFD)
 MIG_CLIENT_APPS = (operands.DEVICE_PLUGIN, operands.GFD, "nvidia-dcgm-exporter", "nvidia-dcgm")
 PluginLoad = tuple[PluginConfig, dict[str, int]]
 MpsLoad = tuple[PluginConfig, dict[str, ShareLimits]]  # the MPS servers it started: resource -> limits per share
