@@ -24,6 +24,12 @@ from tests.support.cluster import REPO, Cluster, embedded_cluster, reset_embedde
 
 pytest_plugins = ["tests.steps"]
 
+# A failing test on the embedded cluster reports what these components warned of meanwhile: a race
+# met once in CI is then read from its output, the cluster being gone.
+COMPONENT_LOGS = ("gpu-operator-sim", "kube-controller-manager", "kwok", "kube-scheduler")
+LOG_OFFSETS = pytest.StashKey[dict[Path, int]]()
+REPORTED_LINES = 40
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("gpushare")
@@ -51,6 +57,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if there:
         config.hook.pytest_deselected(items=there)
         items[:] = [item for item in items if item not in there]
+
+
+def _component_logs(item: pytest.Item) -> list[Path]:
+    clusters = {v.state_dir for v in item.funcargs.values() if isinstance(v, Cluster) and v.state_dir}
+    return [d / "logs" / f"{name}.log" for d in sorted(clusters) for name in COMPONENT_LOGS]
+
+
+def _complaints(log: Path, offset: int) -> list[str]:
+    """The warning and error lines written to `log` after `offset` (Python logging's levels, klog's E/W)."""
+    with log.open("rb") as text:
+        text.seek(offset)
+        lines = text.read().decode(errors="replace").splitlines()
+    return [line for line in lines if " WARNING " in line or " ERROR " in line or line[:1] in ("E", "W") and line[1:5].isdigit()]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    logs = [log for log in _component_logs(item) if log.exists()]
+    offsets = item.stash.setdefault(LOG_OFFSETS, {})
+    if report.when == "setup":
+        offsets.update({log: log.stat().st_size for log in logs})
+    if not report.failed:
+        return
+    for log in logs:
+        complaints = _complaints(log, offsets.get(log, 0))[-REPORTED_LINES:]
+        if complaints:
+            report.sections.append((f"{log.stem}: its warnings and errors during the test (last {REPORTED_LINES})",
+                                    "\n".join(complaints)))
 
 
 @pytest.fixture(scope="session")
