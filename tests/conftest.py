@@ -59,9 +59,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = [item for item in items if item not in there]
 
 
-def _component_logs(item: pytest.Item) -> list[Path]:
-    clusters = {v.state_dir for v in item.funcargs.values() if isinstance(v, Cluster) and v.state_dir}
-    return [d / "logs" / f"{name}.log" for d in sorted(clusters) for name in COMPONENT_LOGS]
+def _state_dir() -> Path:
+    """Where this process's embedded cluster keeps its state (one per pytest-xdist worker)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    base = Path(os.environ.get("GPUSHARE_TEST_STATE_DIR", REPO / ".gpushare-test")).resolve()
+    return base.with_name(f"{base.name}-{worker}") if worker else base
+
+
+def _component_logs() -> list[Path]:
+    return [_state_dir() / "logs" / f"{name}.log" for name in COMPONENT_LOGS]
 
 
 def _complaints(log: Path, offset: int) -> list[str]:
@@ -76,7 +82,7 @@ def _complaints(log: Path, offset: int) -> list[str]:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield
     report = outcome.get_result()
-    logs = [log for log in _component_logs(item) if log.exists()]
+    logs = [log for log in _component_logs() if log.exists()]
     offsets = item.stash.setdefault(LOG_OFFSETS, {})
     if report.when == "setup":
         offsets.update({log: log.stat().st_size for log in logs})
@@ -101,9 +107,7 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
                       runbook_kubeconfig=Path(runbook).resolve() if runbook else None)
         return
     # Under pytest-xdist every worker runs its own embedded cluster, so feature files run in parallel.
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    base = Path(os.environ.get("GPUSHARE_TEST_STATE_DIR", REPO / ".gpushare-test")).resolve()
-    state_dir = base.with_name(f"{base.name}-{worker}") if worker else base
+    state_dir = _state_dir()
     started = embedded_cluster(state_dir)
     yield started
     if not request.config.getoption("--keep-cluster"):

@@ -50,9 +50,11 @@ class Informer:
             old, self.cache = self.cache, fresh
         for key in set(old) - set(fresh):
             self.on_change(key, old[key], None)
+        # every object, changed or not, as client-go's informers do on a re-list: a cached object at
+        # the listed version may be the simulator's own write (Simulator.remember), whose event the
+        # broken watch never delivered (after an API server restart, nfd-master missed GFD's labels)
         for key, obj in fresh.items():
-            if old.get(key, {}).get("metadata", {}).get("resourceVersion") != obj["metadata"].get("resourceVersion"):
-                self.on_change(key, old.get(key), obj)
+            self.on_change(key, old.get(key), obj)
         return listing["metadata"]["resourceVersion"]
 
     def run(self, stop: threading.Event) -> None:
