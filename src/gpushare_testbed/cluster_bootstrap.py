@@ -130,18 +130,17 @@ def rollout_problems(rest: Rest, namespace: str) -> list[str]:
     for ds in rest.get(f"/apis/apps/v1/namespaces/{namespace}/daemonsets").get("items") or []:
         meta, status = ds["metadata"], ds.get("status") or {}
         desired = status.get("desiredNumberScheduled", 0)
-        if status.get("observedGeneration", 0) < meta.get("generation", 0) or status.get("numberUnavailable", 0):
+        on_delete = (ds["spec"].get("updateStrategy") or {}).get("type") == "OnDelete"
+        if status.get("observedGeneration", 0) < meta.get("generation", 0) or status.get("numberUnavailable", 0) or (
+                not on_delete and not status.get("updatedNumberScheduled", 0) == desired == status.get("numberAvailable", 0)):
             problems.append(f"DaemonSet {meta['name']} to roll out")
             continue
-        if (ds["spec"].get("updateStrategy") or {}).get("type") != "OnDelete" and \
-                not status.get("updatedNumberScheduled", 0) == desired == status.get("numberAvailable", 0):
-            problems.append(f"DaemonSet {meta['name']} to roll out")
-            continue
-        pods = rest.get(f"/api/v1/namespaces/{namespace}/pods").get("items") or [] if pods is None else pods
+        if pods is None:
+            pods = rest.get(f"/api/v1/namespaces/{namespace}/pods").get("items") or []
         owned = owned_by(pods, ds)
         if len(owned) != desired or any(p["metadata"].get("deletionTimestamp") for p in owned):
             problems.append(f"DaemonSet {meta['name']}: one live pod on each of its {desired} nodes")
-        elif (ds["spec"].get("updateStrategy") or {}).get("type") == "OnDelete":
+        elif on_delete:
             selector = ",".join(f"{k}={v}" for k, v in ds["spec"]["selector"]["matchLabels"].items())
             revisions = rest.get(f"/apis/apps/v1/namespaces/{namespace}/controllerrevisions", labelSelector=selector)
             current = current_revision(revisions.get("items") or [], ds)
