@@ -7,7 +7,10 @@ The control plane is the embedded one started without its GPU Operator simulator
 then run against it like against any cluster (`gpushare sim gpu-operator --kubeconfig`) in the
 namespace NVIDIA's cloud-native stack uses, and the inventory's host names are not the node names.
 
-    python scripts/external_cluster.py run -- [pytest arguments]   # up, pytest, down (always)
+The tests wait on their cluster more than they compute, so `--shards N run` starts N such
+clusters and runs the test files split among them, side by side (one report for all).
+
+    python scripts/external_cluster.py [--shards N] run -- [pytest arguments]   # up, pytest, down (always)
     python scripts/external_cluster.py up | down"""
 
 from __future__ import annotations
@@ -18,82 +21,138 @@ import os
 import signal
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-STATE = REPO / ".gpushare-external"
 NAMESPACE = "nvidia-gpu-operator"
 INVENTORY = REPO / "inventories" / "external"
-OPERATOR_PID = STATE / "external-gpu-operator.pid"
 # The acceptance features, and the attacks on the runbook identity's write model.
 TESTS = (*(f"features/{f}" for f in ("test_enable_timeslicing.py", "test_enable_mps.py", "test_resource_separation.py",
                                      "test_share_check.py", "test_rollback.py", "test_dra_readiness.py",
                                      "test_dra_pilot.py")),
          "security/test_write_model.py")
 REPORTS = REPO / "reports"
+JUNIT = REPORTS / "external-junit.xml"
+
+
+def state(shard: int) -> Path:
+    """The state dir of the shard's cluster (the first one's is the one `up` and `down` manage)."""
+    return REPO / (".gpushare-external" if shard == 0 else f".gpushare-external-{shard}")
 
 
 def gpushare(*args: str) -> None:
     subprocess.run([sys.executable, "-m", "gpushare", *args], check=True)
 
 
-def up() -> None:
-    gpushare("sim", "up", "--state-dir", str(STATE), "--operator-namespace", NAMESPACE,
+def up(shard: int = 0) -> None:
+    where = state(shard)
+    gpushare("sim", "up", "--state-dir", str(where), "--operator-namespace", NAMESPACE,
              "--without", "gpu-operator-sim", "--without", "kueue")
     from gpushare import rbac  # noqa: PLC0415
     from gpushare_testbed import cluster_bootstrap, controlplane  # noqa: PLC0415
     from gpushare_testbed import kueue as kueue_embedded  # noqa: PLC0415
     from gpushare.polling import wait_for  # noqa: PLC0415
 
-    ready = STATE / "external-gpu-operator.ready"
-    with (STATE / "external-gpu-operator.log").open("ab") as log:
+    ready = where / "external-gpu-operator.ready"
+    with (where / "external-gpu-operator.log").open("ab") as log:
         operator = subprocess.Popen(
-            [sys.executable, "-m", "gpushare", "sim", "gpu-operator", f"--kubeconfig={STATE / 'kubeconfig'}",
+            [sys.executable, "-m", "gpushare", "sim", "gpu-operator", f"--kubeconfig={where / 'kubeconfig'}",
              f"--operator-namespace={NAMESPACE}", f"--ready-file={ready}",
              f"--configmap-refresh-seconds={controlplane.EMBEDDED_CONFIGMAP_REFRESH_S}",
              f"--mig-reboot-seconds={controlplane.EMBEDDED_MIG_REBOOT_S}",
              f"--dra-wipe-seconds={controlplane.EMBEDDED_DRA_WIPE_S}"],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    OPERATOR_PID.write_text(str(operator.pid))
+    (where / "external-gpu-operator.pid").write_text(str(operator.pid))
     wait_for(ready.exists, 120, "the GPU Operator simulator to sync")
-    cluster_bootstrap.wait_gpu_operator(STATE / "kubeconfig", NAMESPACE)
+    cluster_bootstrap.wait_gpu_operator(where / "kubeconfig", NAMESPACE)
     # as on any cluster: the runbooks' least-privilege identity, applied by an administrator
-    rbac.apply(Path(kubectl_dir()) / "kubectl", STATE / "kubeconfig", NAMESPACE, (kueue_embedded.NAMESPACE,))
+    rbac.apply(Path(kubectl_dir(shard)) / "kubectl", where / "kubeconfig", NAMESPACE, (kueue_embedded.NAMESPACE,))
 
 
-def down() -> None:
-    if OPERATOR_PID.exists():
+def down(shard: int = 0) -> None:
+    pid_file = state(shard) / "external-gpu-operator.pid"
+    if pid_file.exists():
         try:
-            os.killpg(int(OPERATOR_PID.read_text()), signal.SIGTERM)
+            os.killpg(int(pid_file.read_text()), signal.SIGTERM)
         except ProcessLookupError:
             pass
-        OPERATOR_PID.unlink()
-    gpushare("sim", "down", "--state-dir", str(STATE))
+        pid_file.unlink()
+    gpushare("sim", "down", "--state-dir", str(state(shard)))
 
 
-def kubectl_dir() -> str:
+def kubectl_dir(shard: int = 0) -> str:
     """Where the cluster's kubectl is: an operator's machine has one on the PATH."""
-    return json.loads((STATE / "cluster.json").read_text())["bin_dir"]
+    return json.loads((state(shard) / "cluster.json").read_text())["bin_dir"]
 
 
-def run(pytest_args: list[str]) -> int:
+def split(shards: int) -> list[list[str]]:
+    """The test files dealt to the shards, longest first onto the least loaded, by their times in
+    the last run's report (in TESTS' order where there is none)."""
+    took: dict[str, float] = {}
+    if JUNIT.exists():
+        for case in ET.parse(JUNIT).iter("testcase"):  # noqa: S314 (our own pytest wrote it)
+            test = case.get("classname", "").removeprefix("tests.").replace(".", "/") + ".py"
+            took[test] = took.get(test, 0.0) + float(case.get("time", 0))
+    groups: list[list[str]] = [[] for _ in range(shards)]
+    loads = [0.0] * shards
+    for test in sorted(TESTS, key=lambda t: -took.get(t, 0.0)):
+        least = loads.index(min(loads))
+        groups[least].append(test)
+        loads[least] += took.get(test, 0.0) or 1.0
+    return [group for group in groups if group]
+
+
+def merge_reports(shards: int) -> None:
+    """One JUnit and one cucumber JSON report for all shards."""
+    suites = ET.Element("testsuites")
+    features: list[object] = []
+    for shard in range(shards):
+        junit, cucumber = REPORTS / f"external-junit-{shard}.xml", REPORTS / f"external-cucumber-{shard}.json"
+        if junit.exists():
+            suites.extend(ET.parse(junit).getroot())  # noqa: S314 (our own pytest wrote it)
+            junit.unlink()
+        if cucumber.exists():
+            features.extend(json.loads(cucumber.read_text() or "[]"))
+            cucumber.unlink()
+    ET.ElementTree(suites).write(JUNIT, encoding="utf-8", xml_declaration=True)
+    (REPORTS / "external-cucumber.json").write_text(json.dumps(features, indent=1))
+
+
+def pytest_on(shard: int, tests: list[str], pytest_args: list[str]) -> int:
+    """The shard's tests against its cluster; their output is printed whole when they end."""
+    where = state(shard)
+    done = subprocess.run([
+        sys.executable, "-m", "pytest", *(str(REPO / "tests" / t) for t in tests),
+        f"--kubeconfig={where / 'kubeconfig'}", f"--runbook-kubeconfig={where / 'kubeconfigs' / 'runbook.yaml'}",
+        f"--inventory={INVENTORY}", f"--operator-namespace={NAMESPACE}",
+        f"--junitxml={REPORTS / f'external-junit-{shard}.xml'}",
+        f"--cucumberjson={REPORTS / f'external-cucumber-{shard}.json'}",
+        *pytest_args,
+    ], check=False, capture_output=True, text=True,
+        env={**os.environ, "PATH": f"{kubectl_dir(shard)}{os.pathsep}{os.environ['PATH']}"})
+    print(f"== external target {shard + 1}: {' '.join(tests)}\n{done.stdout}{done.stderr}", flush=True)
+    return done.returncode
+
+
+def run(pytest_args: list[str], shards: int = 1) -> int:
     REPORTS.mkdir(exist_ok=True)
-    try:
-        up()
-        return subprocess.run([
-            sys.executable, "-m", "pytest", *(str(REPO / "tests" / t) for t in TESTS),
-            f"--kubeconfig={STATE / 'kubeconfig'}", f"--runbook-kubeconfig={STATE / 'kubeconfigs' / 'runbook.yaml'}",
-            f"--inventory={INVENTORY}", f"--operator-namespace={NAMESPACE}",
-            f"--junitxml={REPORTS / 'external-junit.xml'}", f"--cucumberjson={REPORTS / 'external-cucumber.json'}",
-            *pytest_args,
-        ], check=False, env={**os.environ, "PATH": f"{kubectl_dir()}{os.pathsep}{os.environ['PATH']}"}).returncode
-    finally:
-        down()
+    groups = split(shards)
+    with ThreadPoolExecutor(len(groups)) as pool:
+        try:
+            list(pool.map(up, range(len(groups))))
+            codes = list(pool.map(pytest_on, range(len(groups)), groups, [pytest_args] * len(groups)))
+        finally:
+            list(pool.map(down, range(len(groups))))
+    merge_reports(len(groups))
+    return max(codes)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("action", choices=("up", "down", "run"))
+    parser.add_argument("--shards", type=int, default=1, help="run: this many clusters, the test files split among them")
     parser.add_argument("pytest_args", nargs="*", help="after --: passed to pytest (run)")
     args = parser.parse_args()
     if args.action == "up":
@@ -102,7 +161,7 @@ def main() -> int:
     if args.action == "down":
         down()
         return 0
-    return run(args.pytest_args)
+    return run(args.pytest_args, args.shards)
 
 
 if __name__ == "__main__":
