@@ -122,19 +122,21 @@ def merge_reports(shards: int) -> None:
 
 
 def pytest_on(shard: int, tests: list[str], pytest_args: list[str]) -> int:
-    """The shard's tests against its cluster; their output is printed whole when they end."""
-    where = state(shard)
-    done = subprocess.run([
-        sys.executable, "-m", "pytest", *(str(REPO / "tests" / t) for t in tests),
-        f"--kubeconfig={where / 'kubeconfig'}", f"--runbook-kubeconfig={where / 'kubeconfigs' / 'runbook.yaml'}",
-        f"--inventory={INVENTORY}", f"--operator-namespace={NAMESPACE}",
-        f"--junitxml={REPORTS / f'external-junit-{shard}.xml'}",
-        f"--cucumberjson={REPORTS / f'external-cucumber-{shard}.json'}",
-        *pytest_args,
-    ], check=False, capture_output=True, text=True,
-        env={**os.environ, "PATH": f"{kubectl_dir(shard)}{os.pathsep}{os.environ['PATH']}"})
-    print(f"== external target {shard + 1}: {' '.join(tests)}\n{done.stdout}{done.stderr}", flush=True)
-    return done.returncode
+    """The shard's tests against its cluster. Their output goes to reports/external-<shard>.log as
+    it comes (what a killed run leaves to read) and is printed whole when they end."""
+    where, log = state(shard), REPORTS / f"external-{shard}.log"
+    with log.open("w") as out:
+        code = subprocess.run([
+            sys.executable, "-m", "pytest", *(str(REPO / "tests" / t) for t in tests),
+            f"--kubeconfig={where / 'kubeconfig'}", f"--runbook-kubeconfig={where / 'kubeconfigs' / 'runbook.yaml'}",
+            f"--inventory={INVENTORY}", f"--operator-namespace={NAMESPACE}",
+            f"--junitxml={REPORTS / f'external-junit-{shard}.xml'}",
+            f"--cucumberjson={REPORTS / f'external-cucumber-{shard}.json'}",
+            *pytest_args,
+        ], check=False, stdout=out, stderr=subprocess.STDOUT,
+            env={**os.environ, "PATH": f"{kubectl_dir(shard)}{os.pathsep}{os.environ['PATH']}"}).returncode
+    print(f"== external target {shard + 1}: {' '.join(tests)}\n{log.read_text()}", flush=True)
+    return code
 
 
 def run(pytest_args: list[str], shards: int = 1) -> int:
