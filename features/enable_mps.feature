@@ -28,6 +28,7 @@ Feature: Enabling MPS on a trial node
     And node "gpu-node" has label "nvidia.com/mps.capable" set to "true"
     And node "gpu-node" has label "nvidia.com/device-plugin.config" set to "mps"
     And node "gpu-node" runs a Ready MPS control daemon
+    And the run record names the MPS control daemon of "gpu-node" among the readers
     And node "gpu-node" is in the shared pool
     And every GPU node not targeted is exactly as before
     When the operator runs "enable-mps.yml -l gpu-node -e mps_replicas=4"

@@ -80,4 +80,10 @@ problems:
   returned: always
   type: list
   elements: str
+listed:
+  description:
+    - "The uids of the readers on each of O(nodes) in the first listing, made after the ConfigMap was read at
+      RV(configmap_version): C({node: [uid, ...]}). A reader not among them, later, was created after that write."
+  returned: always
+  type: dict
 """

@@ -3,14 +3,15 @@ current template until the template changes, whatever else of the DaemonSet's sp
 
 from __future__ import annotations
 
+import copy
 import threading
 
 import pytest
 
 from gpushare.k8s.session import Session
-from gpushare.model.operands import CONFIG_READERS, Operand, OperandPod, pods_by_node
+from gpushare.model.operands import CONFIG_READERS, DEVICE_PLUGIN, MPS, Operand, OperandPod, pods_by_node
 from gpushare.polling import wait_for
-from gpushare.runbook.restart import restart_readers, stale_pods
+from gpushare.runbook.restart import late_readers, restart_readers, stale_pods
 from tests.integration.k8s_fixtures import namespace, session  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.cluster
@@ -96,3 +97,34 @@ def test_a_reader_its_daemonset_is_replacing_is_waited_for(session: Session, nam
     pods = [p for p in ready_pods(session, namespace, node, name) if not p.terminating]
     assert [p.uid for p in pods] != [old.uid] and pods and all(operand.current(p) for p in pods)
     assert result.readers == sorted(p.uid for p in pods) and all(p.sees(configmap, result.readers) for p in pods)
+
+
+def test_a_reader_started_after_the_restart_is_named_although_its_second_is_the_writes(
+        session: Session, namespace: str) -> None:
+    """The MPS control daemon's race (a loaded run): the node label written after the restart starts the
+    daemon, which may be created within the ConfigMap write's second, where its creation time cannot tell
+    it from a pod that mounted the data before the write. Its DaemonSet, created here after the restart,
+    stands for the label. Read once the daemon is Ready, it is a late reader: a record naming it too
+    keeps a re-run from restarting it, whichever second it was created in."""
+    node = sorted(session.list("Node"), key=lambda n: n["metadata"]["name"])[0]["metadata"]["name"]
+    session.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "config", "namespace": namespace},
+                    "data": {"mps": "0"}})
+    session.create({**daemonset(node), "metadata": {"name": DEVICE_PLUGIN, "namespace": namespace}})
+    wait_for(lambda: ready_pods(session, namespace, node, DEVICE_PLUGIN), 60, "the device plugin's pod to be Ready")
+    written = session.patch("ConfigMap", "config", {"data": {"mps": "4"}}, namespace)
+    result = restart_readers(session, namespace, [node], "config", force=False, check_mode=False, timeout_s=60)
+    assert result.problems == [] and result.configmap_version == written["metadata"]["resourceVersion"], result
+    session.create({**daemonset(node), "metadata": {"name": MPS, "namespace": namespace}})
+    daemon = wait_for(lambda: ready_pods(session, namespace, node, MPS), 60, "the MPS daemon's pod to be Ready")[0]
+
+    readers = sorted({*result.readers, *late_readers(result.listed, session.list("DaemonSet", namespace),
+                                                      session.pods_on([node], namespace))})
+    assert daemon.uid in readers and daemon.uid not in result.readers
+    # the write as if in the daemon's creation second: at the same resourceVersion, only the record tells
+    same_second = copy.deepcopy(written)
+    for entry in same_second["metadata"]["managedFields"]:
+        entry["time"] = daemon.raw["metadata"]["creationTimestamp"]
+    operands = {d["metadata"]["name"]: Operand(d) for d in session.list("DaemonSet", namespace)}
+    pods = [*ready_pods(session, namespace, node, DEVICE_PLUGIN), *ready_pods(session, namespace, node, MPS)]
+    assert [p.uid for p in stale_pods(operands, pods, [node], same_second, False, result.readers)] == [daemon.uid]
+    assert stale_pods(operands, pods, [node], same_second, False, readers) == []

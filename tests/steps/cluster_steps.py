@@ -425,6 +425,16 @@ def mps_daemon_ready(kube: Cluster, node: str) -> None:
     assert len(pods) == 1 and _ready(pods[0]), f"{node}: MPS control daemon pods {[p['metadata']['name'] for p in pods]}"
 
 
+@then(parsers.parse('the run record names the MPS control daemon of "{node}" among the readers'))
+def mps_daemon_named(kube: Cluster, node: str) -> None:
+    """The node label started the daemon after the run's restart, maybe within the ConfigMap write's
+    second: only the record tells a re-run that it read the ConfigMap as the run left it."""
+    records = Session(kube.kubeconfig).list("ConfigMap", kube.records_namespace, label_selector="gpushare.io/run")
+    named = {uid for r in records for uid in json.loads((r.get("data") or {}).get("readers.json", '{"pods": []}'))["pods"]}
+    daemons = [p["metadata"]["uid"] for p in _mps_daemon_pods(kube, node)]
+    assert daemons and set(daemons) <= named, f"{node}: MPS control daemon {daemons}, the records name {sorted(named)}"
+
+
 @dataclass(frozen=True)
 class MpsFault:
     """The MPS control daemon pod seen never serving, and its sidecar's restarts then."""

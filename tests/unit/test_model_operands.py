@@ -3,11 +3,13 @@ pods per node, whether a pod runs the current template, is Ready, and has seen t
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from gpushare.clock import parse_time
-from gpushare.model.operands import Operand, OperandPod, last_write, pods_by_node
-from gpushare.runbook.restart import stale_pods, trusted_readers
+from gpushare.model.operands import MPS, Operand, OperandPod, last_write, pods_by_node
+from gpushare.runbook.restart import late_readers, stale_pods, trusted_readers
 from tests.unit.cluster_objects import configmap, daemonset, operand_pod, workload_pod
 
 PLUGIN = "nvidia-device-plugin-daemonset"
@@ -130,3 +132,28 @@ def test_readers_a_run_named_are_trusted_only_at_the_configmap_version_they_read
         assert trusted_readers(other, cm) == []
         assert stale_pods(operands, [same_second], ["gpu-node"], cm, False, trusted_readers(other, cm)) == [same_second]
     assert trusted_readers(known, None) == []
+
+
+def test_the_readers_a_label_started_after_the_restarts_listing_are_late_readers() -> None:
+    """A reader of a restarted node that the restart's first listing did not hold was created after
+    it, so after the ConfigMap's write: named when Ready on its DaemonSet's current template."""
+    def pod(daemonset_name: str, node: str, uid: str, **kwargs: Any) -> dict[str, Any]:
+        raw = operand_pod(daemonset_name, node, **kwargs)
+        raw["metadata"]["uid"] = uid
+        return raw
+
+    daemonsets = [daemonset(PLUGIN), daemonset("gpu-feature-discovery"), daemonset(MPS, generation=2),
+                  daemonset("nvidia-dcgm-exporter")]
+    pods = [
+        pod(PLUGIN, "gpu-node", "listed"),  # in the first listing: judged by the restart, not here
+        pod(MPS, "gpu-node", "late", generation=2),  # the MPS daemon GFD's label started: a late reader
+        pod("gpu-feature-discovery", "gpu-node-2", "elsewhere"),  # a node the restart did not restart
+        pod("nvidia-dcgm-exporter", "gpu-node", "not-a-reader"),
+        pod(MPS, "gpu-node", "not-ready", generation=2, ready=False),
+        pod(MPS, "gpu-node", "terminating", generation=2, terminating=True),
+        pod(MPS, "gpu-node", "old-template", generation=1),
+    ]
+    assert late_readers({"gpu-node": ["listed"]}, daemonsets, pods) == ["late"]
+    assert late_readers({"gpu-node": []}, daemonsets, pods) == ["late", "listed"]
+    assert late_readers({}, daemonsets, pods) == []  # no restart: none
+    assert late_readers({"gpu-node": ["listed"]}, [], pods) == []  # no reader DaemonSet read: none current

@@ -8,12 +8,15 @@ from typing import Any
 import pytest
 import yaml
 
-from gpushare.model.node import Node
+from gpushare.model.node import Node, packed
+from gpushare.runbook.records import state_patch
+from gpushare.timeslicing import filters
 from gpushare.timeslicing.plan import EnablePlan, plan
 from gpushare.runbook.state import ClusterState
 from gpushare_testbed.simulator import clusterpolicy as cp
 from gpushare_testbed.simulator import operand_specs
-from tests.unit.cluster_objects import NOW, clusterpolicy, daemonset, enabled_read, fleet, node, read, settings
+from tests.unit.cluster_objects import (CONFIGMAP, NOW, clusterpolicy, daemonset, enabled_read, fleet, managed_configmap,
+                                        node, operand_pod, read, settings, shared_node)
 
 MPS_DAEMON = "nvidia-device-plugin-mps-control-daemon"
 MEMORY = {"nvidia.com/gpu.memory": "81559"}  # GFD's label of an H100 80GB
@@ -181,3 +184,40 @@ def test_per_node_mps_runs_where_init_waits_for_the_label() -> None:
 def test_cluster_scope_mps_is_not_refused_on_any_release() -> None:
     result = enable(release_cluster("v26.7"), ["gpu-node"], scope="cluster", confirm_cluster_scope=True)
     assert result.refusals == [] and result.lines[0].endswith("scope cluster)")
+
+
+# ---- a re-run after the MPS control daemon started within the ConfigMap's write second ----------------------
+def mps_enabled_read(daemon_created: str) -> dict[str, Any]:
+    """The cluster after a complete per-node enable of 4 MPS shares on gpu-node, its ConfigMap written at
+    09:00:00 and its MPS control daemon created at `daemon_created`."""
+    state = enabled_read(("gpu-node",))
+    state["nodes"][0] = shared_node("gpu-node", 1, replicas=4, key="mps", labels={
+        **MEMORY, "nvidia.com/gpu.sharing-strategy": "mps", "nvidia.com/mps.capable": "true"})
+    mps = settings(sharing_strategy="mps", config_key="mps", replicas=4).config.text
+    state["configmaps"][0] = managed_configmap({"default": "version: v1\n", "mps": mps}, written="2026-12-01T09:00:00Z")
+    state["daemonsets"].append(mps_daemonset())
+    state["pods"].append(operand_pod(MPS_DAEMON, "gpu-node", created=daemon_created))
+    return state
+
+
+def test_a_rerun_leaves_the_mps_daemon_the_first_run_named_although_it_started_in_the_writes_second() -> None:
+    """The first run's restart listed gpu-node's readers before the node label started the MPS control
+    daemon, in the second of the ConfigMap's write: its creation time cannot tell it read the write.
+    The record names it (read once the verify succeeded), so a re-run changes nothing; a record naming
+    only the restart's readers had the re-run restart it."""
+    assert enable(mps_enabled_read("2026-12-01T09:00:01Z"), ["gpu-node"], replicas=4).restart_nodes == []
+    state = mps_enabled_read("2026-12-01T09:00:00Z")
+    pods = [p for p in state["pods"] if p["spec"]["nodeName"] == "gpu-node"]
+    restart_readers = [p["metadata"]["uid"] for p in pods if p["metadata"]["name"] != f"{MPS_DAEMON}-gpu-node"]
+    restarted = {"restarted": {}, "readers": restart_readers, "problems": [], "listed": {"gpu-node": restart_readers},
+                 "configmap_version": state["configmaps"][0]["metadata"]["resourceVersion"]}
+    record = state["records"][0]
+    finish = [{"action": "merge", "kind": "ConfigMap", "name": record["metadata"]["name"],
+               "body": state_patch("complete", NOW), "why": "mark this run complete"}]
+    settled = {"resources": {"daemonsets": packed(state["daemonsets"]), "pods": packed(pods)}}
+    for read_after_verify, restarts in (({}, ["gpu-node"]), (settled, [])):
+        [complete] = filters.timeslicing_with_readers(finish, restarted, CONFIGMAP, read_after_verify)
+        record["data"].update(complete["body"]["data"])
+        result = enable(state, ["gpu-node"], replicas=4)
+        assert result.restart_nodes == restarts
+    assert result.lines == ["Nothing to change: MPS is already enabled as asked (4 replicas, key mps, scope node) on gpu-node."]

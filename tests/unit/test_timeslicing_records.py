@@ -9,7 +9,11 @@ import yaml
 
 from gpushare.timeslicing import filters
 from gpushare.runbook.records import FieldChange, Intent, Record, new_record, readers_patch, record_name, state_patch
-from tests.unit.cluster_objects import NAMESPACE, NOW, clusterpolicy, configmap, managed_configmap
+from gpushare.model.node import packed
+from gpushare.model.operands import DEVICE_PLUGIN as PLUGIN
+from gpushare.model.operands import MPS
+from tests.unit.cluster_objects import (NAMESPACE, NOW, clusterpolicy, configmap, daemonset, managed_configmap,
+                                        operand_pod)
 
 INTENT = Intent("enable-timeslicing", ["gpu-node", "gpu-node-2"],
                 [FieldChange("/spec/devicePlugin/config/name", "", "time-slicing-config"),
@@ -100,11 +104,28 @@ def test_the_run_is_marked_complete_with_the_readers_its_restart_left_running() 
     finish = [{"action": "merge", "kind": "ConfigMap", "name": "r", "namespace": NAMESPACE,
                "body": state_patch("complete", NOW), "why": "mark this run complete"}]
     restarted = {"restarted": {"gpu-node": ["nvidia-device-plugin-daemonset/p"]}, "readers": ["uid-a"],
-                 "configmap_version": "465", "problems": []}
-    [change] = filters.timeslicing_with_readers(finish, restarted, "time-slicing-config")
+                 "configmap_version": "465", "problems": [], "listed": {"gpu-node": ["uid-p"]}}
+    skipped = {"skipped": True, "changed": False}  # Ansible's result of a skipped task
+    [change] = filters.timeslicing_with_readers(finish, restarted, "time-slicing-config", skipped)
     assert change["body"]["metadata"] == finish[0]["body"]["metadata"]
     body = new_record("r", NAMESPACE, INTENT, None, NOW, {})
     body["data"].update(change["body"]["data"])
     assert Record.of(body).started_after("time-slicing-config", "465") == ["uid-a"]
-    # no restart in this run (Ansible's result of a skipped task): the record names none
-    assert filters.timeslicing_with_readers(finish, {"skipped": True, "changed": False}, "time-slicing-config") == finish
+    # no restart in this run: the record names none
+    assert filters.timeslicing_with_readers(finish, skipped, "time-slicing-config", skipped) == finish
+
+
+def test_the_record_also_names_the_readers_a_label_started_after_the_restart() -> None:
+    """The MPS control daemon GFD's nvidia.com/mps.capable label starts on a restarted node, after the
+    restart's first listing (gpushare.runbook.restart.late_readers), read once the verify succeeded."""
+    finish = [{"action": "merge", "kind": "ConfigMap", "name": "r", "namespace": NAMESPACE,
+               "body": state_patch("complete", NOW), "why": "mark this run complete"}]
+    plugin, daemon = (operand_pod(name, "gpu-node") for name in (PLUGIN, MPS))
+    restarted = {"restarted": {"gpu-node": [f"{PLUGIN}/old"]}, "readers": [plugin["metadata"]["uid"]],
+                 "configmap_version": "465", "problems": [], "listed": {"gpu-node": ["uid-old"]}}
+    settled = {"resources": {"daemonsets": packed([daemonset(PLUGIN), daemonset(MPS)]), "pods": packed([plugin, daemon])}}
+    [change] = filters.timeslicing_with_readers(finish, restarted, "time-slicing-config", settled)
+    body = new_record("r", NAMESPACE, INTENT, None, NOW, {})
+    body["data"].update(change["body"]["data"])
+    assert Record.of(body).started_after("time-slicing-config", "465") == sorted(
+        [plugin["metadata"]["uid"], daemon["metadata"]["uid"]])

@@ -22,10 +22,13 @@ class RestartResult:
     readers: list[str] = field(default_factory=list)  # pod uids
     configmap_version: str = ""
     problems: list[str] = field(default_factory=list)
+    # node -> the uids of its config readers in the first listing, made after the ConfigMap was read at
+    # `configmap_version`: every node of the restart, a key even when it held none (late_readers)
+    listed: dict[str, list[str]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {"restarted": self.restarted, "readers": self.readers, "configmap_version": self.configmap_version,
-                "problems": self.problems}
+                "problems": self.problems, "listed": self.listed}
 
 
 def stale_pods(operands: dict[str, Operand], pods: list[OperandPod], nodes: list[str],
@@ -51,6 +54,20 @@ def trusted_readers(known_readers: dict[str, Any] | None, configmap: dict[str, A
     return list(known.get("pods") or []) if version and known.get("resourceVersion") == version else []
 
 
+def late_readers(listed: dict[str, list[str]], daemonsets: list[dict[str, Any]], pods: list[dict[str, Any]]) -> list[str]:
+    """The config readers of a restart's nodes (`listed`: its RestartResult.listed) that its first listing
+    did not hold, Ready on their DaemonSet's current template: those a node label brought after the
+    restart (the MPS control daemon, once GFD labels the node nvidia.com/mps.capable). Each read the
+    ConfigMap at the restart's `configmap_version`, trusted only while it is still the ConfigMap's: the
+    listing followed the read of that version, and a pod it did not hold was created or bound to its
+    node after it, so its kubelet mounted the ConfigMap after that write. `daemonsets`, `pods`: read
+    once the verify succeeded."""
+    operands = {d["metadata"]["name"]: Operand(d) for d in daemonsets if d["metadata"]["name"] in CONFIG_READERS}
+    return sorted(pod.uid for pod in map(OperandPod, pods)
+                  if pod.node in listed and pod.uid not in listed[pod.node] and pod.ready
+                  and pod.daemonset in operands and operands[pod.daemonset].current(pod))
+
+
 def _readers(session: Session, namespace: str, daemonsets: Collection[str] = ()) -> dict[str, Operand]:
     return {d["metadata"]["name"]: Operand(d) for d in session.list("DaemonSet", namespace)
             if d["metadata"]["name"] in (daemonsets or CONFIG_READERS)}
@@ -66,9 +83,11 @@ def restart_readers(session: Session, namespace: str, nodes: list[str], configma
     ({"resourceVersion", "pods"}, a complete run's): pods that read the ConfigMap at that version,
     trusted while it is still the ConfigMap's. `daemonsets`: only these readers (all when empty)."""
     operands = _readers(session, namespace, daemonsets)
-    listed = [OperandPod(p) for p in session.pods_on(nodes, namespace)]
     configmap = session.get("ConfigMap", configmap_name, namespace) if configmap_name else None
-    result = RestartResult(configmap_version=((configmap or {}).get("metadata") or {}).get("resourceVersion", ""))
+    listed = [OperandPod(p) for p in session.pods_on(nodes, namespace)]  # after the ConfigMap's read (late_readers)
+    result = RestartResult(configmap_version=((configmap or {}).get("metadata") or {}).get("resourceVersion", ""),
+                           listed={node: sorted(p.uid for p in listed if p.node == node and p.daemonset in CONFIG_READERS)
+                                   for node in nodes})
     stale = stale_pods(operands, listed, nodes, configmap, force, trusted_readers(known_readers, configmap))
     for pod in stale:
         session.delete("Pod", pod.name, namespace, preconditions={"uid": pod.uid}, dry_run=check_mode)

@@ -9,6 +9,7 @@ from gpushare.clock import utc_now
 from gpushare.model.node import unpacked
 from gpushare.ansible_values import plain, read_resources
 from gpushare.runbook import records
+from gpushare.runbook.restart import late_readers
 from gpushare.runbook.state import ClusterState
 from gpushare.timeslicing import report
 from gpushare.timeslicing.plan import plan as enable_plan
@@ -50,13 +51,20 @@ def timeslicing_xid_query(targets: list[str], window: str) -> str:
     return xid_query(list(plain(targets)), str(window))
 
 
-def timeslicing_with_readers(changes: list[dict[str, Any]], restarted: dict[str, Any], configmap: str) -> list[dict[str, Any]]:
-    """The run record's changes, naming the readers the run's restart left running (when it ran)."""
+def timeslicing_with_readers(changes: list[dict[str, Any]], restarted: dict[str, Any], configmap: str,
+                             settled: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run record's changes, naming the readers the run's restart left running (when it ran) and
+    those a node label started after it: its late readers (gpushare.runbook.restart.late_readers) in
+    `settled`, the gpushare_read of its nodes' operand pods and DaemonSets once the verify succeeded."""
     changes, restarted = plain(changes), plain(restarted)
     if not changes or "readers" not in (restarted or {}):
         return changes
+    found = (plain(settled) or {}).get("resources") or {}
+    late = late_readers(restarted.get("listed") or {}, unpacked(found.get("daemonsets")) or [],
+                        unpacked(found.get("pods")) or [])
+    with_late = {**restarted, "readers": sorted({*restarted["readers"], *late})}
     first = changes[0]
-    body = {**first["body"], **records.readers_patch(str(configmap), restarted)}
+    body = {**first["body"], **records.readers_patch(str(configmap), with_late)}
     return [{**first, "body": body}, *changes[1:]]
 
 
