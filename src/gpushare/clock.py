@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 
+# A MicroTime (a Lease's acquireTime and renewTime).
+MICRO = "%Y-%m-%dT%H:%M:%S.%fZ"
+
 
 def utc_now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)

@@ -126,7 +126,7 @@ def test_the_lease_is_renewed_while_the_run_lives_and_released_when_it_ends(clus
         holder = lock.holder_identity("enable-timeslicing", utc_now(), run.pid)
         taken = apply_changes(session, [lock.take(None, NAME, namespace, holder, 3, utc_now())])
         first = taken[0].after["spec"]["renewTime"]
-        worker = renewer.start(str(cluster.kubeconfig), None, NAME, namespace, holder, run.pid)
+        worker = renewer.start(str(cluster.kubeconfig), None, NAME, namespace, holder, run.pid, 3)
         seen = {first}
         deadline = time.monotonic() + 8
         while len(seen) < 4:  # three renewals, the last after the Lease taken would have expired
@@ -144,7 +144,23 @@ def test_the_lease_is_renewed_while_the_run_lives_and_released_when_it_ends(clus
 def test_the_renewer_stops_when_the_run_released_the_lease(cluster: Cluster, session: Session, namespace: str) -> None:
     holder = lock.holder_identity("enable-timeslicing", utc_now(), os.getpid())
     apply_changes(session, [lock.take(None, NAME, namespace, holder, 3, utc_now())])
-    worker = renewer.start(str(cluster.kubeconfig), None, NAME, namespace, holder, os.getpid())
+    worker = renewer.start(str(cluster.kubeconfig), None, NAME, namespace, holder, os.getpid(), 3)
     assert renewer.release(session, NAME, namespace, holder)
     wait_for(lambda: not lock.pid_alive(worker), 5, "the renewer to end")
     assert session.get("Lease", NAME, namespace) is None  # never re-created
+
+
+def test_a_run_killed_before_the_first_renewal_has_its_lease_released(cluster: Cluster, session: Session,
+                                                                       namespace: str) -> None:
+    """The renewer connects only when the run ends unreleased, 100 s before its first renewal."""
+    run = subprocess.Popen(["sleep", "60"])
+    try:
+        holder = lock.holder_identity("enable-timeslicing", utc_now(), run.pid)
+        apply_changes(session, [lock.take(None, NAME, namespace, holder, 300, utc_now())])
+        worker = renewer.start(str(cluster.kubeconfig), None, NAME, namespace, holder, run.pid, 300)
+        wait_for(lambda: renewer.renews(worker) == holder, 5, "the renewer to start")
+    finally:
+        run.kill()
+        run.wait()
+    wait_for(lambda: session.get("Lease", NAME, namespace) is None, 10, "the renewer to release the Lease")
+    wait_for(lambda: not lock.pid_alive(worker), 5, "the renewer to end")

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from gpushare.plugins.filters import gpushare_lock
-from gpushare.runbook import lock
+from gpushare.polling import wait_for
+from gpushare.runbook import lock, processes
 from tests.unit.cluster_objects import NAMESPACE, NOW
 
 NAME = "gpushare-runbook-lock"
@@ -170,10 +171,18 @@ def test_a_lease_a_little_ahead_is_another_clock_not_a_forgery() -> None:
 
 def test_a_process_is_alive_until_it_ends_and_a_zombie_is_not() -> None:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
-    assert lock.pid_alive(os.getpid()) and lock.process_start(os.getpid())
+    assert processes.pid_alive(os.getpid()) and processes.process_start(os.getpid())
     deadline = dt.datetime.now() + dt.timedelta(seconds=10)
-    while lock.pid_alive(child.pid):  # ended, not reaped yet: a zombie
+    while processes.pid_alive(child.pid):  # ended, not reaped yet: a zombie
         assert dt.datetime.now() < deadline, "the child did not end"
         time.sleep(0.01)
-    assert child.poll() == 0 and not lock.pid_alive(child.pid) and lock.process_start(child.pid) == ""
+    assert child.poll() == 0 and not processes.pid_alive(child.pid) and processes.process_start(child.pid) == ""
 
+
+def test_a_process_command_line_is_read_until_it_is_gone() -> None:
+    argv = [sys.executable, "-c", "import time; time.sleep(60)", "an argument with spaces"]
+    child = subprocess.Popen(argv)
+    wait_for(lambda: processes.command_line(child.pid) == argv, 10, "the child's exec to set its command line")
+    child.kill()
+    child.wait()
+    assert processes.command_line(child.pid) == []

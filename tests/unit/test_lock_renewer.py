@@ -1,17 +1,26 @@
 """The runbook lock's renewer (gpushare.runbook.renewer) against an in-memory API server that keeps
 resourceVersions as the real one does: it renews only its own Lease at the version it read, stops
-when the Lease is released or taken over, and releases it when the run ends."""
+when the Lease is released or taken over, and releases it when the run ends. It makes no request
+(imports no kubernetes client) until a renewal is due or the run ended unreleased, and only the
+renewer of this run's holder is told to stop."""
 
 from __future__ import annotations
 
 import copy
 import datetime as dt
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gpushare.k8s.session import ApiError
-from gpushare.runbook import lock, renewer
+from gpushare.polling import wait_for
+from gpushare.runbook import lock, processes, renewer
 
 NAME, NAMESPACE = "gpushare-runbook-lock", "gpushare-system"
 ME = "enable-timeslicing@ops-laptop/4242/20261201T093000Z-1a2b"
@@ -120,17 +129,34 @@ class Run:
         return self.now < self.lives_s
 
 
+class Connection:
+    """The renewer's `connect`: the in-memory API server, and how often a session was asked for."""
+
+    def __init__(self, leases: Leases) -> None:
+        self.leases, self.calls = leases, 0
+
+    def __call__(self) -> Leases:
+        self.calls += 1
+        return self.leases
+
+
+def hold(leases: Leases, run: Run, duration_s: int = 30, stopped: Any = lambda: False) -> tuple[str, Connection]:
+    connect = Connection(leases)
+    return renewer.hold(connect, NAME, NAMESPACE, ME, duration_s, run.alive, stopped, run.sleep, run.clock), connect
+
+
 def test_while_the_run_lives_the_lease_is_renewed_every_third_of_its_duration_then_released() -> None:
     leases, run = Leases(duration=30), Run(lives_s=45)
-    why = renewer.hold(leases, NAME, NAMESPACE, ME, run.alive, run.sleep, run.clock)
+    why, connect = hold(leases, run)
     assert [w.split()[0] for w in leases.writes] == ["update", "update", "update", "update", "delete"]  # 10, 20, 30, 40 s
     assert why == "the run ended; it released the Lease" and leases.lease is None
+    assert connect.calls == 1
 
 
 def test_the_renewer_stops_once_the_lease_is_taken_over_and_releases_nothing() -> None:
     leases = Leases(duration=30)
     run = Run(lives_s=1000, at={15: lambda: leases.take_over(OTHER)})
-    why = renewer.hold(leases, NAME, NAMESPACE, ME, run.alive, run.sleep, run.clock)
+    why, _ = hold(leases, run)
     assert why == "the Lease was released or taken over" and run.now < 25
     assert leases.lease["spec"]["holderIdentity"] == OTHER
 
@@ -147,11 +173,90 @@ def test_an_unanswered_renewal_is_tried_again_soon() -> None:
         return replace(body)
 
     leases.replace = flaky  # type: ignore[method-assign]
-    renewer.hold(leases, NAME, NAMESPACE, ME, run.alive, run.sleep, run.clock)
+    hold(leases, run, duration_s=60)
     assert [w.split()[0] for w in leases.writes] == ["update", "delete"]  # at 20 s refused, at 25 s renewed
 
 
-def test_a_lease_that_is_not_this_runs_is_left_alone() -> None:
+def test_an_unanswered_first_read_is_tried_again_soon() -> None:
+    leases, run = Leases(duration=60), Run(lives_s=26)
+    answers = iter([ApiError(0, "Unreachable", "no answer")])
+    get = leases.get
+
+    def flaky(kind: str, name: str, namespace: str) -> dict[str, Any] | None:
+        failure = next(answers, None)
+        if failure:
+            raise failure
+        return get(kind, name, namespace)
+
+    leases.get = flaky  # type: ignore[method-assign]
+    hold(leases, run, duration_s=60)
+    assert [w.split()[0] for w in leases.writes] == ["update", "delete"]  # at 20 s unread, at 25 s renewed
+
+
+def test_a_lease_that_is_not_this_runs_is_left_alone_from_the_first_renewal() -> None:
     leases, run = Leases(holder=OTHER), Run(lives_s=100)
-    assert renewer.hold(leases, NAME, NAMESPACE, ME, run.alive, run.sleep, run.clock) == "the Lease is not this run's"
-    assert leases.writes == [] and run.now == 0
+    assert hold(leases, run)[0] == "the Lease was released or taken over"
+    assert leases.writes == [] and run.now == 10
+
+
+def test_a_run_that_released_the_lease_and_stopped_its_renewer_costs_no_request() -> None:
+    told: list[bool] = []
+    leases = Leases(duration=300)
+    run = Run(lives_s=8, at={5: lambda: (setattr(leases, "lease", None), told.append(True))})  # released at 5 s
+    why, connect = hold(leases, run, duration_s=300, stopped=lambda: bool(told))
+    assert why == "told to stop: the run released the Lease" and run.now == 5
+    assert connect.calls == 0
+
+
+def test_a_run_killed_before_the_first_renewal_has_its_lease_released() -> None:
+    leases, run = Leases(duration=300), Run(lives_s=8)
+    why, connect = hold(leases, run, duration_s=300)
+    assert why == "the run ended; it released the Lease" and leases.lease is None
+    assert leases.writes == ["delete"] and connect.calls == 1
+
+
+def test_the_renewer_imports_no_kubernetes_client_at_start_up() -> None:
+    imported = subprocess.run([sys.executable, "-c", "import sys, gpushare.runbook.renewer; "
+                               "print(sorted(m for m in sys.modules if m.split('.')[0] == 'kubernetes' "
+                               "or m.startswith('gpushare.k8s')))"],
+                              capture_output=True, text=True, check=True).stdout
+    assert imported.strip() == "[]"
+
+
+@pytest.fixture
+def owner() -> Any:
+    """A run's process: lives until the test ends."""
+    process = subprocess.Popen(["sleep", "60"])
+    yield process
+    process.kill()
+    process.wait()
+
+
+def test_only_this_holders_renewer_is_told_to_stop(owner: subprocess.Popen[bytes], tmp_path: Path) -> None:
+    """The renewer started for a run, told to stop by its own holder, ends at once having made no
+    request: with no kubeconfig, connecting would have ended it with status 1. A pid that is not that
+    renewer is never signalled."""
+    worker = renewer.start(str(tmp_path / "no-kubeconfig"), None, NAME, NAMESPACE, ME, owner.pid, 300)
+    wait_for(lambda: catches_sigterm(worker), 10, "the renewer to start")
+    assert renewer.renews(worker) == ME
+    assert renewer.stop(worker, OTHER) is False and renewer.stop(owner.pid, ME) is False
+    assert processes.pid_alive(worker) and owner.poll() is None
+    started = time.monotonic()
+    assert renewer.stop(worker, ME) is True
+    wait_for(lambda: not processes.pid_alive(worker), 5, "the renewer to end")
+    assert time.monotonic() - started < 3 and owner.poll() is None
+    assert renewer.stop(worker, ME) is False  # ended: its pid is no renewer's any more
+    assert os.waitstatus_to_exitcode(os.waitpid(worker, 0)[1]) == 0
+
+
+def catches_sigterm(pid: int) -> bool:
+    """Whether process `pid` has a handler for SIGTERM (its SigCgt mask in /proc)."""
+    caught = next(line.split()[1] for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                  if line.startswith("SigCgt:"))
+    return bool(int(caught, 16) >> (signal.SIGTERM - 1) & 1)
+
+
+def test_the_renewer_is_told_by_its_command_line() -> None:
+    argv = [sys.executable, "-m", "gpushare.runbook.renewer", "--name", NAME, "--holder", ME, "--owner", "42"]
+    assert renewer._option(argv, "--holder") == ME and renewer._option(argv, "-m") == renewer.MODULE
+    assert renewer._option([*argv, "--context"], "--context") == "" and renewer._option(["sleep", "60"], "-m") == ""

@@ -339,7 +339,8 @@ class DrainAction(KubeAction):
 class LockAction(KubeAction):
     """`state: held`: apply `take` (the gpushare_lock filter's changes), then start the Lease's renewer
     (gpushare.runbook.renewer) for this run's ansible-playbook process, the parent of this task worker.
-    `state: released`: delete the Lease if `holder` still holds it (no holder: this run took none)."""
+    `state: released`: delete the Lease if `holder` still holds it (no holder: this run took none), then
+    tell this run's renewer (pid `renewer`) to stop: it ends without a request."""
 
     def act(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
         from gpushare.runbook import renewer  # noqa: PLC0415
@@ -350,20 +351,31 @@ class LockAction(KubeAction):
             if not holder or self._task.check_mode:
                 return {"changed": False}
             held = session.get("Lease", name, namespace) if self._task.diff else None
-            if not renewer.release(session, name, namespace, holder):
+            deleted = renewer.release(session, name, namespace, holder)
+            if args["renewer"]:
+                renewer.stop(args["renewer"], holder)  # deleted, or not this run's any more: nothing to renew
+            if not deleted:
                 return {"changed": False}
             released = Outcome(Change("delete", "Lease", name, namespace), True, held, None)
             return {"changed": True, **({"diff": diffs([released], bookkeeping)} if held else {})}
         if not args["take"]:
             raise ValueError("state=held needs take, the gpushare_lock filter's changes")
-        result = _apply(session, [Change.from_dict(c) for c in args["take"]], bool(self._task.check_mode),
-                        bool(self._task.diff))
+        take = [Change.from_dict(c) for c in args["take"]]
+        result = _apply(session, take, bool(self._task.check_mode), bool(self._task.diff))
         if result.get("failed") or self._task.check_mode:
             return result
         kubeconfig, context = (self._templar.template(task_vars[v]) if task_vars.get(v) else None
                                for v in ("gpushare_kubeconfig", "gpushare_kube_context"))
-        renewing = renewer.start(kubeconfig, context, name, namespace, holder, os.getppid())
+        renewing = renewer.start(kubeconfig, context, name, namespace, holder, os.getppid(), _lease_duration(take))
         return {**result, "holder": holder, "renewer": renewing}
+
+
+def _lease_duration(take: list[Change]) -> int:
+    """The seconds the Lease `take` writes stays valid after each renewal."""
+    durations = [int(c.body["spec"]["leaseDurationSeconds"]) for c in take if c.kind == "Lease" and c.body]
+    if not durations:
+        raise ValueError("state=held needs take to write the Lease, with its spec.leaseDurationSeconds")
+    return durations[0]
 
 
 class DraProbeAction(KubeAction):

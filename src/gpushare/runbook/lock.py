@@ -7,17 +7,13 @@ lock, and whether its process still runs, are written here for every lock (the r
 from __future__ import annotations
 
 import datetime as dt
-import os
 import secrets
 import socket
-from pathlib import Path
 from typing import Any, Callable
 
 from gpushare.k8s.changes import Change
-from gpushare.clock import parse_time, stamp
-
-MICRO = "%Y-%m-%dT%H:%M:%S.%fZ"
-
+from gpushare.clock import MICRO, parse_time, stamp
+from gpushare.runbook.processes import pid_alive
 
 # How far in the future a Lease's times may be (another machine's clock) before it is refused as forged.
 CLOCK_SKEW_S = 60
@@ -51,32 +47,6 @@ def holder_identity(runbook: str, now: dt.datetime, pid: int | None = None) -> s
     frees the lock at once (holder_process_alive)."""
     process = f"{pid}/" if pid is not None else ""
     return f"{runbook}@{socket.gethostname()}/{process}{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(2)}"
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether process `pid` runs; one that ended but is not yet reaped (a zombie) does not."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return _proc_stat(pid)[:1] != ["Z"]
-
-
-def process_start(pid: int) -> str:
-    """When process `pid` started (clock ticks since boot, Linux); empty where it cannot be told. A
-    pid and its start tell a process from a later one given the same pid."""
-    fields = _proc_stat(pid)
-    return fields[19] if len(fields) > 19 else ""
-
-
-def _proc_stat(pid: int) -> list[str]:
-    """/proc/<pid>/stat from its state on (the command name before it may hold spaces); [] without it."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    except OSError:
-        return []
 
 
 def holder_process(holder: str, host: str = "", alive: Callable[[int], bool] = pid_alive) -> bool | None:

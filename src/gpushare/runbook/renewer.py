@@ -3,7 +3,11 @@ by the gpushare_lock action once a run took the Lease, so that the lock is held 
 and no longer. Every third of the Lease's duration it renews renewTime; when the run's
 ansible-playbook process ends without having released the Lease (a killed run) it releases it; it
 stops at once when the Lease is gone or another holder's. Each write is an update or a delete at the
-resourceVersion it read, so it never re-creates a Lease nor touches another run's."""
+resourceVersion it read, so it never re-creates a Lease nor touches another run's.
+
+Most runs end, and release the Lease themselves, before the first renewal is due: such a run tells
+its renewer to stop (SIGTERM, see `stop`), and the renewer then ends having made no request. So it
+imports the kubernetes client (gpushare.k8s.session) only once a request is due."""
 
 from __future__ import annotations
 
@@ -11,16 +15,20 @@ import argparse
 import copy
 import datetime as dt
 import os
-import subprocess
+import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import gpushare
-from gpushare.k8s.session import ApiError, Session
-from gpushare.runbook import lock
+from gpushare.clock import MICRO
+from gpushare.runbook import processes
 
+if TYPE_CHECKING:
+    from gpushare.k8s.session import Session
+
+MODULE = "gpushare.runbook.renewer"
 # Pause between two looks at the run's process.
 TICK_S = 1.0
 # Pause before a renewal that failed (API server unreachable, an error) is tried again.
@@ -38,7 +46,7 @@ def renewed(lease: dict[str, Any] | None, holder: str, now: dt.datetime) -> dict
     if holder_of(lease) != holder:
         return None
     body = copy.deepcopy(lease)
-    body["spec"]["renewTime"] = now.strftime(lock.MICRO)
+    body["spec"]["renewTime"] = now.strftime(MICRO)
     return body
 
 
@@ -46,6 +54,7 @@ def renew(session: Session, name: str, namespace: str, holder: str, lease: dict[
           now: dt.datetime) -> dict[str, Any] | None:
     """One renewal of `lease` (as last written); the Lease as now written, or None when `holder` holds
     it no more (deleted: released; replaced: taken over). A conflict is read again once."""
+    from gpushare.k8s.session import ApiError  # noqa: PLC0415 - imported with the session it was given
     for attempt in range(2):
         body = renewed(lease, holder, now)
         if body is None:
@@ -62,6 +71,7 @@ def renew(session: Session, name: str, namespace: str, holder: str, lease: dict[
 def release(session: Session, name: str, namespace: str, holder: str) -> bool:
     """Delete the Lease if `holder` holds it, at the version read; whether it was deleted. A renewal
     between the read and the delete (a conflict) is read again."""
+    from gpushare.k8s.session import ApiError  # noqa: PLC0415 - imported with the session it was given
     for _ in range(RELEASE_TRIES):
         lease = session.get("Lease", name, namespace)
         if holder_of(lease) != holder:
@@ -76,18 +86,24 @@ def release(session: Session, name: str, namespace: str, holder: str) -> bool:
                                     f"it; it expires by itself, or delete it: kubectl -n {namespace} delete lease {name}")
 
 
-def hold(session: Session, name: str, namespace: str, holder: str, owner_alive: Callable[[], bool],
+def hold(connect: Callable[[], Session], name: str, namespace: str, holder: str, duration_s: float,
+         owner_alive: Callable[[], bool], stopped: Callable[[], bool] = lambda: False,
          sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> str:
-    """Renew the Lease while `owner_alive()`; release it when the owner ends. Why it stopped."""
-    lease = session.get("Lease", name, namespace)
-    if holder_of(lease) != holder:
-        return "the Lease is not this run's"
-    interval = max(int(lease["spec"].get("leaseDurationSeconds") or 0) / 3, TICK_S)
+    """Renew the Lease every third of `duration_s` while `owner_alive()`; release it when the owner
+    ends, unless `stopped()` (the run released it itself). Why it stopped. Until the first renewal is
+    due (it reads the Lease first) or the owner ends, it makes no request nor calls `connect()`, which
+    gives the session."""
+    interval = max(duration_s / 3, TICK_S)
     due = clock() + interval
-    while owner_alive():
+    session: Session | None = None
+    lease: dict[str, Any] | None = None  # as last written
+    while owner_alive() and not stopped():
         if clock() >= due:
+            from gpushare.k8s.session import ApiError  # noqa: PLC0415 - the kubernetes client, once a request is due
+            session = session or connect()
             try:
-                lease = renew(session, name, namespace, holder, lease, dt.datetime.now(dt.timezone.utc))
+                lease = renew(session, name, namespace, holder, lease or session.get("Lease", name, namespace),
+                              dt.datetime.now(dt.timezone.utc))
             except ApiError:  # unreachable or refused: the Lease stays valid for two more intervals
                 due = clock() + min(RETRY_S, interval)
                 continue
@@ -95,14 +111,20 @@ def hold(session: Session, name: str, namespace: str, holder: str, owner_alive: 
                 return "the Lease was released or taken over"
             due = clock() + interval
         sleep(min(TICK_S, interval))
-    return "the run ended; it released the Lease" if release(session, name, namespace, holder) else "the run ended"
+    if stopped():
+        return "told to stop: the run released the Lease"
+    return "the run ended; it released the Lease" if release(session or connect(), name, namespace, holder) else "the run ended"
 
 
-def start(kubeconfig: str | None, context: str | None, name: str, namespace: str, holder: str, owner: int) -> int:
-    """Start the renewer of `holder`'s Lease for the run of process `owner`, detached (its own session:
-    a Ctrl-C or a kill of the run's process group leaves it to release the Lease); its pid."""
-    argv = [sys.executable, "-m", "gpushare.runbook.renewer", "--name", name, "--namespace", namespace,
-            "--holder", holder, "--owner", str(owner), "--owner-start", lock.process_start(owner)]
+def start(kubeconfig: str | None, context: str | None, name: str, namespace: str, holder: str, owner: int,
+          duration_s: int) -> int:
+    """Start the renewer of `holder`'s Lease (valid `duration_s` from each renewal) for the run of process
+    `owner`, detached (its own session: a Ctrl-C or a kill of the run's process group leaves it to
+    release the Lease); its pid."""
+    import subprocess  # noqa: PLC0415 - the renewer itself starts none
+
+    argv = [sys.executable, "-m", MODULE, "--name", name, "--namespace", namespace, "--holder", holder,
+            "--owner", str(owner), "--owner-start", processes.process_start(owner), "--duration", str(duration_s)]
     argv += [*(["--kubeconfig", kubeconfig] if kubeconfig else []), *(["--context", context] if context else [])]
     source = str(Path(gpushare.__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))}
@@ -110,23 +132,50 @@ def start(kubeconfig: str | None, context: str | None, name: str, namespace: str
                             env=env, start_new_session=True).pid
 
 
+def stop(pid: int, holder: str) -> bool:
+    """Tell the renewer `pid` of `holder`'s Lease to stop, once the run released the Lease itself;
+    whether it was told. A pid that is not that renewer (it ended, and its pid may be another
+    process's now) is left alone."""
+    if renews(pid) != holder:
+        return False
+    os.kill(pid, signal.SIGTERM)
+    return True
+
+
+def renews(pid: int) -> str:
+    """The holder whose Lease process `pid` renews; empty when it is no renewer."""
+    argv = processes.command_line(pid)
+    if _option(argv, "-m") != MODULE:
+        return ""
+    return _option(argv, "--holder")
+
+
+def _option(argv: list[str], option: str) -> str:
+    """The value given `option` in `argv`; empty without it."""
+    return argv[argv.index(option) + 1] if option in argv[:-1] else ""
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gpushare.runbook.renewer", description=__doc__.splitlines()[0])
-    for option in ("--name", "--namespace", "--holder", "--owner"):
+    parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.splitlines()[0])
+    for option in ("--name", "--namespace", "--holder", "--owner", "--duration"):
         parser.add_argument(option, required=True)
     parser.add_argument("--owner-start", default="")
     parser.add_argument("--kubeconfig")
     parser.add_argument("--context")
     args = parser.parse_args(argv)
     owner = int(args.owner)
+    told_to_stop: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, _frame: told_to_stop.append(signum))
 
     def owner_alive() -> bool:
-        return lock.pid_alive(owner) and lock.process_start(owner) == args.owner_start
+        return processes.pid_alive(owner) and processes.process_start(owner) == args.owner_start
 
-    try:
-        hold(Session(args.kubeconfig, args.context), args.name, args.namespace, args.holder, owner_alive)
-    except ApiError:
-        return 1  # the Lease expires by itself
+    def connect() -> Session:
+        from gpushare.k8s.session import Session  # noqa: PLC0415 - the kubernetes client, once a request is due
+        return Session(args.kubeconfig, args.context)
+
+    # An ApiError (unreachable, refused) ends it with status 1: the Lease then expires by itself.
+    hold(connect, args.name, args.namespace, args.holder, float(args.duration), owner_alive, lambda: bool(told_to_stop))
     return 0
 
 
