@@ -1,4 +1,6 @@
 // Wrapper module: pins Kueue and its dependencies through go.sum.
+// The modules it shares with build/kwok are pinned at the same versions (the higher of the two;
+// tests/unit/test_build_wrappers.py): this build, after kwok's, reuses the packages kwok's compiled.
 module gpushare.local/build/kueue
 
 go 1.26.0
@@ -92,7 +94,7 @@ require (
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.40.0 // indirect
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc v1.40.0 // indirect
 	go.opentelemetry.io/otel/metric v1.44.0 // indirect
-	go.opentelemetry.io/otel/sdk v1.43.0 // indirect
+	go.opentelemetry.io/otel/sdk v1.44.0 // indirect
 	go.opentelemetry.io/otel/trace v1.44.0 // indirect
 	go.opentelemetry.io/proto/otlp v1.9.0 // indirect
 	go.uber.org/atomic v1.11.0 // indirect
