@@ -6,6 +6,7 @@ submitted at once. Run alone it prints them as JSON; scripts/bench.py puts them 
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -27,10 +28,12 @@ from scripts.bench_cluster import STATE, bench_sim_up, sim  # noqa: E402
 NAMESPACE = "bench-kueue"
 
 
-def kueue_cold_build() -> dict[str, float | str]:
-    """What build-binaries.sh measured when it built the cached Kueue (empty cache; modules downloaded)."""
+def kueue_cold_build(cache: str | None = None) -> dict[str, float | str]:
+    """What build-binaries.sh measured when it built the cached Kueue (empty cache; modules downloaded);
+    `cache`: that binary cache (GPUSHARE_CACHE) instead of the user's."""
+    env = {**os.environ, "GPUSHARE_CACHE": cache} if cache else None
     combo = subprocess.run([str(REPO / "scripts" / "build-binaries.sh")], capture_output=True, text=True,
-                           check=True).stdout.strip().splitlines()[-1]
+                           check=True, env=env).stdout.strip().splitlines()[-1]
     record = json.loads((Path(combo) / "kueue").resolve().with_name("build.json").read_text())
     return {"kueue_build_s": float(record["build_s"]), "kueue_build_jobs": float(record["build_jobs"]),
             "kueue_version": record["version"]}
