@@ -28,6 +28,7 @@ import pytest
 from pytest_bdd import given, parsers, then, when
 
 from gpushare.clock import parse_time
+from gpushare.runbook import renewer
 from gpushare.dcgm_labels import host_of
 from gpushare_testbed.controlplane import StateDir
 from gpushare.k8s.session import Session
@@ -234,15 +235,7 @@ def rollback_killed(kube: Cluster, tmp_path: Path, runbook_inventory: Path, runb
 
 def _renewers_of(owner: int) -> list[int]:
     """The pids of the Lease renewers (gpushare.runbook.renewer) that watch process `owner`."""
-    found = []
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"gpushare.runbook.renewer" in argv and argv[argv.index(b"--owner") + 1] == str(owner).encode():
-            found.append(int(proc.name))
-    return found
+    return [int(proc.name) for proc in Path("/proc").glob("[0-9]*") if renewer.argument(int(proc.name), "--owner") == str(owner)]
 
 
 # ---- a device plugin that never becomes Ready ------------------------------------------------------

@@ -238,7 +238,8 @@ def test_only_this_holders_renewer_is_told_to_stop(owner: subprocess.Popen[bytes
     renewer is never signalled."""
     worker = renewer.start(str(tmp_path / "no-kubeconfig"), None, NAME, NAMESPACE, ME, owner.pid, 300)
     wait_for(lambda: catches_sigterm(worker), 10, "the renewer to start")
-    assert renewer.renews(worker) == ME
+    assert renewer.renews(worker) == ME and renewer.argument(worker, "--owner") == str(owner.pid)
+    assert renewer.argument(owner.pid, "--owner") == ""  # not a renewer
     assert renewer.stop(worker, OTHER) is False and renewer.stop(owner.pid, ME) is False
     assert processes.pid_alive(worker) and owner.poll() is None
     started = time.monotonic()

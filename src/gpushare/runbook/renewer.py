@@ -144,10 +144,13 @@ def stop(pid: int, holder: str) -> bool:
 
 def renews(pid: int) -> str:
     """The holder whose Lease process `pid` renews; empty when it is no renewer."""
+    return argument(pid, "--holder")
+
+
+def argument(pid: int, option: str) -> str:
+    """The value of `option` (say --owner) the renewer `pid` was started with; empty when it is no renewer."""
     argv = processes.command_line(pid)
-    if _option(argv, "-m") != MODULE:
-        return ""
-    return _option(argv, "--holder")
+    return _option(argv, option) if _option(argv, "-m") == MODULE else ""
 
 
 def _option(argv: list[str], option: str) -> str:
