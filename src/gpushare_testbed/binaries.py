@@ -16,14 +16,16 @@ class BinaryError(RuntimeError):
     """A control-plane binary is missing; the message says how to get it."""
 
 
-def binary_dir() -> Path:
-    """The directory holding all binaries: $GPUSHARE_BIN_DIR, else built (or reused) from the cache."""
+def binary_dir(with_kueue: bool = True) -> Path:
+    """The directory holding the binaries: $GPUSHARE_BIN_DIR, else built (or reused) from the cache,
+    Kueue's only when asked for."""
     configured = os.environ.get("GPUSHARE_BIN_DIR")
     if configured:
         directory = Path(configured)
     elif BUILD_SCRIPT.exists():
         # The script reuses the cache and prints progress on stderr while it builds.
-        result = subprocess.run([str(BUILD_SCRIPT)], check=False, stdout=subprocess.PIPE, text=True)
+        result = subprocess.run([str(BUILD_SCRIPT), *([] if with_kueue else ["--without", "kueue"])],
+                                check=False, stdout=subprocess.PIPE, text=True)
         if result.returncode != 0:
             raise BinaryError(f"building the control plane failed (exit {result.returncode}); see the output above")
         directory = Path(result.stdout.strip().splitlines()[-1])

@@ -345,7 +345,7 @@ class Launcher:
             self.ports.update({name: free_port() for name in kueue_embedded.PORTS})
 
     def _up(self) -> dict:
-        bins = binary_dir()
+        bins = binary_dir(with_kueue="kueue" in self.components)
         clients = self._prepare()
         self._ports()
         state, ports, pki_dir = self.state, self.ports, self.state.pki
