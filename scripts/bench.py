@@ -191,6 +191,12 @@ def last_make_test(record: Path) -> tuple[str, str]:
                   f"{run['external_s'] / 60:.1f}; {'passed' if run['passed'] else 'FAILED'}; {when})")
 
 
+def cpu_breakdown(cpu_s: dict[str, float]) -> str:
+    """`total: name seconds, ...`, the largest first."""
+    parts = ", ".join(f"{name} {seconds:.0f}" for name, seconds in sorted(cpu_s.items(), key=lambda kv: -kv[1]))
+    return f"{sum(cpu_s.values()):.0f} in all: {parts}" if cpu_s else "not measured"
+
+
 def render(r: dict[str, Any]) -> str:
     from scripts import bench_mig as mig, bench_rollout as rollout, bench_runbooks as runbooks  # noqa: PLC0415
 
@@ -221,6 +227,8 @@ def render(r: dict[str, Any]) -> str:
         ("`gpushare sim up`, 500 GPU nodes + 1 CPU node", f"{up500['up_median_s']:.1f} s"),
         ("Peak RSS of the whole embedded cluster, default fleet (sum of VmHWM)", f"{up['peak_rss_mib']:.0f} MiB"),
         ("Peak RSS of the whole embedded cluster, 500 GPU nodes", f"{up500['peak_rss_mib']:.0f} MiB"),
+        ("CPU the 500-node bring-up took, per process (CPU-s; the machine has "
+         f"{os.cpu_count()} CPUs)", cpu_breakdown(up500.get("cpu_s") or {})),
         ("Simulator reaction, per-node config label → node allocatable updated, default fleet (median / p95 / max of 20)",
          f"{react['reaction_median_s'] * 1000:.0f} / {react['reaction_p95_s'] * 1000:.0f} / {react['reaction_max_s'] * 1000:.0f} ms"),
         ("Same on the 500-node fleet (median / p95 / max of 10)",

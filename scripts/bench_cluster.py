@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 STATE = REPO / ".gpushare-bench"
@@ -46,13 +47,25 @@ def cluster_memory_mib(state: Path) -> tuple[float, float]:
     return current / 1024, peak / 1024
 
 
-def bench_sim_up(fleet: Path | None, runs: int, extra: tuple[str, ...] = ()) -> dict[str, float]:
+def cluster_cpu_s(state: Path) -> dict[str, float]:
+    """CPU seconds (user + system) each embedded-cluster process has used since it started."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    used = {}
+    for pid_file in (state / "pids").glob("*.pid"):
+        pid = json.loads(pid_file.read_text())["pid"]
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        used[pid_file.stem] = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    return used
+
+
+def bench_sim_up(fleet: Path | None, runs: int, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    """`gpushare sim up` timed `runs` times; the last one's memory and, per process, the CPU its bring-up took."""
     samples = []
-    memory = (0.0, 0.0)
+    memory, cpu = (0.0, 0.0), {}
     for _ in range(runs):
         sim("down")
         args = ["up", *extra] + (["--fleet", str(fleet)] if fleet else [])
         samples.append(timed(lambda: sim(*args)))
-        memory = cluster_memory_mib(STATE)
+        memory, cpu = cluster_memory_mib(STATE), cluster_cpu_s(STATE)
     return {"up_median_s": statistics.median(samples), "up_min_s": min(samples), "up_max_s": max(samples),
-            "rss_mib": memory[0], "peak_rss_mib": memory[1]}
+            "rss_mib": memory[0], "peak_rss_mib": memory[1], "cpu_s": cpu}
