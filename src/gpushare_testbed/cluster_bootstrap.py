@@ -20,10 +20,11 @@ from gpushare.k8s.session import ApiError
 from gpushare.kube import api_client
 from gpushare.polling import wait_for
 from gpushare_testbed.simulator import clusterpolicy as cp
+from gpushare_testbed.simulator.mig_manager import MIG_STATE
 from gpushare_testbed.simulator.node_view import GPU, SHARED, node_ready
 from gpushare_testbed.simulator.operands import current_revision, owned_by
 from gpushare_testbed.simulator.rest import Rest
-from gpushare_testbed.simulator.upgrade import STATE_LABEL as UPGRADE_STATE_LABEL
+from gpushare_testbed.simulator.upgrade import DONE as UPGRADE_DONE, FAILED as UPGRADE_FAILED, STATE_LABEL as UPGRADE_STATE_LABEL
 
 
 # The node status a kubelet sends with its registration (kubelet_node_status.go initialNode runs the
@@ -102,6 +103,18 @@ def grant_readers(kubeconfig: Path, users: list[str]) -> None:
                 update()
 
 
+def in_flight(labels: dict[str, str]) -> str | None:
+    """A change the operator makes to a GPU node that is not over (its driver upgrade, a MIG
+    reconfiguration: pending or rebooting), None when there is none or it ended (upgrade-failed and a
+    failed MIG reconfiguration stay so); the labels a real node carries too."""
+    upgrade = labels.get(UPGRADE_STATE_LABEL, UPGRADE_DONE)
+    if upgrade not in (UPGRADE_DONE, UPGRADE_FAILED):
+        return f"the driver upgrade to finish ({upgrade})"
+    if labels.get(MIG_STATE) in ("pending", "rebooting"):
+        return f"the MIG reconfiguration to finish ({labels[MIG_STATE]})"
+    return None
+
+
 def gpu_node_problem(node: dict[str, Any]) -> str | None:
     """What keeps a simulated GPU node from showing its whole cards, None when it does."""
     meta = node["metadata"]
@@ -111,11 +124,14 @@ def gpu_node_problem(node: dict[str, Any]) -> str | None:
         return "GFD labels (whole cards)"
     if allocatable.get(GPU) != str(hardware["count"]) or allocatable.get(SHARED, "0") != "0":
         return "the device plugin's nvidia.com/gpu allocatable"
-    mig = (labels.get("nvidia.com/mig.config"), labels.get("nvidia.com/mig.config.state"))
+    mig = (labels.get("nvidia.com/mig.config"), labels.get(MIG_STATE))
     if lookup_product(hardware["product"]).mig_capable and mig != ("all-disabled", "success"):
         return "MIG disabled (mig.config all-disabled, state success)"
-    if labels.get(UPGRADE_STATE_LABEL, "upgrade-done") != "upgrade-done":
-        return "the driver upgrade to finish"
+    problem = in_flight(labels)
+    if problem:
+        return problem
+    if labels.get(UPGRADE_STATE_LABEL) == UPGRADE_FAILED:
+        return f"the driver upgrade to succeed ({UPGRADE_FAILED})"
     if (node.get("spec") or {}).get("unschedulable"):
         return "the node to be schedulable"
     return None

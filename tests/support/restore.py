@@ -11,12 +11,10 @@ from typing import Any
 
 from kubernetes import client
 
-from gpushare_testbed.cluster_bootstrap import rollout_problems
-from gpushare.model.node import MIG_STATE
+from gpushare_testbed.cluster_bootstrap import in_flight, rollout_problems
 from gpushare.polling import wait_for
 from gpushare_testbed.simulator import clusterpolicy as cp
 from gpushare_testbed.simulator.rest import Rest
-from gpushare_testbed.simulator.upgrade import STATE_LABEL as UPGRADE_STATE_LABEL
 from tests.support.cluster import (
     RESET_TIMEOUT_S,
     SCENARIO_ANNOTATION_PREFIXES,
@@ -104,11 +102,9 @@ def unsettled(cluster: Cluster) -> list[str]:
     policy = _policy(cluster)
     problems = [] if policy is None or (policy.get("status") or {}).get("state") == "ready" else ["ClusterPolicy ready"]
     for name, node in _gpu_nodes(cluster).items():
-        labels = node.metadata.labels or {}
-        if labels.get(UPGRADE_STATE_LABEL, "upgrade-done") != "upgrade-done":
-            problems.append(f"{name}: driver upgrade {labels[UPGRADE_STATE_LABEL]}")
-        if labels.get(MIG_STATE) == "pending":
-            problems.append(f"{name}: MIG reconfiguration pending")
+        change = in_flight(node.metadata.labels or {})
+        if change:
+            problems.append(f"{name}: {change}")
         if not any(k.startswith("nvidia.com/") and v != "0" for k, v in (node.status.allocatable or {}).items()):
             problems.append(f"{name} advertises no GPU")
     return problems + rollout_problems(Rest(cluster.api), cluster.operator_namespace)
