@@ -20,6 +20,11 @@ from gpushare.polling import pauses
 
 # In the environment of every process `start` starts: the directory of its pid file.
 OWNER_ENV = "GPUSHARE_PID_DIR"
+# The Go runtime's GC target for the components (the Python ones ignore it), unless the caller's
+# environment sets GOGC: a heap 5x the live data rather than 2x. Garbage collection was a fifth of
+# the API server's CPU (its profile, bringing up 500 nodes); at 400 the API server spends 16% less CPU
+# on make test's scenarios for about 25% more memory. Only CPU and memory change, no behaviour.
+GO_GC_PERCENT = "400"
 
 
 class ComponentError(RuntimeError):
@@ -55,7 +60,7 @@ def start(component: Component, env: dict[str, str] | None = None) -> int:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
-            env={**os.environ, **(env or {}), OWNER_ENV: _owner(component.pid_file)},
+            env={"GOGC": GO_GC_PERCENT, **os.environ, **(env or {}), OWNER_ENV: _owner(component.pid_file)},
         )
     _wait_exec(process)
     record = {"pid": process.pid, "started": _start_time(process.pid), "argv0": component.argv[0],

@@ -38,6 +38,20 @@ def test_started_process_is_tracked_and_stopped(tmp_path: Path) -> None:
     assert not alive(component.pid_file) and not component.pid_file.exists()
 
 
+def test_go_components_get_a_gc_target_the_callers_environment_overrides(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    def gogc(name: str) -> bytes:
+        component = sleeper(tmp_path, name)
+        environment = Path(f"/proc/{start(component)}/environ").read_bytes().split(b"\0")
+        stop(component.pid_file)
+        return next(entry for entry in environment if entry.startswith(b"GOGC="))
+
+    monkeypatch.delenv("GOGC", raising=False)
+    assert gogc("default") == b"GOGC=400"
+    monkeypatch.setenv("GOGC", "100")
+    assert gogc("chosen") == b"GOGC=100"
+
+
 def test_a_reused_pid_is_not_ours(tmp_path: Path) -> None:
     pid_file = tmp_path / "other.pid"
     # Our own pid with a wrong start time stands for a pid the kernel gave to another process.
