@@ -11,7 +11,7 @@ The tests wait on their cluster more than they compute, so `--shards N run` star
 clusters and runs the test files split among them, side by side (one report for all).
 
     python scripts/external_cluster.py [--shards N] run -- [pytest arguments]   # up, pytest, down (always)
-    python scripts/external_cluster.py up | down"""
+    python scripts/external_cluster.py up | down   # down: every shard's cluster a run left up"""
 
 from __future__ import annotations
 
@@ -39,8 +39,15 @@ JUNIT = REPORTS / "external-junit.xml"
 
 
 def state(shard: int) -> Path:
-    """The state dir of the shard's cluster (the first one's is the one `up` and `down` manage)."""
+    """The state dir of the shard's cluster (the first one's is the one `up` starts)."""
     return REPO / (".gpushare-external" if shard == 0 else f".gpushare-external-{shard}")
+
+
+def shards_on_disk() -> list[int]:
+    """The first shard, and every other one whose state dir a `run` with --shards left (an interrupted
+    run leaves its clusters up)."""
+    others = {name.removeprefix(".gpushare-external-") for name in (p.name for p in REPO.glob(".gpushare-external-*"))}
+    return [0, *sorted(int(n) for n in others if n.isdigit() and int(n) > 0)]
 
 
 def gpushare(*args: str) -> None:
@@ -162,7 +169,8 @@ def main() -> int:
         up()
         return 0
     if args.action == "down":
-        down()
+        for shard in shards_on_disk():
+            down(shard)
         return 0
     return run(args.pytest_args, args.shards)
 
