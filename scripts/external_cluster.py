@@ -44,10 +44,11 @@ def state(shard: int) -> Path:
 
 
 def shards_on_disk() -> list[int]:
-    """The first shard, and every other one whose state dir a `run` with --shards left (an interrupted
-    run leaves its clusters up)."""
-    others = {name.removeprefix(".gpushare-external-") for name in (p.name for p in REPO.glob(".gpushare-external-*"))}
-    return [0, *sorted(int(n) for n in others if n.isdigit() and int(n) > 0)]
+    """The first shard, and every other one whose state dir (as `state` names it) a `run` with
+    --shards left (an interrupted run leaves its clusters up)."""
+    suffixes = (path.name.rpartition("-")[2] for path in REPO.glob(".gpushare-external-*"))
+    others = {int(s) for s in suffixes if s.isdigit() and int(s) > 0}
+    return [0, *sorted(n for n in others if state(n).is_dir())]
 
 
 def gpushare(*args: str) -> None:
