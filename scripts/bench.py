@@ -182,7 +182,7 @@ def previous_cold_build(path: Path) -> dict[str, float]:
 def last_make_test(record: Path) -> tuple[str, str]:
     """The test phase of the last `make test` on this machine (it records reports/make-test.json):
     too long to run inside the benchmarks, read back and dated instead."""
-    what = "`make test`, its tests (the main suite and the external target side by side, after setup and lint), last run here"
+    what = "`make test`, its tests (the main suite, the external target and the lint side by side, after setup), last run here"
     if not record.exists():
         return what, "not run on this machine yet"
     run = json.loads(record.read_text())
