@@ -17,7 +17,6 @@ import ansible_runner
 from tests.support.cluster import REPO, Cluster
 
 RUNS_FILE = "runbook-runs.jsonl"  # in the embedded cluster's state dir
-MAX_EVENT_RES = 20_000
 
 
 @dataclass
@@ -47,9 +46,8 @@ class PlaybookRun:
         messages = []
         for event in self.events:
             if event.get("event") in ("runner_on_failed", "runner_on_unreachable") and not event["event_data"].get("ignore_errors"):
-                res = event["event_data"].get("res") or {}
-                messages.append(str(res.get("msg") or res.get("message")
-                                    or res or f"(a result over {MAX_EVENT_RES} characters, not recorded)"))
+                res = event["event_data"].get("res", {})
+                messages.append(str(res.get("msg") or res.get("message") or res))
         return messages
 
     def describe(self) -> str:
@@ -108,11 +106,6 @@ def run_playbook(
         "ANSIBLE_NOCOLOR": "1",
         # What an operator sees (ansible-runner wraps this callback to record its events).
         "ANSIBLE_STDOUT_CALLBACK": "gpushare.gpu_sharing.gpushare",
-        # ansible-runner's event callback keeps a task's result in its event only up to this many
-        # characters (its own MAX_EVENT_RES, 700000 by default). The steps read the small ones (plans,
-        # summaries, failures, `changed`); the cluster reads (up to 200 kB here) were serialized
-        # four times over for nothing, a third of what recording a run cost.
-        "MAX_EVENT_RES": str(MAX_EVENT_RES),
     }
     mark = cluster.audit_mark()
     runner = ansible_runner.run(
