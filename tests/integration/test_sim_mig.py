@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpushare.polling import wait_for
+from gpushare.polling import WaitTimeout, wait_for
 from gpushare_testbed.simulator import clusterpolicy as cp
 from gpushare_testbed.simulator import mig_manager as mm
 from gpushare_testbed.simulator import operands
@@ -137,8 +137,15 @@ def test_gpu_clients_that_do_not_go_leave_the_node_pending_until_the_mig_manager
           "the MIG manager, which does not retry")
     manager = operand_pods(cluster, operands.MIG_MANAGER)[MIG_NODE].metadata.name
     cluster.kubectl("delete", "pod", "-n", cluster.operator_namespace, manager)
-    wait_for(lambda: states(cluster.node(MIG_NODE)) == ("success", "true", "true"), TIMEOUT_S,
-             "the restarted MIG manager to apply all-1g.5gb")
+    try:
+        wait_for(lambda: states(cluster.node(MIG_NODE)) == ("success", "true", "true"), TIMEOUT_S,
+                 "the restarted MIG manager to apply all-1g.5gb")
+    except WaitTimeout as err:  # seen once in `make test`: what the node and its pods were then
+        pods = cluster.core.list_namespaced_pod(cluster.operator_namespace, field_selector=f"spec.nodeName={MIG_NODE}")
+        found = [f"{p.metadata.name} {p.status.phase}{' deleting' if p.metadata.deletion_timestamp else ''}"
+                 for p in pods.items]
+        raise WaitTimeout(f"{err}; the node's (state, device-plugin, dcgm) labels: {states(cluster.node(MIG_NODE))}; "
+                          f"the operator's pods on it: {found}") from None
     wait_for(lambda: shows(cluster, GPU, 28), TIMEOUT_S, "28 x nvidia.com/gpu")
 
 
