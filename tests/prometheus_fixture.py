@@ -258,14 +258,16 @@ def build_tsdb(directory: Path, text: Callable[[], str] = openmetrics) -> Path:
     cached = TSDB_CACHE / key
     if not cached.is_dir():
         _promtool_blocks(content, directory, cached)
-    shutil.copytree(cached, directory / "tsdb.partial", dirs_exist_ok=True)
-    (directory / "tsdb.partial").rename(tsdb)
+    partial = directory / "tsdb.partial"
+    shutil.rmtree(partial, ignore_errors=True)  # an interrupted copy's
+    shutil.copytree(cached, partial)
+    partial.rename(tsdb)
     return tsdb
 
 
 def _promtool_blocks(content: str, scratch: Path, cached: Path) -> None:
-    """promtool's blocks of `content`, moved into `cached` at once (another process building the
-    same blocks meanwhile leaves its own, the same)."""
+    """promtool's blocks of `content`, renamed into `cached` in one step: where another process
+    renamed the same blocks there first, theirs are kept and these removed."""
     source = scratch / "input.om"
     source.write_text(content, encoding="utf-8")
     cached.parent.mkdir(parents=True, exist_ok=True)
