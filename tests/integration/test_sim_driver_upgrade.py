@@ -42,17 +42,20 @@ PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
 
 class NodeRecorder:
     """Every (node, upgrade state, unschedulable, device-plugin deploy label) the GPU nodes go
-    through, from a watch."""
+    through, from a watch, and each node's upgrade state when it began (`initial`)."""
 
     def __init__(self, cluster: Cluster):
         self.cluster = cluster
         self.seen: list[tuple[str, str, bool, str]] = []
+        self.initial: dict[str, str] = {}
         self.stop = threading.Event()
         self.started = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        version = self.cluster.core.list_node().metadata.resource_version
+        nodes = self.cluster.core.list_node()
+        self.initial = {n.metadata.name: (n.metadata.labels or {}).get(UPGRADE_STATE, "") for n in nodes.items}
+        version = nodes.metadata.resource_version
         self.started.set()
         stream = watch.Watch()
         for event in stream.stream(self.cluster.core.list_node, resource_version=version, timeout_seconds=300):
@@ -142,8 +145,10 @@ def upgraded(cluster: Cluster, gpu_nodes: list[str], drivers: dict[str, str]) ->
 
 
 def states_of(recorder: NodeRecorder, node: str) -> list[str]:
-    states = [s for n, s, _, _ in recorder.seen if n == node]
-    return [s for i, s in enumerate(states) if s and (i == 0 or states[i - 1] != s)]
+    """The upgrade states `node` went through after the one it was in when the recording began (any
+    other write to the node, a label or its status, is an event that repeats its current state)."""
+    states = [recorder.initial.get(node, "")] + [s for n, s, _, _ in recorder.seen if n == node]
+    return [s for before, s in zip(states, states[1:]) if s and s != before]
 
 
 def test_a_daemonsets_toleration_change_upgrades_the_driver_on_every_gpu_node(
