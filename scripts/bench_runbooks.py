@@ -204,7 +204,7 @@ def idle_cpu(state: Path, seconds: float = 20.0) -> float:
 
 
 def floor_s(state: Path) -> float:
-    """Ansible's floor on this cluster: one kubernetes.core.k8s_info task (median of 3)."""
+    """Ansible's floor on this cluster: one kubernetes.core.k8s_info task reading gpu-node (median of 3)."""
     env = {"gpushare_kubeconfig": str(state / "kubeconfig"), "ansible_python_interpreter": sys.executable}
     return statistics.median(playbook(state, "scripts/bench/floor.yml", "-e", json.dumps(env)) for _ in range(3))
 
@@ -295,7 +295,7 @@ def render(results: dict[str, Any]) -> str:
         "",
         f"- Medians of {CYCLES} cycles (enable, re-run, replicas, rollback) on each fleet alone, of "
         f"{SIDE_BY_SIDE_CYCLES} side by side; writes: every cycle's count of the runbook identity's mutating requests.",
-        f"- Ansible's floor (one kubernetes.core task, median of 3): {floor:.1f} s on the default fleet, "
+        f"- Ansible's floor (one kubernetes.core task reading gpu-node, median of 3): {floor:.1f} s on the default fleet, "
         f"{r['floor_500_s']:.1f} s on the 500-node one; the seed's kubectl sequence on gpu-node: {r['seed_s']:.1f} s "
         "(it re-configures every GPU node).",
         *(f"- {label} / floor: " + ", ".join(f"{step} {r[column][step]['s'] / r[base]:.2f}×" for step in STEPS)
