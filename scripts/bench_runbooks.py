@@ -1,5 +1,5 @@
 """Runbook timings on the embedded cluster, side by side in one run: Ansible's floor (one
-kubernetes.core task), the seed's own kubectl sequence, the enable (first run, idempotent re-run,
+kubernetes.core task) and its charge for as many no-op tasks as the enable runs, the seed's own kubectl sequence, the enable (first run, idempotent re-run,
 replicas change), the rollback with 4 shared pods; and the same one-node runs on the 500-node
 fleet, with the operand pods restarted outside the target.
 
@@ -51,15 +51,20 @@ def sim(state: Path, *args: str) -> None:
                    check=True, capture_output=True)
 
 
-def playbook(state: Path, path: str, *args: str) -> float:
+def _ansible_playbook(state: Path, path: str, *args: str, **env_extra: str) -> tuple[float, str]:
+    """(wall seconds, stdout) of one ansible-playbook run on the cluster in `state`."""
     env = {**os.environ, "GPUSHARE_STATE_DIR": str(state), "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", **env_extra}
     began = time.perf_counter()
     result = subprocess.run(["ansible-playbook", path, *args], cwd=REPO, env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - began
     if result.returncode != 0:
         raise RuntimeError(f"{path} {' '.join(args)} failed:\n{result.stdout[-3000:]}")
-    return elapsed
+    return elapsed, result.stdout
+
+
+def playbook(state: Path, path: str, *args: str) -> float:
+    return _ansible_playbook(state, path, *args)[0]
 
 
 def writes(state: Path, since: int) -> int:
@@ -209,6 +214,23 @@ def floor_s(state: Path) -> float:
     return statistics.median(playbook(state, "scripts/bench/floor.yml", "-e", json.dumps(env)) for _ in range(3))
 
 
+def enable_tasks(state: Path) -> int:
+    """The tasks one enable of gpu-node runs on this cluster, skipped ones and includes counted (the
+    JSON callback's task list of one run, which the caller rolls back)."""
+    _, out = _ansible_playbook(state, *ENABLE, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json")
+    return sum(len(play["tasks"]) for play in json.loads(out)["plays"])
+
+
+def steps_floor_s(state: Path, tasks: int) -> float:
+    """Ansible's charge for `tasks` steps that do nothing: a playbook of that many ansible.builtin.debug
+    tasks on localhost, each run in its own forked worker as every runbook task is (median of 3)."""
+    path = state / "steps-floor.yml"
+    path.write_text(json.dumps([{"name": f"{tasks} no-op tasks", "hosts": "localhost", "gather_facts": False,
+                                 "tasks": [{"name": f"Step {i}", "ansible.builtin.debug": {"msg": i}}
+                                           for i in range(tasks)]}]))
+    return statistics.median(playbook(state, str(path)) for _ in range(3))
+
+
 def preview_lines(state: Path) -> int:
     """Lines the operator reads from `enable-timeslicing.yml -l gpu-node --check --diff` on a fresh cluster."""
     env = {**os.environ, "GPUSHARE_STATE_DIR": str(state), "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
@@ -233,6 +255,9 @@ def bench_runbooks(state: Path) -> dict[str, Any]:
     sim(state, "down")
     sim(state, "up")
     small = one_node_runs({"default": state}, prepare=True)["default"]
+    tasks = enable_tasks(state)
+    playbook(state, *ROLLBACK)
+    steps_floor = steps_floor_s(state, tasks)
     sim(state, "down")
     sim(state, "up", "--operator-version", "v25.10")  # per-node MPS needs a plugin whose daemon starts on the node's key
     playbook(state, "playbooks/prepare-timeslicing.yml")
@@ -250,7 +275,8 @@ def bench_runbooks(state: Path) -> dict[str, Any]:
     finally:
         sim(beside, "down")
         shutil.rmtree(beside, ignore_errors=True)
-    return {"runbooks": {"floor_s": floor, "floor_500_s": floor_500, "preview_lines": lines, "seed_s": seed, "default": default, "prepared_default": small,
+    return {"runbooks": {"floor_s": floor, "floor_500_s": floor_500, "enable_tasks": tasks, "steps_floor_s": steps_floor,
+                         "preview_lines": lines, "seed_s": seed, "default": default, "prepared_default": small,
                          "prepared_500": fleet, "beside_default": side["default"], "beside_500": side["500"],
                          "idle_cpu_500": idle}}
 
@@ -302,6 +328,16 @@ def render(results: dict[str, Any]) -> str:
           for column, base, label in (("default", "floor_s", "Default fleet"),
                                       ("prepared_default", "floor_s", "Default fleet, prepared"),
                                       ("prepared_500", "floor_500_s", "500 GPU nodes, prepared"))),
+        f"- Ansible's charge for the prepared enable's {r['enable_tasks']} tasks (skipped ones and includes counted) "
+        f"as no-op ansible.builtin.debug tasks, median of 3: {r['steps_floor_s']:.1f} s, "
+        f"{r['steps_floor_s'] / floor:.2f}× the floor; the prepared enable is "
+        f"{r['prepared_default']['enable']['s'] / r['steps_floor_s']:.2f}× that.",
+        "- Only a cycle's first enable finds the shared config as it wants it; each later one follows the rollback of "
+        "the 4-replica change, so it rewrites the ConfigMap and restarts gpu-node's device plugin and GFD. The first "
+        "enable alone / floor: " + ", ".join(
+            f"{label} {r[column]['enable']['all_s'][0] / r[base]:.2f}×"
+            for column, base, label in (("prepared_default", "floor_s", "default fleet, prepared"),
+                                        ("prepared_500", "floor_500_s", "500 GPU nodes, prepared"))) + ".",
         f"- Enable / the seed's sequence: {default['enable']['s'] / r['seed_s']:.1f}×.",
         f"- `enable-timeslicing.yml -l gpu-node --check --diff` on a fresh default fleet prints {r['preview_lines']} lines.",
         f"- 500-node fleet / default fleet, both prepared, side by side (both clusters up, each step run on one "
