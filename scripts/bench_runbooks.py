@@ -149,26 +149,34 @@ def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 STEPS = ("enable", "rerun", "replicas", "rollback")
+FLOOR = "scripts/bench/floor.yml"
+
+
+def floor_args(state: Path) -> tuple[str, ...]:
+    """Ansible's floor on this cluster: one kubernetes.core.k8s_info task reading gpu-node."""
+    env = {"gpushare_kubeconfig": str(state / "kubeconfig"), "ansible_python_interpreter": sys.executable}
+    return FLOOR, "-e", json.dumps(env)
 
 
 def one_node_runs(states: dict[str, Path], prepare: bool, cycles: int = CYCLES) -> dict[str, dict[str, Any]]:
-    """`cycles` times: enable gpu-node, re-run, replicas 2 -> 4, rollback of gpu-node (4 shared pods),
-    on each fresh cluster of `states` (name -> state dir). With several clusters each step runs on
-    one after the other, so that they share whatever else loads the machine."""
+    """`cycles` times: Ansible's floor, enable gpu-node, re-run, replicas 2 -> 4, rollback of gpu-node
+    (4 shared pods), on each fresh cluster of `states` (name -> state dir): the floor beside the runs
+    it is the measure of. With several clusters each step runs on one after the other, so that they
+    share whatever else loads the machine."""
     sessions = {name: Session(state / "kubeconfig") for name, state in states.items()}
     runs: dict[str, dict[str, Any]] = {name: {} for name in states}
     if prepare:
         for name, state in states.items():
             runs[name]["prepare"] = _median([measured(state, sessions[name], "", "playbooks/prepare-timeslicing.yml")])
-    samples = {name: {step: [] for step in STEPS} for name in states}
+    samples = {name: {step: [] for step in ("floor", *STEPS)} for name in states}
     for _ in range(cycles):
-        for step in STEPS:
+        for step in ("floor", *STEPS):
             for name, state in states.items():
                 session = sessions[name]
                 if step == "rollback":
                     _share_check(session, running=True)
-                args = {"enable": ENABLE, "rerun": ENABLE, "replicas": (*ENABLE, "-e", "timeslicing_replicas=4"),
-                        "rollback": ROLLBACK}[step]
+                args = {"floor": floor_args(state), "enable": ENABLE, "rerun": ENABLE,
+                        "replicas": (*ENABLE, "-e", "timeslicing_replicas=4"), "rollback": ROLLBACK}[step]
                 samples[name][step].append(measured(state, session, "gpu-node", *args))
                 if step == "rollback":
                     _share_check(session, running=False)
@@ -208,12 +216,6 @@ def idle_cpu(state: Path, seconds: float = 20.0) -> float:
     return (used() - before) / seconds
 
 
-def floor_s(state: Path) -> float:
-    """Ansible's floor on this cluster: one kubernetes.core.k8s_info task reading gpu-node (median of 3)."""
-    env = {"gpushare_kubeconfig": str(state / "kubeconfig"), "ansible_python_interpreter": sys.executable}
-    return statistics.median(playbook(state, "scripts/bench/floor.yml", "-e", json.dumps(env)) for _ in range(3))
-
-
 def enable_tasks(state: Path) -> int:
     """The tasks one enable of gpu-node runs on this cluster, skipped ones and includes counted (the
     JSON callback's task list of one run, which the caller rolls back)."""
@@ -241,12 +243,11 @@ def preview_lines(state: Path) -> int:
 
 
 def bench_runbooks(state: Path) -> dict[str, Any]:
-    """The floor and the seed's sequence, then each fleet alone (the default one unprepared and
-    prepared, the 500-node one prepared), then both prepared fleets side by side."""
+    """The seed's sequence, then each fleet alone (the default one unprepared and prepared, the
+    500-node one prepared), then both prepared fleets side by side."""
     beside = state.with_name(f"{state.name}-beside")
     sim(state, "down")
     sim(state, "up")
-    floor = floor_s(state)
     seed = seed_sequence(state)
     sim(state, "down")
     sim(state, "up")
@@ -264,7 +265,6 @@ def bench_runbooks(state: Path) -> dict[str, Any]:
     small.update(mps_runs(state))
     sim(state, "down")
     sim(state, "up", "--fleet", str(REPO / "fleets" / "scale-500.yaml"))
-    floor_500 = floor_s(state)
     fleet = one_node_runs({"500": state}, prepare=True)["500"]
     idle = idle_cpu(state)
     sim(beside, "down")
@@ -275,8 +275,8 @@ def bench_runbooks(state: Path) -> dict[str, Any]:
     finally:
         sim(beside, "down")
         shutil.rmtree(beside, ignore_errors=True)
-    return {"runbooks": {"floor_s": floor, "floor_500_s": floor_500, "enable_tasks": tasks, "steps_floor_s": steps_floor,
-                         "preview_lines": lines, "seed_s": seed, "default": default, "prepared_default": small,
+    return {"runbooks": {"enable_tasks": tasks, "steps_floor_s": steps_floor, "preview_lines": lines, "seed_s": seed,
+                         "default": default, "prepared_default": small,
                          "prepared_500": fleet, "beside_default": side["default"], "beside_500": side["500"],
                          "idle_cpu_500": idle}}
 
@@ -296,7 +296,8 @@ def render(results: dict[str, Any]) -> str:
     r = results["runbooks"]
     rows = ["| cluster | run | wall time (min–max) | runbook CPU | writes | operand pods restarted elsewhere |",
             "|---|---|---|---|---|---|"]
-    labels = (("prepare", "`prepare-timeslicing.yml` (once per cluster)"),
+    labels = (("floor", "Ansible's floor: one `kubernetes.core.k8s_info` task reading gpu-node"),
+              ("prepare", "`prepare-timeslicing.yml` (once per cluster)"),
               ("enable", "`enable-timeslicing.yml -l gpu-node`"),
               ("rerun", "its re-run (nothing to change)"),
               ("replicas", "`-e timeslicing_replicas=4`"),
@@ -316,28 +317,30 @@ def render(results: dict[str, Any]) -> str:
                 written = "/".join(str(w) for w in sorted(set(run["writes"])))
                 rows.append(f"| {cluster} | {label} | {run['s']:.1f} s{spread} | {run['cpu_s']:.1f} s | {written} | "
                             f"{_elsewhere(run)} |")
-    default, floor = r["default"], r["floor_s"]
+    default, floor = r["default"], r["prepared_default"]["floor"]["s"]
     rows += [
         "",
-        f"- Medians of {CYCLES} cycles (enable, re-run, replicas, rollback) on each fleet alone, of "
+        f"- Medians of {CYCLES} cycles (floor, enable, re-run, replicas, rollback) on each fleet alone, of "
         f"{SIDE_BY_SIDE_CYCLES} side by side; writes: every cycle's count of the runbook identity's mutating requests.",
-        f"- Ansible's floor (one kubernetes.core task reading gpu-node, median of 3): {floor:.1f} s on the default fleet, "
-        f"{r['floor_500_s']:.1f} s on the 500-node one; the seed's kubectl sequence on gpu-node: {r['seed_s']:.1f} s "
+        "- Ansible's floor runs in every cycle, before the runbooks on the same cluster, so that each ratio to it "
+        f"compares runs made side by side; the seed's kubectl sequence on gpu-node: {r['seed_s']:.1f} s "
         "(it re-configures every GPU node).",
-        *(f"- {label} / floor: " + ", ".join(f"{step} {r[column][step]['s'] / r[base]:.2f}×" for step in STEPS)
-          for column, base, label in (("default", "floor_s", "Default fleet"),
-                                      ("prepared_default", "floor_s", "Default fleet, prepared"),
-                                      ("prepared_500", "floor_500_s", "500 GPU nodes, prepared"))),
+        *(f"- {label} / its floor: " + ", ".join(f"{step} {r[column][step]['s'] / r[column]['floor']['s']:.2f}×"
+                                                 for step in STEPS)
+          for column, label in (("default", "Default fleet"), ("prepared_default", "Default fleet, prepared"),
+                                ("prepared_500", "500 GPU nodes, prepared"),
+                                ("beside_default", "Default fleet, prepared, beside the 500-node one"),
+                                ("beside_500", "500 GPU nodes, prepared, beside the default one"))),
         f"- Ansible's charge for the prepared enable's {r['enable_tasks']} tasks (skipped ones and includes counted) "
         f"as no-op ansible.builtin.debug tasks, median of 3: {r['steps_floor_s']:.1f} s, "
-        f"{r['steps_floor_s'] / floor:.2f}× the floor; the prepared enable is "
+        f"{r['steps_floor_s'] / floor:.2f}× the prepared default fleet's floor; its enable is "
         f"{r['prepared_default']['enable']['s'] / r['steps_floor_s']:.2f}× that.",
-        "- Only a cycle's first enable finds the shared config as it wants it; each later one follows the rollback of "
+        "- A prepared cycle's first enable writes no ConfigMap (the prepare did); each later one follows the rollback of "
         "the 4-replica change, so it rewrites the ConfigMap and restarts gpu-node's device plugin and GFD. The first "
-        "enable alone / floor: " + ", ".join(
-            f"{label} {r[column]['enable']['all_s'][0] / r[base]:.2f}×"
-            for column, base, label in (("prepared_default", "floor_s", "default fleet, prepared"),
-                                        ("prepared_500", "floor_500_s", "500 GPU nodes, prepared"))) + ".",
+        "enable alone / its floor: " + ", ".join(
+            f"{label} {r[column]['enable']['all_s'][0] / r[column]['floor']['s']:.2f}×"
+            for column, label in (("prepared_default", "default fleet, prepared"),
+                                  ("prepared_500", "500 GPU nodes, prepared"))) + ".",
         f"- Enable / the seed's sequence: {default['enable']['s'] / r['seed_s']:.1f}×.",
         f"- `enable-timeslicing.yml -l gpu-node --check --diff` on a fresh default fleet prints {r['preview_lines']} lines.",
         f"- 500-node fleet / default fleet, both prepared, side by side (both clusters up, each step run on one "
