@@ -1,7 +1,8 @@
 """Runbook timings on the embedded cluster, side by side in one run: Ansible's floor (one
-kubernetes.core task) and its charge for as many no-op tasks as the enable runs, the seed's own kubectl sequence, the enable (first run, idempotent re-run,
-replicas change), the rollback with 4 shared pods; and the same one-node runs on the 500-node
-fleet, with the operand pods restarted outside the target.
+kubernetes.core task) and its charge for as many no-op tasks as the enable runs, the seed's own
+kubectl sequence, the enable (first run, idempotent re-run, replicas change), the rollback with 4
+shared pods; and the same one-node runs on the 500-node fleet, with the operand pods restarted
+outside the target.
 
 Each run's wall time includes the waits for the simulated operator and kubelets; the runbook's own
 CPU time (ansible-playbook and its workers) is its part alone. An idle 500-node control plane keeps
@@ -325,12 +326,9 @@ def render(results: dict[str, Any]) -> str:
         "- Ansible's floor runs in every cycle, before the runbooks on the same cluster, so that each ratio to it "
         f"compares runs made side by side; the seed's kubectl sequence on gpu-node: {r['seed_s']:.1f} s "
         "(it re-configures every GPU node).",
-        *(f"- {label} / its floor: " + ", ".join(f"{step} {r[column][step]['s'] / r[column]['floor']['s']:.2f}×"
-                                                 for step in STEPS)
-          for column, label in (("default", "Default fleet"), ("prepared_default", "Default fleet, prepared"),
-                                ("prepared_500", "500 GPU nodes, prepared"),
-                                ("beside_default", "Default fleet, prepared, beside the 500-node one"),
-                                ("beside_500", "500 GPU nodes, prepared, beside the default one"))),
+        *(f"- {cluster[:1].upper()}{cluster[1:]} / its floor: " + ", ".join(
+            f"{step} {r[column][step]['s'] / r[column]['floor']['s']:.2f}×" for step in STEPS)
+          for column, cluster in columns),
         f"- Ansible's charge for the prepared enable's {r['enable_tasks']} tasks (skipped ones and includes counted) "
         f"as no-op ansible.builtin.debug tasks, median of 3: {r['steps_floor_s']:.1f} s, "
         f"{r['steps_floor_s'] / floor:.2f}× the prepared default fleet's floor; its enable is "
@@ -338,9 +336,8 @@ def render(results: dict[str, Any]) -> str:
         "- A prepared cycle's first enable writes no ConfigMap (the prepare did); each later one follows the rollback of "
         "the 4-replica change, so it rewrites the ConfigMap and restarts gpu-node's device plugin and GFD. The first "
         "enable alone / its floor: " + ", ".join(
-            f"{label} {r[column]['enable']['all_s'][0] / r[column]['floor']['s']:.2f}×"
-            for column, label in (("prepared_default", "default fleet, prepared"),
-                                  ("prepared_500", "500 GPU nodes, prepared"))) + ".",
+            f"{cluster} {r[column]['enable']['all_s'][0] / r[column]['floor']['s']:.2f}×"
+            for column, cluster in columns if column.startswith("prepared_")) + ".",
         f"- Enable / the seed's sequence: {default['enable']['s'] / r['seed_s']:.1f}×.",
         f"- `enable-timeslicing.yml -l gpu-node --check --diff` on a fresh default fleet prints {r['preview_lines']} lines.",
         f"- 500-node fleet / default fleet, both prepared, side by side (both clusters up, each step run on one "
