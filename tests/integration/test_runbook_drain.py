@@ -1,6 +1,7 @@
 """The drain against the embedded cluster's real ReplicaSet controller: it is not done while the
 controller lags behind the evictions (the evicted pods gone, their replacements not yet created), so
-a workload pinned to the node is seen coming back."""
+a workload pinned to the node is seen coming back; and the rollback's confirmation that the pods
+moved fails on one that came back."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from collections.abc import Iterator
 import pytest
 
 from gpushare.k8s.session import Session
-from gpushare.polling import wait_for
+from gpushare.model.pods import Pod
+from gpushare.polling import DeadEnd, wait_for
 from gpushare.runbook.checks import gpu_nodes
 from gpushare.runbook.drain import DrainResult, drain
+from gpushare.timeslicing_rollback.checks import scheduler_tried
 from tests.integration.k8s_fixtures import namespace, session  # noqa: F401 - fixtures
 from tests.integration.test_timeslicing_checks import paused
 from tests.support.cluster import Cluster
@@ -65,3 +68,28 @@ def test_a_lagging_replicaset_controller_does_not_let_the_drain_miss_a_comeback(
     assert outcome, "the drain did not finish"
     assert f"re-created {namespace}/pinned-" in outcome[0].problem, outcome[0].problem
     assert len(outcome[0].evicted) == 2
+
+
+def test_the_rollback_confirmation_fails_on_replacements_placed_back_on_the_drained_node(
+        session: Session, pinned: tuple[str, str]) -> None:
+    """However the drain ended (say, its last pass listed the node before the scheduler bound the
+    replacements), the confirmation that the pods moved ends at once on a replacement back on the node."""
+    namespace, node = pinned
+    evicted = []
+    for raw in session.list("Pod", namespace):
+        pod = Pod(raw)
+        session.evict(pod.name, namespace, dry_run=False, grace_period_seconds=0, uid=pod.uid)
+        evicted.append({"pod": pod.ref, "namespace": namespace, "workload": pod.workload,
+                        "controller_uid": pod.controller["uid"]})
+    gone = {e["pod"] for e in evicted}
+
+    def replaced() -> bool:
+        live = [Pod(p) for p in session.list("Pod", namespace)]
+        return sum(p.node == node and p.ref not in gone and not p.terminating for p in live) == 2
+
+    wait_for(replaced, 60, "the pinned Deployment's replacements placed back on the node", interval_s=0.2)
+    with pytest.raises(DeadEnd) as ended:
+        scheduler_tried(session, evicted, [node])
+    assert f"Deployment {namespace}/pinned re-created {namespace}/pinned-" in str(ended.value)
+    assert f"on {node} right after its eviction" in str(ended.value)
+    assert scheduler_tried(session, evicted, [n for n in gpu_nodes(session) if n != node]) == []

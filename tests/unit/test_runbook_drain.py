@@ -11,14 +11,18 @@ from typing import Any
 import pytest
 
 from gpushare.model.pods import Pod
-from gpushare.runbook.drain import DrainProgress
-from tests.unit.cluster_objects import workload_pod
+from gpushare.runbook.drain import DrainProgress, replacement_standing
+from gpushare.model.node import Node
+from tests.unit.cluster_objects import node, workload_pod
 
 OWNER = "trainer-5d4f7b9c8"
 ALL = [{"operator": "Exists"}]
 REFUSAL = ("PodDisruptionBudget team-a/trainer-budget: Cannot evict pod as it would violate the pod's disruption "
            "budget.")
 COMES_BACK = "right after its eviction"
+UNSCHEDULABLE = "0/4 nodes are available: 1 Insufficient nvidia.com/gpu.shared"
+DRAINED = {"gpu-node": Node(node("gpu-node", replicas=4, unschedulable=True, taints=[
+    {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]))}
 
 
 @dataclass
@@ -135,11 +139,48 @@ def test_a_replacement_the_scheduler_has_not_tried_keeps_the_drain_going() -> No
     evicted = deployment.on_node[0]
     unbound = workload_pod(f"{OWNER}-99999", "", owner_name=OWNER)
     other = workload_pod("batch-7c9d8e6f5-00001", "", owner_name="batch-7c9d8e6f5")
-    assert [p.name for p in progress.unplaced([Pod(evicted), Pod(unbound), Pod(other)])] == [f"{OWNER}-99999"]
-    unbound["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                                        "message": "0/4 nodes are available"}]
+    assert [p.name for p in progress.unsettled([Pod(evicted), Pod(unbound), Pod(other)], DRAINED)] == [
+        f"{OWNER}-99999"]
+    pending(unbound)
     placed = workload_pod(f"{OWNER}-99998", "gpu-node-2", owner_name=OWNER)
-    assert progress.unplaced([Pod(unbound), Pod(placed)]) == []
+    assert progress.unsettled([Pod(unbound), Pod(placed)], DRAINED) == []
+
+
+def pending(raw: dict[str, Any]) -> dict[str, Any]:
+    raw["status"]["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                    "message": UNSCHEDULABLE}]
+    return raw
+
+
+def test_a_replacement_pending_since_before_the_evicted_pods_went_keeps_the_drain_going_if_the_node_admits_it() -> None:
+    """The scheduler tried the replacement while the evicted pods still held the node's shares
+    (terminating): its Unschedulable reason is stale, and once they are gone it is placed back on the
+    node if it tolerates the cordon and its selection admits the node; otherwise it is placed nowhere."""
+    deployment = Deployment("nowhere", max_unavailable=4)
+    progress = DrainProgress()
+    for pod in progress.to_evict([Pod(p) for p in deployment.on_node]):
+        progress.evicted_pod(pod)
+    pinned = Pod(pending(workload_pod(f"{OWNER}-99999", "", owner_name=OWNER, tolerations=ALL,
+                                      node_selector={"kubernetes.io/hostname": "gpu-node"})))
+    elsewhere = Pod(pending(workload_pod(f"{OWNER}-99998", "", owner_name=OWNER, tolerations=ALL,
+                                         node_selector={"kubernetes.io/hostname": "gpu-node-2"})))
+    kept_off = Pod(pending(workload_pod(f"{OWNER}-99997", "", owner_name=OWNER)))  # no cordon toleration
+    assert [replacement_standing(p, DRAINED) for p in (pinned, elsewhere, kept_off)] == ["admitted", "", ""]
+    assert progress.unsettled([pinned, elsewhere, kept_off], DRAINED) == [pinned]
+
+
+def test_a_replacement_bound_to_the_node_after_the_pass_listed_it_keeps_the_drain_going() -> None:
+    """The pass lists the node's pods (the evicted ones gone, the replacements not yet bound) and then
+    the namespace's: a replacement the scheduler bound to the drained node in between is placed, but
+    the drain is not done; the next pass lists it on the node and stops on it as a comeback."""
+    deployment = Deployment("nowhere", max_unavailable=4)
+    progress = DrainProgress()
+    for pod in progress.to_evict([Pod(p) for p in deployment.on_node]):
+        progress.evicted_pod(pod)
+    back = Pod(workload_pod(f"{OWNER}-99999", "gpu-node", owner_name=OWNER))
+    assert progress.unsettled([back], DRAINED) == [back]
+    assert progress.to_evict([]) == []
+    assert progress.to_evict([back]) == [] and COMES_BACK in progress.result.problem
 
 
 def test_a_replicaset_that_has_not_re_created_the_evicted_pods_keeps_the_drain_going() -> None:
@@ -153,7 +194,7 @@ def test_a_replicaset_that_has_not_re_created_the_evicted_pods_keeps_the_drain_g
         progress.evicted_pod(pod)
     uid = Pod(deployment.on_node[0]).controller["uid"]
     assert progress.replacing == {uid: ("ReplicaSet", "team-a", OWNER)}
-    assert progress.unplaced([]) == []
+    assert progress.unsettled([], DRAINED) == []
     assert progress.uncreated([], {uid: 4}) == [uid]
     created = [workload_pod(f"{OWNER}-9999{i}", "", owner_name=OWNER) for i in range(3)]
     assert progress.uncreated([Pod(p) for p in [*created, *deployment.on_node]], {uid: 4}) == [uid]  # 3 live, 4 terminating

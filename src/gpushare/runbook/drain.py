@@ -12,7 +12,7 @@ from typing import Any
 
 from gpushare.k8s.session import ApiError, Session
 from gpushare.model.node import Node
-from gpushare.model.pods import Pod
+from gpushare.model.pods import UNSCHEDULABLE, Pod
 from gpushare.polling import pauses
 
 BUDGET = re.compile(r"disruption budget (\S+)")
@@ -54,16 +54,16 @@ class DrainProgress:
         self.seen |= {p.uid for p in pods}
         self.refused = {}
         if back:
-            self.result.problem = _comeback(back)
+            self.result.problem = comeback(back)
             return []
         return [p for p in pods if not p.terminating and p.uid not in self.evicted]
 
-    def unplaced(self, pods: list[Pod]) -> list[Pod]:
-        """Of `pods` (those of the evicted pods' namespaces), the replacements of an evicted pod the
-        scheduler has not tried yet: until it has, one may still land back on the node, so the drain
-        is not done (a Pending one with the scheduler's reason is placed nowhere: done)."""
-        return [p for p in pods if p.controller.get("uid") in self.controllers and not p.node and not p.terminating
-                and not p.pending_reason()]
+    def unsettled(self, pods: list[Pod], nodes: dict[str, Node]) -> list[Pod]:
+        """Of `pods` (those of the evicted pods' namespaces), the replacements of an evicted pod that
+        keep the drain going (see `replacement_standing`): one back on a drained node was bound after
+        this pass listed the node, and the next pass stops on it as a comeback."""
+        return [p for p in pods if p.controller.get("uid") in self.controllers and p.uid not in self.evicted
+                and replacement_standing(p, nodes)]
 
     def uncreated(self, pods: list[Pod], replicas: dict[str, int]) -> list[str]:
         """The ReplicaSets and StatefulSets (uid -> spec.replicas, read now) with fewer live pods in
@@ -97,13 +97,35 @@ class DrainProgress:
                                    "are gone.")
 
 
-def _holding_pods(session: Session, nodes: list[str], resources: tuple[str, ...] | None) -> list[Pod]:
+def replacement_standing(pod: Pod, nodes: dict[str, Node]) -> str:
+    """Why an evicted pod's replacement `pod` has not moved off the drained `nodes` (yet): "back" on one
+    of them; "untried" by the scheduler; "admitted", Pending but fit for a drained node once the
+    evicted pods are gone (the scheduler's reason may date from before, and it retries); "" when it
+    is placed elsewhere, Pending where no drained node admits it, or finished."""
+    if pod.terminating or pod.finished:
+        return ""
+    if pod.node:
+        return "back" if pod.node in nodes else ""
+    if not pod.pending_reason():
+        return "untried"
+    return "admitted" if any(admits(node, pod) for node in nodes.values()) else ""
+
+
+def admits(node: Node, pod: Pod) -> bool:
+    """The scheduler may place `pod` on the cordoned `node`: it tolerates the cordon and the node's
+    taints, and its required node selection admits the node's labels."""
+    return pod.tolerates_all([UNSCHEDULABLE, *node.taints]) and pod.selects(node.name, node.labels)
+
+
+def read_nodes(session: Session, names: list[str]) -> dict[str, Node]:
+    """The nodes of `names` that exist."""
+    return {name: Node(raw) for name in names if (raw := session.get("Node", name)) is not None}
+
+
+def _holding_pods(session: Session, nodes: dict[str, Node], resources: tuple[str, ...] | None) -> list[Pod]:
     found = []
-    for name in nodes:
-        raw = session.get("Node", name)
-        if raw is None:
-            continue
-        held = resources or shared_resources(Node(raw))
+    for name, node in nodes.items():
+        held = resources or shared_resources(node)
         for pod in session.list("Pod", field_selector=f"spec.nodeName={name}"):
             workload = Pod(pod)
             if not workload.finished and not workload.daemonset and workload.holds(held):
@@ -126,9 +148,9 @@ def _replicas(session: Session, progress: DrainProgress) -> dict[str, int]:
     return wanted
 
 
-def _awaiting_replacements(session: Session, progress: DrainProgress) -> bool:
+def _awaiting_replacements(session: Session, progress: DrainProgress, nodes: dict[str, Node]) -> bool:
     around = _evicted_namespaces_pods(session, progress.result)
-    return bool(progress.unplaced(around) or progress.uncreated(around, _replicas(session, progress)))
+    return bool(progress.unsettled(around, nodes) or progress.uncreated(around, _replicas(session, progress)))
 
 
 def drain(session: Session, nodes: list[str], timeout_s: float, retry_s: float, grace_period_s: int | None,
@@ -138,7 +160,8 @@ def drain(session: Session, nodes: list[str], timeout_s: float, retry_s: float, 
     progress = DrainProgress()
     deadline, pause = time.monotonic() + timeout_s, pauses(min(retry_s, 1.0))
     while True:
-        pods = _holding_pods(session, nodes, resources)
+        found = read_nodes(session, nodes)
+        pods = _holding_pods(session, found, resources)
         for pod in progress.to_evict(pods):
             try:
                 session.evict(pod.name, pod.namespace, dry_run=check_mode, grace_period_seconds=grace_period_s,
@@ -153,7 +176,7 @@ def drain(session: Session, nodes: list[str], timeout_s: float, retry_s: float, 
             progress.evicted_pod(pod)
         if progress.result.problem or check_mode:
             return progress.result
-        if not pods and not _awaiting_replacements(session, progress):
+        if not pods and not _awaiting_replacements(session, progress, found):
             return progress.result
         if time.monotonic() >= deadline:
             if pods:
@@ -177,7 +200,8 @@ def _why_back(pod: Pod) -> str:
     return f"it tolerates the cordon ({pod.cordon_toleration()}) and {admits}"
 
 
-def _comeback(back: list[Pod]) -> str:
+def comeback(back: list[Pod]) -> str:
+    """The problem of a workload whose replacements landed back on the drained node."""
     parts = [f"{pod.workload} re-created {pod.ref} on {pod.node} right after its eviction: {_why_back(pod)}"
              for pod in back]
     return ("; ".join(parts) + ". Evicting again would only repeat this. Scale the workload down, or change its "

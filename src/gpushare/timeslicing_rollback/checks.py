@@ -10,6 +10,8 @@ from gpushare.k8s.patch import resolve
 from gpushare.k8s.session import Session
 from gpushare.model.node import CONFIG_LABEL, GPU, SHARED, Node, Pool
 from gpushare.model.pods import Pod
+from gpushare.polling import DeadEnd
+from gpushare.runbook.drain import comeback, read_nodes, replacement_standing
 from gpushare.runbook.checks import bystanders_unchanged, driver_upgrade_dead_ends, gpu_nodes, reader_problems
 from gpushare.timeslicing_common.mark import timeslicing_mark
 
@@ -64,15 +66,28 @@ def timeslicing_disabled(session: Session, namespace: str, expected: dict[str, A
     return problems or bystanders_unchanged(session, expected, pool, nodes)
 
 
-def scheduler_tried(session: Session, evicted: list[dict[str, str]]) -> list[str]:
-    """Every evicted workload's pods are placed, or the scheduler has said why it cannot place them."""
-    problems = []
+UNSETTLED = {"untried": "not yet tried by the scheduler",
+             "admitted": "Pending, and {nodes} would admit it once the evicted pods are gone"}
+
+
+def scheduler_tried(session: Session, evicted: list[dict[str, str]], nodes: list[str]) -> list[str]:
+    """The evicted workloads' pods moved off `nodes`: each placed elsewhere, or Pending where no drained
+    node admits it (see gpushare.runbook.drain.replacement_standing); one back on a drained node ends
+    the wait (DeadEnd): the pods did not move."""
+    problems, back = [], []
+    drained, gone = read_nodes(session, nodes), {e["pod"] for e in evicted}
     for namespace in sorted({e["namespace"] for e in evicted}):
         owners = {e["controller_uid"]: e["workload"] for e in evicted if e["namespace"] == namespace and e["controller_uid"]}
         for raw in session.list("Pod", namespace):
             pod = Pod(raw)
-            if pod.controller.get("uid") in owners and not pod.node and not pod.pending_reason() and not pod.terminating:
-                problems.append(f"{owners[pod.controller['uid']]}: pod {pod.ref} not yet tried by the scheduler")
+            standing = pod.controller.get("uid") in owners and pod.ref not in gone and replacement_standing(pod, drained)
+            if standing == "back":
+                back.append(pod)
+            elif standing:
+                problems.append(f"{owners[pod.controller['uid']]}: pod {pod.ref} "
+                                + UNSETTLED[standing].format(nodes=", ".join(nodes)))
+    if back:
+        raise DeadEnd([comeback(back)])
     return problems
 
 
