@@ -13,12 +13,15 @@ inside functions included; those under `if TYPE_CHECKING:` are annotations, not 
 - the collection's plugins (plugins/) only register: they import the Ansible adapter
   (gpushare.plugins) and each runbook's FILTERS, nothing else of the package;
 - the runbooks' package talks to the API server through one HTTP client (`k8s.session` over
-  `kube`'s connection): no other module of it imports the kubernetes client;
+  `k8s.connection`); only the connection (its fallback loader for exec plugins) and `kube` (the
+  test bed's ApiClient) import the kubernetes client, so a runbook run does not load it at all;
 - no module imports itself back through others: no cycle in src/, none among scripts/."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +35,7 @@ TEST_BED = "gpushare_testbed"
 PLUMBING = frozenset({
     "gpushare",              # __version__
     "gpushare.k8s.session",  # the HTTP client of the API server
+    "gpushare.k8s.connection",  # a kubeconfig context's server, TLS and credentials
     "gpushare.kube",         # the kubernetes client's ApiClient for a kubeconfig
     "gpushare.polling",      # bounded waits
     "gpushare.gpu_catalog",  # hardware data: products, memory, MIG profiles as NVIDIA documents them
@@ -46,8 +50,7 @@ SHARED = ("timeslicing_common",)
 # The top layer: what Ansible and the command line call (docs/runbook-conventions.md, "Layers").
 ADAPTERS = ("gpushare.plugins", "gpushare.cli", "gpushare.__main__", "gpushare.baseline_cli", "gpushare.gates_cli",
             "gpushare.rbac_cli")
-HTTP_CLIENT = frozenset({"gpushare.k8s.session", "gpushare.kube"})
-QUANTITY = "kubernetes.utils.quantity"  # parse_quantity: Kubernetes' arithmetic, no request
+OFFICIAL_CLIENT = frozenset({"gpushare.k8s.connection", "gpushare.kube"})
 
 
 def modules(root: Path) -> dict[str, Path]:
@@ -185,9 +188,29 @@ def test_the_collections_plugins_only_register() -> None:
 
 def test_the_runbooks_package_has_one_http_client() -> None:
     wrong = sorted(f"{name} imports {imported}" for name, path in modules(REPO / "src").items()
-                   if _in(RUNBOOKS, name) and name not in HTTP_CLIENT
-                   for imported in imported_names(name, path) if _in("kubernetes", imported) and not _in(QUANTITY, imported))
+                   if _in(RUNBOOKS, name) and name not in OFFICIAL_CLIENT
+                   for imported in imported_names(name, path) if _in("kubernetes", imported))
     assert not wrong, "talk to the API server through gpushare.k8s.session:\n" + "\n".join(wrong)
+
+
+def test_loading_the_collections_plugins_loads_no_kubernetes_client() -> None:
+    """What a runbook run's main process imports up front (gpushare.plugins.output.preload_plugins):
+    every action and filter plugin of the collection, without the official client's 0.4 s import."""
+    loaded = subprocess.run([sys.executable, "-c", PRELOAD], cwd=REPO, capture_output=True, text=True, check=True)
+    assert loaded.stdout.split() == ["kubernetes:", "none"], loaded.stdout + loaded.stderr
+
+
+PRELOAD = """
+import pkgutil, sys
+from importlib import import_module
+from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
+_AnsibleCollectionFinder()._install()  # as Ansible does: the collection found through the venv
+for kind in ("action", "filter"):
+    package = import_module(f"ansible_collections.gpushare.gpu_sharing.plugins.{kind}")
+    for module in pkgutil.iter_modules(package.__path__, prefix=package.__name__ + "."):
+        import_module(module.name)
+print("kubernetes:", " ".join(sorted(m for m in sys.modules if m.split(".")[0] == "kubernetes")[:5]) or "none")
+"""
 
 
 @pytest.mark.parametrize("where", ["src", "scripts"])

@@ -5,7 +5,6 @@ server-side dry run. Every failure to read becomes a fact (`error`) the checks j
 from __future__ import annotations
 
 import re
-import ssl
 from typing import Any
 
 import urllib3
@@ -37,12 +36,8 @@ def _gates(session: Session, settings: Settings) -> dict[str, dict[str, Any]]:
         gates["kube-apiserver"] = {"enabled": gate_enabled(session.text("/metrics"), GATE)}
     except ApiError as err:
         gates["kube-apiserver"] = {"error": _error(err)}
-    configuration = session.api.configuration
-    context = ssl.create_default_context(cafile=settings.metrics_ca_file or configuration.ssl_ca_cert or None)
-    if configuration.cert_file:
-        context.load_cert_chain(configuration.cert_file, configuration.key_file)
-    headers = {"Authorization": configuration.api_key["authorization"]} if configuration.api_key.get(
-        "authorization") else {}
+    context = session.connection.ssl_context(settings.metrics_ca_file or None)
+    headers = session.connection.headers()
     pool = urllib3.PoolManager(ssl_context=context, timeout=urllib3.Timeout(connect=5, read=15), retries=False)
     for name in METRICS_COMPONENTS:
         url = settings.metrics_urls.get(name)

@@ -1,4 +1,4 @@
-"""One connection to the API server, speaking plain JSON over the official client's transport.
+"""One connection to the API server (gpushare.k8s.connection), speaking plain JSON.
 
 The runbooks read and write a handful of kinds (see kinds.py); going through the REST paths
 directly keeps a request to one round-trip (no discovery) and objects as plain dicts, the shape
@@ -14,12 +14,13 @@ from typing import Any
 from urllib.parse import urlencode
 
 import urllib3
-from kubernetes import client
 
+from gpushare import __version__
+from gpushare.k8s.connection import Connection, connect
 from gpushare.k8s.kinds import Kind, kind_of
-from gpushare.kube import api_client
 
 TIMEOUT = (5, 30)  # connect, read seconds
+USER_AGENT = f"gpushare/{__version__}"  # how the API server's audit log names the runbooks' requests
 # A control-plane restart in a change window (the API server or etcd back within seconds) is ridden
 # out: a read is retried while the server does not answer or is not ready; a write when the
 # connection was refused (it never reached the server), or whenever it went unanswered if sending it
@@ -70,14 +71,14 @@ class KindNotServed(ApiError):
 
 
 class Session:
-    """Plain-JSON requests over one connection (gpushare.kube.api_client's, or `api`). With `retries`
-    False, `request` sends each request once (a controller that requeues what failed, as the
-    simulator does, retries on its own)."""
+    """Plain-JSON requests over one connection (a kubeconfig context's, or `connection`). With
+    `retries` False, `request` sends each request once (a controller that requeues what failed, as
+    the simulator does, retries on its own)."""
 
     def __init__(self, kubeconfig: str | Path | None = None, context: str | None = None,
-                 api: client.ApiClient | None = None, retries: bool = True) -> None:
-        self.api = api or api_client(kubeconfig, context, retries=False, persist=False)
-        self.server = self.api.configuration.host
+                 connection: Connection | None = None, retries: bool = True) -> None:
+        self.connection = connection or connect(kubeconfig, context)
+        self.server = self.connection.host
         self.retries = retries
 
     # ---- transport -------------------------------------------------------------------------
@@ -127,18 +128,18 @@ class Session:
               timeout: tuple[float, float]) -> urllib3.BaseHTTPResponse:
         """The response of a 2xx answer, its body not read yet (an ApiError otherwise)."""
         query = {k: v for k, v in (query or {}).items() if v not in (None, "")}
-        url_path = path + ("?" + urlencode(query) if query else "")
-        headers = {"Accept": "application/json", "Content-Type": content_type}
-        _, url, headers, body, _ = self.api.param_serialize(
-            method, url_path, header_params=headers, body=body, auth_settings=["BearerToken"])
+        url = self.server + path + ("?" + urlencode(query) if query else "")
+        headers = {"Accept": "application/json", "Content-Type": content_type, "User-Agent": USER_AGENT,
+                   **self.connection.headers()}
+        data = None if body is None else json.dumps(body).encode()
         try:
-            response = self.api.call_api(method, url, header_params=headers, body=body, _request_timeout=timeout).response
+            response = self.connection.pool.request(
+                method, url, body=data, headers=headers, timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]),
+                preload_content=False, redirect=False)
             if not 200 <= response.status <= 299:
                 raise _api_error(response.status, response.reason or "", response.data)
         except (urllib3.exceptions.HTTPError, OSError) as err:
             raise Unreachable(self.server, _reason(err), sent=not _refused(err)) from None
-        except client.ApiException as err:  # raised by the transport for some statuses
-            raise _api_error(err.status or 0, err.reason or "", err.body) from None
         return response
 
     # ---- verbs -----------------------------------------------------------------------------

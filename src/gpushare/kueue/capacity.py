@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from kubernetes.utils.quantity import parse_quantity
+from gpushare.k8s.quantity import parse_quantity
 
 from gpushare.kueue.description import Description, Flavor, canonical_quantity
 from gpushare.model.node import SHARED, STRATEGY, Node

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from kubernetes.utils.quantity import parse_quantity
+from gpushare.k8s.quantity import parse_quantity
 
 from gpushare.runbook.inputs import DNS_LABEL, DNS_SUBDOMAIN, SYSTEM_NAMESPACES, is_system_namespace
 

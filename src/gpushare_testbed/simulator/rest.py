@@ -9,6 +9,7 @@ from typing import Any
 
 from kubernetes import client
 
+from gpushare.k8s.connection import from_configuration
 from gpushare.k8s.session import PATCH_TYPES, Session
 
 Obj = dict[str, Any]
@@ -17,7 +18,7 @@ Obj = dict[str, Any]
 class Rest:
     def __init__(self, api: client.ApiClient) -> None:
         self.api = api
-        self.session = Session(api=api, retries=False)
+        self.session = Session(connection=from_configuration(api.configuration), retries=False)
 
     def _send(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None,
               patch_type: str | None = None) -> Obj:
