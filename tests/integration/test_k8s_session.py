@@ -195,3 +195,20 @@ def test_may_is_the_authorizers_answer_for_this_identity(cluster: Cluster) -> No
     assert runbook.may("create", "ConfigMap", ns)[0] is True  # RBAC cannot name a create
     assert runbook.may("delete", "Node", name="gpu-node")[0] is False
     assert admin.may("patch", "ConfigMap", ns, "other-config")[0] is True
+
+
+def test_a_text_body_goes_as_it_is_and_requests_name_gpushare(cluster: Cluster, session: Session, namespace: str) -> None:
+    """A server-side apply's YAML is sent as written, not as a JSON string; the audit log names the
+    runbooks' requests by their User-Agent."""
+    manifest = f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\n  namespace: {namespace}\ndata:\n  k: v\n"
+    mark = cluster.audit_mark() if cluster.embedded else 0
+    applied = session.request("PATCH", kind_of("ConfigMap").path(namespace, "applied"), body=manifest,
+                              query={"fieldManager": "gpushare-test"}, content_type="application/apply-patch+yaml")
+    assert applied["data"] == {"k": "v"}
+    if cluster.embedded:
+        def agents() -> set[str] | None:
+            found = {e.get("userAgent") for e in cluster.audit_events(mark)
+                     if (e.get("objectRef") or {}).get("name") == "applied"}
+            return found or None
+
+        assert wait_for(agents, 10, "the apply in the audit log") == {k8s_session.USER_AGENT}

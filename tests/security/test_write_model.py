@@ -15,6 +15,7 @@ from kubernetes import client
 
 from gpushare.dra.plan import device_class
 from gpushare.dra.settings import PilotSettings, Settings
+from gpushare.k8s.connection import from_configuration
 from gpushare.k8s.kinds import kind_of
 from gpushare.k8s.session import ApiError, Session
 from gpushare.polling import wait_for
@@ -42,7 +43,7 @@ LOCK = "gpushare-runbook-lock"
 
 @pytest.fixture(scope="module")
 def runbook(runbook_api: client.ApiClient) -> Session:
-    return Session(api=runbook_api, retries=False)
+    return Session(connection=from_configuration(runbook_api.configuration), retries=False)
 
 
 @pytest.fixture(scope="module")

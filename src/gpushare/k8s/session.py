@@ -131,7 +131,8 @@ class Session:
         url = self.server + path + ("?" + urlencode(query) if query else "")
         headers = {"Accept": "application/json", "Content-Type": content_type, "User-Agent": USER_AGENT,
                    **self.connection.headers()}
-        data = None if body is None else json.dumps(body).encode()
+        data = body.encode() if isinstance(body, str) else body if body is None or isinstance(body, bytes) \
+            else json.dumps(body).encode()  # a text body (a server-side apply's YAML) goes as it is
         try:
             response = self.connection.pool.request(
                 method, url, body=data, headers=headers, timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]),
