@@ -108,3 +108,14 @@ def test_an_exec_plugin_goes_through_the_official_loader(tmp_path: Path) -> None
 def test_an_unreadable_kubeconfig_is_named(tmp_path: Path) -> None:
     with pytest.raises(KubeconfigError, match=f"cannot read the kubeconfig {tmp_path / 'absent'}"):
         connect(tmp_path / "absent")
+
+
+def test_data_comes_before_files_and_basic_auth_needs_a_password(tmp_path: Path, pem: tuple[bytes, bytes]) -> None:
+    """As the official loader reads a kubeconfig: inline data wins over the file beside it, and a
+    username without a password is no credential."""
+    path = kubeconfig(tmp_path, {"username": "admin"},
+                      {"server": "https://api", "certificate-authority": "absent.crt",
+                       "certificate-authority-data": base64.b64encode(pem[0]).decode()})
+    connection = connect(path)
+    assert (connection.ca_file, connection.ca_data) == (None, pem[0].decode())
+    assert connection.headers() == {}

@@ -67,7 +67,8 @@ class Connection:
 
 def connect(kubeconfig: Path | str | None = None, context: str | None = None) -> Connection:
     """The connection of `context` (default: the current one) in `kubeconfig` (default: $KUBECONFIG,
-    then ~/.kube/config)."""
+    then ~/.kube/config), read as the official loader reads it: data before files (files relative
+    to the kubeconfig), a token before basic auth, which needs both username and password."""
     paths = [kubeconfig] if kubeconfig else (os.environ.get("KUBECONFIG") or DEFAULT_KUBECONFIG).split(os.pathsep)
     if len(paths) != 1:
         return _official(None, context)  # several files merged: the official loader's rules
@@ -85,7 +86,7 @@ def connect(kubeconfig: Path | str | None = None, context: str | None = None) ->
     base = path.parent
     return Connection(
         host=str(cluster.get("server") or "").rstrip("/"),
-        ca_file=_file(base, cluster.get("certificate-authority")),
+        ca_file=None if cluster.get("certificate-authority-data") else _file(base, cluster.get("certificate-authority")),
         ca_data=_decoded(cluster.get("certificate-authority-data")),
         verify=not cluster.get("insecure-skip-tls-verify"),
         server_name=cluster.get("tls-server-name"),
@@ -127,8 +128,8 @@ def _authorization(base: Path, user: dict[str, Any]) -> Callable[[], str]:
     if user.get("tokenFile"):  # read for each request: a projected token is rotated in place
         token_file = base / Path(user["tokenFile"]).expanduser()
         return lambda: f"Bearer {token_file.read_text().strip()}"
-    if user.get("username"):
-        pair = base64.b64encode(f"{user['username']}:{user.get('password', '')}".encode()).decode()
+    if user.get("username") and "password" in user:
+        pair = base64.b64encode(f"{user['username']}:{user['password']}".encode()).decode()
         return lambda: f"Basic {pair}"
     return lambda: ""
 
