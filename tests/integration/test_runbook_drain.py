@@ -93,3 +93,32 @@ def test_the_rollback_confirmation_fails_on_replacements_placed_back_on_the_drai
     assert f"Deployment {namespace}/pinned re-created {namespace}/pinned-" in str(ended.value)
     assert f"on {node} right after its eviction" in str(ended.value)
     assert scheduler_tried(session, evicted, [n for n in gpu_nodes(session) if n != node]) == []
+
+
+def test_the_rollback_confirmation_sees_a_statefulset_pod_back_under_its_old_name(
+        session: Session, namespace: str) -> None:
+    """A StatefulSet re-creates an evicted pod under the same name: the confirmation tells the
+    replacement from the evicted pod by what it is now (placed, not terminating), not by its name."""
+    node = sorted(n for n, gpu in gpu_nodes(session).items() if gpu.allocatable(RESOURCE) >= 1)[-1]
+    spec = pinned_deployment("pinned-set", node, 1)["spec"]
+    session.create({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "pinned-set", "namespace": namespace},
+                    "spec": {**spec, "serviceName": "pinned-set", "podManagementPolicy": "Parallel"}})
+
+    def pod() -> Pod | None:
+        raw = session.get("Pod", "pinned-set-0", namespace)
+        found = Pod(raw) if raw else None
+        return found if found and found.phase == "Running" and not found.terminating else None
+
+    first = wait_for(pod, 60, "the StatefulSet's pod Running", interval_s=0.2)
+    try:
+        session.evict(first.name, namespace, dry_run=False, grace_period_seconds=0, uid=first.uid)
+        evicted = [{"pod": first.ref, "namespace": namespace, "workload": first.workload,
+                    "controller_uid": first.controller["uid"]}]
+        again = wait_for(lambda: (p := pod()) and p.uid != first.uid and p, 60, "pinned-set-0 re-created")
+        assert again.node == node
+        with pytest.raises(DeadEnd) as ended:
+            scheduler_tried(session, evicted, [node])
+        assert f"StatefulSet {namespace}/pinned-set re-created {namespace}/pinned-set-0 on {node}" in str(ended.value)
+    finally:
+        session.patch("StatefulSet", "pinned-set", {"spec": {"replicas": 0}}, namespace)
+        wait_for(lambda: not session.list("Pod", namespace), 60, "the StatefulSet's pod gone", interval_s=0.2)

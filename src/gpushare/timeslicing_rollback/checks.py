@@ -75,12 +75,13 @@ def scheduler_tried(session: Session, evicted: list[dict[str, str]], nodes: list
     node admits it (see gpushare.runbook.drain.replacement_standing); one back on a drained node ends
     the wait (DeadEnd): the pods did not move."""
     problems, back = [], []
-    drained, gone = read_nodes(session, nodes), {e["pod"] for e in evicted}
+    drained = read_nodes(session, nodes)
     for namespace in sorted({e["namespace"] for e in evicted}):
         owners = {e["controller_uid"]: e["workload"] for e in evicted if e["namespace"] == namespace and e["controller_uid"]}
         for raw in session.list("Pod", namespace):
             pod = Pod(raw)
-            standing = pod.controller.get("uid") in owners and pod.ref not in gone and replacement_standing(pod, drained)
+            # an evicted pod is terminating or gone; a StatefulSet's replacement may bear its name
+            standing = pod.controller.get("uid") in owners and replacement_standing(pod, drained)
             if standing == "back":
                 back.append(pod)
             elif standing:
