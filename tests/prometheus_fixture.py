@@ -12,11 +12,8 @@ otherwise), so each one trips exactly the gate it is named for. Queries select a
 
 from __future__ import annotations
 
-import hashlib
-import os
 import shutil
 import subprocess
-import tempfile
 import time
 import urllib.request
 from collections import defaultdict
@@ -30,12 +27,10 @@ import pytest
 
 from gpushare.polling import pauses
 from gpushare_testbed.controlplane import free_port
+from gpushare_testbed.dcgm_sim.backfill import PROMTOOL, TSDB_CACHE, cached_blocks
 from gpushare_testbed.gpu_identity import gpu_uuid
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
-PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
-# Built TSDB blocks, beside the binaries' cache (scripts/build-binaries.sh).
-TSDB_CACHE = Path(os.environ.get("GPUSHARE_CACHE", Path.home() / ".cache" / "gpushare")) / "tsdb"
 
 TRIAL_END = 1704672000  # 2024-01-08T00:00:00Z
 TRIAL_START = TRIAL_END - 3600
@@ -247,41 +242,17 @@ def _add_pod(
 def build_tsdb(directory: Path, text: Callable[[], str] = openmetrics) -> Path:
     """Blocks of `text()` (default: every gate case) under directory/tsdb, built once per directory.
     The server writes into its TSDB, so each directory gets a copy of the blocks, which promtool
-    builds once per machine (TSDB_CACHE, keyed by the input and the promtool binary): the gate
-    cases' week takes it 15 CPU-s, and each pytest process of `make test` serves them."""
+    builds once per machine (cached_blocks): the gate cases' week takes it 15 CPU-s, and each pytest
+    process of `make test` serves them."""
     tsdb = directory / "tsdb"
     if tsdb.is_dir():
         return tsdb
-    content = text()
-    promtool = Path(PROMTOOL).stat()
-    key = hashlib.sha256(f"{PROMTOOL} {promtool.st_size} {promtool.st_mtime_ns}\n{content}".encode()).hexdigest()[:24]
-    cached = TSDB_CACHE / key
-    if not cached.is_dir():
-        _promtool_blocks(content, directory, cached)
+    cached = cached_blocks(text(), TSDB_CACHE)
     partial = directory / "tsdb.partial"
     shutil.rmtree(partial, ignore_errors=True)  # an interrupted copy's
     shutil.copytree(cached, partial)
     partial.rename(tsdb)
     return tsdb
-
-
-def _promtool_blocks(content: str, scratch: Path, cached: Path) -> None:
-    """promtool's blocks of `content`, renamed into `cached` in one step: where another process
-    renamed the same blocks there first, theirs are kept and these removed."""
-    source = scratch / "input.om"
-    source.write_text(content, encoding="utf-8")
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    partial = Path(tempfile.mkdtemp(prefix=f"{cached.name}.partial-", dir=cached.parent))
-    try:
-        subprocess.run([PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", "--quiet", str(source), str(partial)],
-                       check=True, capture_output=True, text=True, timeout=120)
-        partial.rename(cached)
-    except OSError:
-        if not cached.is_dir():
-            raise
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
-        source.unlink()
 
 
 @contextmanager

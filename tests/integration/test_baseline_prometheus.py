@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from gpushare.cli import main
-from gpushare_testbed.dcgm_sim.backfill import backfill
+from gpushare_testbed.dcgm_sim.backfill import TSDB_CACHE, backfill
 from gpushare_testbed.dcgm_sim.exposition import FAMILIES, Exporter, SimGpu, exporter_of
 from gpushare_testbed.dcgm_sim.profiles import DAY, Profile
 from gpushare_testbed.simulator import clusterpolicy as cp
@@ -92,17 +92,18 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         pytest.skip(f"{', '.join(missing)} not installed: run scripts/install-prometheus.sh (or make setup)")
     directory = tmp_path_factory.getbasetemp() / "baseline-prometheus"
     tsdb = directory / "tsdb"
-    if not tsdb.is_dir():
+    if not tsdb.is_dir():  # a fixed week: promtool builds each window's blocks once per machine (TSDB_CACHE)
         partial = directory / "tsdb.partial"
         shutil.rmtree(partial, ignore_errors=True)
         start = END - 7 * DAY - 3600
-        backfill(gpus(), start, END, 300, END, partial, relabel=relabel)
-        backfill([SimGpu(node("spike"), 0, H100, TOTAL, SPIKE)], start, END, 60, END, partial)
+        backfill(gpus(), start, END, 300, END, partial, relabel=relabel, cache=TSDB_CACHE)
+        backfill([SimGpu(node("spike"), 0, H100, TOTAL, SPIKE)], start, END, 60, END, partial, cache=TSDB_CACHE)
         for case, exporter in OTHER_EXPORTERS.items():
-            backfill([SimGpu(node(case), 0, H100, TOTAL, BATCH)], start, END, 300, END, partial, exporter=exporter)
+            backfill([SimGpu(node(case), 0, H100, TOTAL, BATCH)], start, END, 300, END, partial, exporter=exporter,
+                     cache=TSDB_CACHE)
         for release in cp.RELEASES:
             backfill([SimGpu(release_node(release), 0, H100, TOTAL, SHARED, replicas=4)], start, END, 300, END, partial,
-                     exporter=release_exporter(release))
+                     exporter=release_exporter(release), cache=TSDB_CACHE)
         partial.rename(tsdb)
     with prometheus_server(tsdb, tmp_path_factory.mktemp("prometheus")) as url:
         yield url
@@ -357,3 +358,25 @@ def test_baseline_and_gates_find_the_node_under_each_release_s_label(prometheus,
     assert gates["dcgm_nodes"]["observed"]["trial"] == [release_node(release)]
     assert gates["memory_headroom"]["observed"]["trial_peak_pct"] == pytest.approx(40, abs=1)
     assert gates["xid_errors"]["observed"]["trial"] == 0.0
+
+
+def test_a_fixed_history_is_built_once_per_machine_and_reads_as_promtool_wrote_it(tmp_path: Path) -> None:
+    """backfill's cache: the second build copies the first one's blocks (no new cache entry, none
+    rewritten), and both hold what promtool writes straight into a TSDB."""
+    if not Path(PROMTOOL).is_file():
+        pytest.skip(f"{PROMTOOL} not installed: run scripts/install-prometheus.sh (or make setup)")
+    gpus, cache = [SimGpu(node("cached"), 0, H100, TOTAL, BATCH)], tmp_path / "cache"
+
+    def build(name: str, **cached: Path) -> tuple[int, list[dict]]:
+        samples = backfill(gpus, END - 3 * 3600, END, 300, END, tmp_path / name, **cached)
+        metas = [json.loads(meta.read_text()) for meta in sorted((tmp_path / name).glob("*/meta.json"))]
+        return samples, sorted(((m["minTime"], m["maxTime"], m["stats"]["numSamples"], m["ulid"]) for m in metas))
+
+    first = build("first", cache=cache)
+    entries = {entry: entry.stat().st_mtime_ns for entry in cache.iterdir()}
+    second = build("second", cache=cache)
+    assert len(entries) == len(first[1]) and {entry: entry.stat().st_mtime_ns for entry in cache.iterdir()} == entries
+    assert second == first
+    direct_samples, direct = build("direct")
+    assert direct_samples == first[0] > 0
+    assert [block[:3] for block in direct] == [block[:3] for block in first[1]]
