@@ -32,7 +32,8 @@ INVENTORY = REPO / "inventories" / "external"
 # measured), so that dealing them out in turn balances the shards of a first run.
 TESTS = (*(f"features/{f}" for f in ("test_rollback.py", "test_share_check.py", "test_enable_timeslicing.py",
                                      "test_dra_pilot.py", "test_dra_readiness.py", "test_enable_mps.py",
-                                     "test_resource_separation.py")),
+                                     "test_operator_side_effects.py", "test_resource_separation.py",
+                                     "test_idempotency.py")),
          "security/test_write_model.py")
 REPORTS = REPO / "reports"
 JUNIT = REPORTS / "external-junit.xml"

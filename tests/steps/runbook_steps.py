@@ -26,7 +26,7 @@ from pytest_bdd import given, parsers, then, when
 from gpushare_testbed.simulator import clusterpolicy as cp
 from tests.steps.cluster_steps import Before, backups, clusterpolicy_spec, operand_pods
 from tests.support import written
-from tests.support.ansible import PlaybookRun, as_typed, run_playbook
+from tests.support.ansible import PlaybookRun, as_typed, inventory_limit, run_playbook
 from tests.support.cluster import Cluster
 
 ENABLE = "enable-timeslicing.yml"
@@ -305,9 +305,11 @@ def run_succeeds(runbook_run: RunbookRun) -> None:
 
 
 @then("the run reports changes on the trial node")
-def run_reports_changes(runbook_run: RunbookRun, targeted: list[str]) -> None:
+def run_reports_changes(kube: Cluster, runbook_inventory: Path, runbook_run: RunbookRun, targeted: list[str]) -> None:
+    """Ansible counts changes by inventory host, which may be named differently from its node."""
     run_succeeds(runbook_run)
-    assert runbook_run.run.changed.get(targeted[0], 0) > 0, runbook_run.describe()
+    host = inventory_limit(dataclasses.replace(kube, inventory=runbook_inventory), targeted[0])
+    assert runbook_run.run.changed.get(host, 0) > 0, runbook_run.describe()
 
 
 @then("the run reports no change")
@@ -376,12 +378,12 @@ def clusterpolicy_untouched(kube: Cluster, before: Before) -> None:
 
 
 @then("the preview shows the ConfigMap, the ClusterPolicy and the trial node changing")
-def preview_shows_changes(runbook_run: RunbookRun, targeted: list[str]) -> None:
+def preview_shows_changes(kube: Cluster, runbook_run: RunbookRun, targeted: list[str]) -> None:
     changed = " | ".join(runbook_run.run.changed_tasks())
     for task in ("Write the device-plugin configs", "Point the ClusterPolicy", "Select the shared config and join"):
         assert task in changed, f"{task!r} not among the changes: {changed}"
     out = runbook_run.run.stdout
-    for diff_line in ("+ ConfigMap gpu-operator/time-slicing-config", "  +       timeSlicing:",
+    for diff_line in (f"+ ConfigMap {kube.operator_namespace}/time-slicing-config", "  +       timeSlicing:",
                       "  + spec.devicePlugin.config.name: time-slicing-config",
                       "  + metadata.labels.nvidia.com/device-plugin.config: shared", "  + metadata.labels.gpu-mode: shared",
                       "  + spec.taints: [{effect: NoSchedule, key: nvidia.com/gpu, value: shared}]", f"~ Node {targeted[0]}"):
@@ -389,19 +391,19 @@ def preview_shows_changes(runbook_run: RunbookRun, targeted: list[str]) -> None:
 
 
 @then("the preview shows the run record, the ClusterPolicy backup file and the lock in one line each")
-def preview_shows_bookkeeping_in_a_line(runbook_run: RunbookRun) -> None:
-    out = runbook_run.run.stdout.splitlines()
-    for pattern in (r"\+ ConfigMap gpushare-system/gpushare-run-enable-\S+ \(run record with the ClusterPolicy backup, \d+ KiB\)",
+def preview_shows_bookkeeping_in_a_line(kube: Cluster, runbook_run: RunbookRun) -> None:
+    out, records = runbook_run.run.stdout.splitlines(), re.escape(kube.records_namespace)
+    for pattern in (rf"\+ ConfigMap {records}/gpushare-run-enable-\S+ \(run record with the ClusterPolicy backup, \d+ KiB\)",
                     r"\+ \S+/backups/clusterpolicy-\S+\.yaml \(file, mode 0600, \d+ KiB\)",
-                    r"\+ Lease gpushare-system/gpushare-runbook-lock \(runbook lock, \d+ B\)"):
+                    rf"\+ Lease {records}/gpushare-runbook-lock \(runbook lock, \d+ B\)"):
         assert sum(bool(re.fullmatch(pattern, line)) for line in out) == 1, f"no one line {pattern}:\n" + "\n".join(out)
     assert not any("clusterpolicy.yaml" in line or "holderIdentity" in line for line in out), "\n".join(out)
 
 
 @then("the preview shows the run record whole, the ClusterPolicy backup in it, and the lock")
-def preview_shows_bookkeeping_whole(runbook_run: RunbookRun) -> None:
-    out = runbook_run.run.stdout
-    assert re.search(r"^\+\+\+ after: ConfigMap gpushare-system/gpushare-run-enable-\S+$", out, re.M), out[-3000:]
+def preview_shows_bookkeeping_whole(kube: Cluster, runbook_run: RunbookRun) -> None:
+    out, records = runbook_run.run.stdout, re.escape(kube.records_namespace)
+    assert re.search(rf"^\+\+\+ after: ConfigMap {records}/gpushare-run-enable-\S+$", out, re.M), out[-3000:]
     assert "+  clusterpolicy.yaml: " in out and "+kind: ClusterPolicy" in out, out[-3000:]  # the record, and the file
     assert "+  holderIdentity: enable-timeslicing@" in out, out[-3000:]
 
