@@ -111,10 +111,12 @@ def replacement_standing(pod: Pod, nodes: dict[str, Node]) -> str:
     return "admitted" if any(admits(node, pod) for node in nodes.values()) else ""
 
 
-def admits(node: Node, pod: Pod) -> bool:
+def admits(node: Node, pod: Pod, dropped_label: str = "") -> bool:
     """The scheduler may place `pod` on the cordoned `node`: it tolerates the cordon and the node's
-    taints, and its required node selection admits the node's labels."""
-    return pod.tolerates_all([UNSCHEDULABLE, *node.taints]) and pod.selects(node.name, node.labels)
+    taints, and its required node selection admits the node's labels (less `dropped_label`, which
+    the rollback removes before its drain)."""
+    labels = {k: v for k, v in node.labels.items() if k != dropped_label}
+    return pod.tolerates_all([UNSCHEDULABLE, *node.taints]) and pod.selects(node.name, labels)
 
 
 def read_nodes(session: Session, names: list[str]) -> dict[str, Node]:

@@ -16,13 +16,13 @@ from gpushare.k8s.changes import Change
 from gpushare.k8s.patch import PatchConflict, json_patch, resolve
 from gpushare.model.node import CONFIG_LABEL, CORDONED_BY, Node, Pool
 from gpushare.model.operands import DRIVER, OperandPod
-from gpushare.model.pods import UNSCHEDULABLE, Pod, outlasting_drain
+from gpushare.model.pods import Pod, outlasting_drain
 from gpushare.rbac import Names
 from gpushare.rbac.access import configmap_refusal, identity
 from gpushare.rbac.write_model import (WHERE as WRITE_MODEL_AT, configmap_mismatch, pool_taint_mismatch, render_fix, run_names,
                                        unreadable_refusal)
 from gpushare.runbook.plan import Plan
-from gpushare.runbook.drain import shared_resources
+from gpushare.runbook.drain import admits, shared_resources
 from gpushare.runbook.inputs import DNS_SUBDOMAIN, NOTHING
 from gpushare.runbook.records import (CONFIGMAP_KEY, FieldChange, Intent, Record, forged_advice, new_record,
                                       record_name, state_patch)
@@ -272,15 +272,13 @@ def _outside_write_model(state: ClusterState, settings: RollbackSettings, restor
 def _comeback_warning(pod: Pod, node: Node, pool: Pool) -> str:
     """The replacement comes back if it tolerates the cordon and the taints that stay during the
     drain (the pool taint), and its selection admits the node without the pool label."""
-    labels = {k: v for k, v in node.labels.items() if k != pool.label_key}
-    if (not pod.controller or pod.daemonset or not pod.tolerates_all([UNSCHEDULABLE, *node.taints])
-            or not pod.selects(node.name, labels)):
+    if not pod.controller or pod.daemonset or not admits(node, pod, dropped_label=pool.label_key):
         return ""
     selection = pod.selection()
-    admits = (f"its {selection} still admits {node.name} without the {pool.label_key} label" if selection
-              else "it has no node selector or required node affinity")
+    admitted = (f"its {selection} still admits {node.name} without the {pool.label_key} label" if selection
+                else "it has no node selector or required node affinity")
     return (f"{pod.workload} (pod {pod.name}) will come back to {node.name} after its eviction: it tolerates the "
-            f"cordon ({pod.cordon_toleration()}) and the node's taints, and {admits}. The drain will stop; first "
+            f"cordon ({pod.cordon_toleration()}) and the node's taints, and {admitted}. The drain will stop; first "
             "scale it down, or change its selector or tolerations.")
 
 
