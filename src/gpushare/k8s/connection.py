@@ -18,6 +18,8 @@ from typing import Any
 import urllib3
 import yaml
 
+from gpushare import yamltext
+
 DEFAULT_KUBECONFIG = "~/.kube/config"
 POOL_SIZE = 32  # the simulator and fixtures send many requests in parallel over one connection
 SIMPLE_USER = frozenset({"token", "tokenFile", "client-certificate", "client-certificate-data", "client-key",
@@ -74,7 +76,7 @@ def connect(kubeconfig: Path | str | None = None, context: str | None = None) ->
         return _official(None, context)  # several files merged: the official loader's rules
     path = Path(paths[0]).expanduser()
     try:
-        config = yaml.safe_load(path.read_text()) or {}
+        config = yamltext.safe_load(path.read_text()) or {}  # each task of a run reads it
     except (OSError, yaml.YAMLError) as err:
         raise KubeconfigError(f"cannot read the kubeconfig {path}: {err}") from None
     name = context or config.get("current-context")
