@@ -101,7 +101,9 @@ lint: $(STAMP)
 # and 2 shards, 1733 s against 1526 s for 2 and 1). Each test runs once: the acceptance features and
 # attacks on the external target, the rest (and the scenarios tagged @embedded, which only the
 # embedded cluster can run) in the main suite. The lint runs beside them too: its tools use one CPU
-# at a time, and the clusters starting take the other.
+# at a time, and the clusters starting take the other. Files are dealt out in collection order (features,
+# integration, unit last), not xdist's default of most tests first, which left the one-scenario feature
+# files (20-40 s each) for the end, where one worker ran them alone.
 TEST_WORKERS ?= 2
 EXTERNAL_SHARDS ?= 1
 test: setup
@@ -109,7 +111,7 @@ test: setup
 	began=$$(date +%s); \
 	( $(LINT) ) > reports/lint.log 2>&1 & lint=$$!; \
 	( $(BIN)/python scripts/external_cluster.py --shards $(EXTERNAL_SHARDS) run -- -q > reports/external.log 2>&1; rc=$$?; date +%s > reports/external.ended; exit $$rc ) & external=$$!; \
-	pytest -q -n $(TEST_WORKERS) --dist loadfile --beside-external-target --durations=25 --junitxml=reports/junit.xml; main=$$?; main_ended=$$(date +%s); \
+	pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --beside-external-target --durations=25 --junitxml=reports/junit.xml; main=$$?; main_ended=$$(date +%s); \
 	wait $$external; ext=$$?; wait $$lint; lint=$$?; \
 	printf '{"began": %s, "main_s": %s, "external_s": %s, "passed": %s}\n' $$began $$((main_ended - began)) \
 	  $$(( $$(cat reports/external.ended) - began )) $$(( !(main || ext || lint) )) > reports/make-test.json; \
