@@ -3,6 +3,7 @@ in the middle of a step, and what the rollout record, the plan and the summary s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -16,6 +17,7 @@ from gpushare.polling import wait_for
 from tests.steps.cluster_steps import Before, node_state
 from tests.steps.fault_steps import start_runbook
 from tests.steps.runbook_steps import RunbookRun, run_runbook
+from tests.support.ansible import inventory_limit
 from tests.support.cluster import REPO, Cluster
 
 RECORD = "gpushare-rollout-timeslicing"
@@ -43,9 +45,12 @@ def columns(line: str) -> list[str]:
 
 # ---- situations -------------------------------------------------------------------------------------
 @given(parsers.parse('the rollout plan "{path}"'), target_fixture="runbook_inputs")
-def rollout_plan(runbook_inputs: dict[str, Any], path: str) -> dict[str, Any]:
-    """Every run of the scenario gets the plan's variables (like -e @plan.yml)."""
-    return {**runbook_inputs, **yaml.safe_load((REPO / path).read_text())}
+def rollout_plan(kube: Cluster, runbook_inventory: Path, runbook_inputs: dict[str, Any], path: str) -> dict[str, Any]:
+    """Every run of the scenario gets the plan's variables (like -e @plan.yml), its canary written
+    in this inventory's host names, as the plan's operator writes it."""
+    plan = yaml.safe_load((REPO / path).read_text())
+    limit = inventory_limit(dataclasses.replace(kube, inventory=runbook_inventory), ",".join(plan["rollout_canary"]))
+    return {**runbook_inputs, **plan, "rollout_canary": (limit or "").split(",")}
 
 
 @given("the rollout leaves the share check to its own feature", target_fixture="runbook_inputs")

@@ -27,7 +27,7 @@ from gpushare_testbed.simulator import clusterpolicy as cp
 from tests.steps.cluster_steps import Before, backups, clusterpolicy_spec, operand_pods
 from tests.support import written
 from tests.support.ansible import PlaybookRun, as_typed, inventory_limit, run_playbook
-from tests.support.cluster import Cluster
+from tests.support.cluster import EMBEDDED_NAMESPACE, Cluster
 
 ENABLE = "enable-timeslicing.yml"
 
@@ -320,13 +320,15 @@ def run_reports_no_change(runbook_run: RunbookRun) -> None:
 
 @then(parsers.parse('the run is refused with "{message}"'))
 def run_is_refused(request: pytest.FixtureRequest, runbook_run: RunbookRun, message: str) -> None:
-    """A `-l <node>` in `message` as this inventory's operator types it (its host name for the node);
-    only such a message needs the cluster's inventory (a scenario on its own cluster has no `kube`)."""
+    """A `-l <node>` in `message` as this inventory's operator types it (its host name for the node),
+    an object in the embedded cluster's operator namespace as in this cluster's; only such a message
+    needs the cluster (a scenario on its own cluster has no `kube`)."""
     run = runbook_run.run
     assert not run.ok, f"the run was not refused: {runbook_run.describe()}"
-    if "-l " in message:
+    if "-l " in message or f" {EMBEDDED_NAMESPACE}/" in message:
         kube, inventory = request.getfixturevalue("kube"), request.getfixturevalue("runbook_inventory")
         message = as_typed(dataclasses.replace(kube, inventory=inventory), message)
+        message = message.replace(f" {EMBEDDED_NAMESPACE}/", f" {kube.operator_namespace}/")
     said = " ".join(run.failure_messages()) or run.stdout
     assert message in " ".join(said.split()), f"{message!r} not in what the run said: {said[-3000:]}"
 

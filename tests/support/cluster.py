@@ -28,11 +28,14 @@ MUTATING = {"create", "update", "patch", "delete", "deletecollection"}
 REVIEWS = ("selfsubjectreviews", "selfsubjectaccessreviews", "subjectaccessreviews", "tokenreviews")
 
 
+EMBEDDED_NAMESPACE = "gpu-operator"  # where `gpushare sim up` installs the GPU Operator, and the features name it
+
+
 @dataclass
 class Cluster:
     kubeconfig: Path
     inventory: Path
-    operator_namespace: str = "gpu-operator"
+    operator_namespace: str = EMBEDDED_NAMESPACE
     # The runbooks' own namespace (gpu_operator_records_namespace): run records, backups, the lock.
     records_namespace: str = "gpushare-system"
     state_dir: Path | None = None  # set for the embedded cluster only
