@@ -377,6 +377,7 @@ def test_a_fixed_history_is_built_once_per_machine_and_reads_as_promtool_wrote_i
     second = build("second", cache=cache)
     assert len(entries) == len(first[1]) and {entry: entry.stat().st_mtime_ns for entry in cache.iterdir()} == entries
     assert second == first
+    assert build("second", cache=cache)[1] == first[1]  # the same window written again is kept once
     direct_samples, direct = build("direct")
     assert direct_samples == first[0] > 0
     assert [block[:3] for block in direct] == [block[:3] for block in first[1]]

@@ -55,7 +55,8 @@ def backfill(gpus: Sequence[SimGpu], start: int, end: int, step_s: int, epoch: i
             create_blocks(text, tsdb)
         else:
             for block in cached_blocks(text, cache).iterdir():
-                shutil.copytree(block, tsdb / block.name)
+                if not (tsdb / block.name).exists():  # a window written twice the same: its samples once
+                    shutil.copytree(block, tsdb / block.name)
         return samples
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
